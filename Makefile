@@ -1,0 +1,57 @@
+# p4reduce: in-network gradient aggregation on P4 switches.
+# Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
+# The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
+
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+BUILD := build
+P4SRC := p4src
+PROG  := p4reduce
+WORKERS ?= 4
+TOPO  ?= star
+ARGS  ?=
+
+P4C := $(shell command -v p4c-bm2-ss 2>/dev/null)
+ifeq ($(P4C),)
+P4C := $(PY) -m p4sim.compile
+endif
+
+P4_SOURCES := $(wildcard $(P4SRC)/*.p4)
+
+.PHONY: all setup build run demo shell test bench bench-quick stop clean
+
+all: build
+
+setup:
+	@bash tools/setup.sh
+
+$(BUILD)/$(PROG).json: $(P4_SOURCES) | setup
+	@mkdir -p $(BUILD)
+	$(P4C) --p4v 16 --p4runtime-files $(BUILD)/$(PROG).p4info.txtpb -o $@ $(P4SRC)/$(PROG).p4
+
+build: setup $(BUILD)/$(PROG).json
+
+run: build
+	$(PY) -m mininet_topos run --topo $(TOPO) --workers $(WORKERS) $(ARGS)
+
+demo: build
+	$(PY) -m mininet_topos demo --workers $(WORKERS) $(ARGS)
+
+shell: setup
+	$(PY) -m controller shell $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q -ra tests $(ARGS)
+
+bench: build
+	$(PY) -m bench $(ARGS)
+
+bench-quick: build
+	$(PY) -m bench --quick $(ARGS)
+
+stop:
+	-@[ -x $(PY) ] && $(PY) -m mininet_topos stop
+
+clean: stop
+	rm -rf $(BUILD) logs pcaps run .pytest_cache

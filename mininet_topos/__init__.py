@@ -1,0 +1,1 @@
+"""mininet_topos."""

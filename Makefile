@@ -1,6 +1,7 @@
 # p4reduce: in-network gradient aggregation on P4 switches.
 # Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
 # The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
+# Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"
 
 SHELL := /bin/bash
 VENV  := .venv
@@ -33,10 +34,10 @@ $(BUILD)/$(PROG).json: $(P4_SOURCES) | setup
 build: setup $(BUILD)/$(PROG).json
 
 run: build
-	$(PY) -m mininet_topos run --topo $(TOPO) --workers $(WORKERS) $(ARGS)
+	$(PY) -m mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
 
 demo: build
-	$(PY) -m mininet_topos demo --workers $(WORKERS) $(ARGS)
+	$(PY) -m mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
 
 shell: setup
 	$(PY) -m controller shell $(ARGS)

@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps"
+# nftables: link loss emulation where the kernel has no netem (mininet_topos/links.py).
+APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps nftables python3-venv"
 missing=""
-for cmd in mnexec cpp tcpdump ip ethtool ping; do
+for cmd in mnexec cpp tcpdump ip ethtool ping nft; do
     command -v "$cmd" >/dev/null 2>&1 || missing="$missing $cmd"
 done
+/usr/bin/python3 -c 'import mininet.net' >/dev/null 2>&1 || missing="$missing python3-mininet"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "setup: installing Debian packages (missing:$missing)"
@@ -42,4 +44,7 @@ if [ -n "$mn_src" ]; then
     ln -sfn "$mn_src" "$VENV/mininet-only/mininet"
     site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$(cd "$VENV/mininet-only" && pwd)" > "$site/mininet-only.pth"
+fi
+if ! "$VENV/bin/python" -c 'import mininet.net' 2>/dev/null; then
+    echo "setup: warning: the venv cannot import mininet (Debian package 'mininet' missing?)" >&2
 fi

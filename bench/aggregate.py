@@ -1,0 +1,89 @@
+"""Turn the per-worker records of one benchmark cell into the figures we report.
+
+Time per allreduce: for each repetition the slowest worker's time (the allreduce is done when the
+last worker has its result), then median, mean, min and max over repetitions. Bytes on the wire
+per worker and per allreduce: each worker's counter delta over the timed loop divided by the
+number of repetitions, then mean and max over workers.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Iterable, List, Optional
+
+
+class AggregationError(ValueError):
+    """The records of one cell are inconsistent (missing fields, different rep counts, ...)."""
+
+
+REQUIRED = ("rank", "times_s", "counters", "verified", "reps")
+
+
+def _check(records: List[dict]) -> None:
+    if not records:
+        raise AggregationError("no worker records")
+    for rec in records:
+        missing = [k for k in REQUIRED if k not in rec]
+        if missing:
+            raise AggregationError(f"worker record (rank {rec.get('rank', '?')}) lacks {', '.join(missing)}")
+    reps = {len(r["times_s"]) for r in records}
+    if len(reps) != 1:
+        raise AggregationError(f"workers ran different repetition counts: {sorted(reps)}")
+    ranks = sorted(r["rank"] for r in records)
+    if ranks != list(range(len(records))):
+        raise AggregationError(f"ranks are not 0..{len(records) - 1}: {ranks}")
+
+
+def time_stats(samples: Iterable[float]) -> dict:
+    values = sorted(samples)
+    if not values:
+        raise AggregationError("no time samples")
+    return {"median": statistics.median(values), "mean": statistics.fmean(values),
+            "min": values[0], "max": values[-1], "samples": values}
+
+
+def per_rep_completion(records: List[dict]) -> List[float]:
+    """For each repetition, the slowest worker's time."""
+    return [max(times) for times in zip(*(r["times_s"] for r in records))]
+
+
+def _bytes_stats(records: List[dict], field: str) -> dict:
+    per_worker = [r["counters"][field] / r["reps"] for r in records]
+    return {"mean": statistics.fmean(per_worker), "max": max(per_worker), "min": min(per_worker),
+            "per_worker": per_worker}
+
+
+def aggregate_cell(records: List[dict], *, tensor_bytes: int,
+                   server: Optional[dict] = None) -> dict:
+    """Summary of one (system, workers, size, link) cell from its worker records."""
+    records = sorted(records, key=lambda r: r.get("rank", -1))
+    _check(records)
+    completion = time_stats(per_rep_completion(records))
+    reps = records[0]["reps"]
+    tx = _bytes_stats(records, "tx_bytes")
+    rx = _bytes_stats(records, "rx_bytes")
+    out = {
+        "workers": len(records),
+        "reps": reps,
+        "tensor_bytes": tensor_bytes,
+        "time_s": completion,
+        "throughput_gbps": tensor_bytes * 8 / completion["median"] / 1e9 if completion["median"] > 0 else None,
+        "wire_tx_bytes_per_worker": tx,
+        "wire_rx_bytes_per_worker": rx,
+        "wire_bytes_per_worker": tx["mean"] + rx["mean"],
+        "tx_over_tensor": tx["mean"] / tensor_bytes,
+        "packets_tx_per_worker": statistics.fmean(r["counters"]["tx_packets"] / reps for r in records),
+        "verified": all(r["verified"] for r in records),
+        "mismatches": sum(r.get("mismatches", 0) for r in records),
+    }
+    if server is not None:
+        rounds = server.get("rounds") or 1
+        out["server_wire_tx_bytes"] = server["counters"]["tx_bytes"] / rounds
+        out["server_wire_rx_bytes"] = server["counters"]["rx_bytes"] / rounds
+    return out
+
+
+def speedup(baseline_s: float, candidate_s: float) -> Optional[float]:
+    """How many times faster the candidate is (None when either time is missing or zero)."""
+    if not baseline_s or not candidate_s:
+        return None
+    return baseline_s / candidate_s

@@ -1,0 +1,66 @@
+"""Run one benchmark cell (a system at one size on one network) and grids of cells.
+
+Shared by the dense allreduce comparison and the sparsity sweep. A cell that fails is recorded
+with its error and the run goes on; a cell predicted to exceed the time budget (from the previous,
+smaller size of the same system) is skipped and says so.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional
+
+from bench import aggregate, hostrun
+from bench.systems import System
+from bench.topology import BenchNet
+
+BYTES_PER_ELEMENT = 4  # float32 / int32 tensors
+
+
+def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
+             timeout: float, density: float = 1.0, section: str = "allreduce") -> dict:
+    """Run `system` on `bn` and return the cell's summary (or its error)."""
+    base = {"section": section, "system": system.name, "workers": len(bn.workers), "size": size,
+            "density": density, "link": bn.link.name, "link_applied": bn.link.applied(),
+            "switch": bn.switch_kind}
+    try:
+        jobs = system.jobs(bn, size, reps, warmup, density)
+        records = hostrun.run_jobs(jobs, timeout=timeout, start_delay=0.3)
+    except (hostrun.HostRunError, NotImplementedError, OSError) as exc:
+        return {**base, "status": "failed", "error": str(exc)}
+    workers = [r for r in records if r.get("role") != "server"]
+    servers = [r for r in records if r.get("role") == "server"]
+    try:
+        summary = aggregate.aggregate_cell(workers, tensor_bytes=size * BYTES_PER_ELEMENT,
+                                           server=servers[0] if servers else None)
+    except aggregate.AggregationError as exc:
+        return {**base, "status": "failed", "error": f"bad worker records: {exc}"}
+    status = "ok" if summary["verified"] else "wrong-result"
+    return {**base, "status": status, **summary}
+
+
+def predicted_seconds(prev_cell: Optional[dict], size: int, reps: int, warmup: int) -> Optional[float]:
+    """Linear extrapolation of a cell's run time from the same system's previous size."""
+    if not prev_cell or prev_cell.get("status") != "ok":
+        return None
+    per_element = prev_cell["time_s"]["median"] / prev_cell["size"]
+    return per_element * size * (reps + warmup)
+
+
+def run_sizes(bn: BenchNet, system: System, sizes, *, reps: int, warmup: int, budget: float,
+              timeout: float, density: float = 1.0, section: str = "allreduce",
+              tick: Callable[[dict], None] = lambda cell: None) -> List[dict]:
+    """Cells of `system` over increasing `sizes`, skipping those predicted over `budget` s."""
+    cells, prev = [], None
+    for size in sorted(sizes):
+        guess = predicted_seconds(prev, size, reps, warmup)
+        if guess is not None and guess > budget:
+            cell = {"section": section, "system": system.name, "workers": len(bn.workers),
+                    "size": size, "density": density, "link": bn.link.name,
+                    "switch": bn.switch_kind, "status": "skipped",
+                    "error": f"predicted {guess:.0f}s > budget {budget:.0f}s (raise --budget)"}
+        else:
+            cell = run_cell(bn, system, size=size, reps=reps, warmup=warmup, timeout=timeout,
+                            density=density, section=section)
+            prev = cell
+        cells.append(cell)
+        tick(cell)
+    return cells

@@ -1,0 +1,69 @@
+"""What a benchmark run measures: the full grid of `make bench` and the quick one for CI."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from typing import List, Tuple
+
+from bench.links import LINKS
+
+KI, MI = 1 << 10, 1 << 20
+FULL_SIZES = (64 * KI, 256 * KI, 1 * MI, 4 * MI, 16 * MI)
+DENSITIES = (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
+SYSTEMS = ("p4reduce", "gloo", "ps-tcp")
+SECTIONS = ("allreduce", "sparsity", "switch-rate", "encode")
+
+
+@dataclass
+class Grid:
+    mode: str
+    workers: Tuple[int, ...]
+    sizes: Tuple[int, ...]
+    links: Tuple[str, ...]
+    systems: Tuple[str, ...]
+    reps: int
+    warmup: int
+    densities: Tuple[float, ...]
+    sparsity_size: int
+    sparsity_workers: int
+    sparsity_links: Tuple[str, ...]
+    cell_budget_s: float          # skip a cell whose predicted time exceeds this
+    cell_timeout_s: float         # kill a cell that runs longer than this
+    sections: Tuple[str, ...] = SECTIONS
+    switch: str = "auto"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def validate(self) -> None:
+        problems: List[str] = []
+        if any(w < 2 for w in self.workers):
+            problems.append(f"workers must be >= 2: {self.workers}")
+        if any(s < 1 for s in self.sizes):
+            problems.append(f"sizes must be positive: {self.sizes}")
+        problems += [f"unknown link setting {l!r} (known: {', '.join(LINKS)})"
+                     for l in (*self.links, *self.sparsity_links) if l not in LINKS]
+        problems += [f"unknown system {s!r} (known: {', '.join(SYSTEMS)})"
+                     for s in self.systems if s not in SYSTEMS]
+        problems += [f"unknown section {s!r} (known: {', '.join(SECTIONS)})"
+                     for s in self.sections if s not in SECTIONS]
+        problems += [f"density {d} outside (0, 1]" for d in self.densities if not 0 < d <= 1]
+        if self.reps < 1:
+            problems.append(f"reps must be >= 1: {self.reps}")
+        if self.warmup < 0:
+            problems.append(f"warmup must be >= 0: {self.warmup}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+def full_grid() -> Grid:
+    return Grid(mode="full", workers=(4, 8), sizes=FULL_SIZES, links=tuple(LINKS), systems=SYSTEMS,
+                reps=5, warmup=1, densities=DENSITIES, sparsity_size=1 * MI, sparsity_workers=4,
+                sparsity_links=tuple(LINKS), cell_budget_s=900.0, cell_timeout_s=1800.0)
+
+
+def quick_grid() -> Grid:
+    """Smallest size, 4 workers, few repetitions: a test of the harness that CI can afford."""
+    return Grid(mode="quick", workers=(4,), sizes=(64 * KI,), links=tuple(LINKS), systems=SYSTEMS,
+                reps=3, warmup=1, densities=(1.0, 0.25, 0.01), sparsity_size=64 * KI,
+                sparsity_workers=4, sparsity_links=("unshaped",), cell_budget_s=60.0,
+                cell_timeout_s=120.0)

@@ -1,0 +1,121 @@
+"""The benchmark star on the project's P4 switch: mininet_topos' Session (network + controller).
+
+The same network every p4reduce user gets from `make run` (P4 switch node running
+simple_switch_grpc or p4sim-switch, the controller pushing build/p4reduce.json and the forwarding
+entries, the job API relayed into each host), with bench-private names (hosts bh1..bhN+1, switch
+bs1), free ports, logs under logs/bench/ and state under run/bench/, so a benchmark never collides
+with a `make run` session. The baselines' TCP traffic crosses the same switch through the
+program's L3 forwarding.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import socket
+from typing import List, Optional
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "build" / "p4reduce.json"
+PREFIX = "b"
+LOG_DIR = REPO / "logs" / "bench"
+RUN_DIR = REPO / "run" / "bench"
+
+
+def unavailable_reason(program: pathlib.Path = PROGRAM) -> Optional[str]:
+    """None when a P4 star can be built; otherwise why not, in words."""
+    for module, what in (("mininet_topos.session", "mininet_topos' session"),
+                         ("controller.__main__", "the controller's `python -m controller`")):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"{what} is missing"
+        except ImportError:
+            return f"{what} is missing"
+    if not program.is_file():
+        return f"{program.relative_to(REPO)} not built (run `make build`)"
+    p4info = program.with_name(program.stem + ".p4info.txtpb")
+    if not p4info.is_file():
+        return f"{p4info.relative_to(REPO)} not built (run `make build`)"
+    return None
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on in the root namespace right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def link_options(setting):
+    """mininet_topos LinkOptions that apply exactly the bench's TCLink parameters."""
+    from mininet_topos.links import LinkOptions
+    params = setting.tclink_params()
+
+    class BenchLinkOptions(LinkOptions):
+        def tclink_params(self) -> dict:
+            return dict(params)
+
+    return BenchLinkOptions(bw_mbps=setting.bw_mbit, delay=setting.effective_delay())
+
+
+class P4Net:
+    """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
+
+    def __init__(self, hosts: int, link, program: pathlib.Path = PROGRAM):
+        self.nhosts = hosts
+        self.link = link
+        self.program = program
+        self.session = None
+        self.api_addr: Optional[str] = None
+
+    def start(self):
+        from mininet_topos.session import Session
+        api_port = free_port()
+        grpc_port = free_port()
+        thrift_port = free_port()
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        self.session = Session(topo="star", workers=self.nhosts, link=link_options(self.link),
+                               program=str(self.program), api_port=api_port, grpc_base=grpc_port,
+                               thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
+                               pcap_dir=None, run_dir=str(RUN_DIR))
+        self.api_addr = self.session.api_addr
+        try:
+            self.session.start()
+        except BaseException:
+            self.session = None
+            raise
+        return self.session.network.net
+
+    def stop(self) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            session.stop()
+
+    @property
+    def hosts(self) -> List:
+        return sorted(self.session.network.hosts, key=lambda h: h.params.get("index", 0))
+
+    def describe(self) -> str:
+        sw = self.session.network.switches[0]
+        info = sw.describe()
+        return (f"P4 switch {sw.name}: {info.get('target')} running "
+                f"{self.program.relative_to(REPO)}, programmed by the controller")
+
+
+def p4reduce_unavailable_reason() -> Optional[str]:
+    """None when worker hosts can run p4reduce allreduces (see bench/p4reduce_worker.py)."""
+    from bench import p4reduce_worker
+    return p4reduce_worker.unavailable_reason()
+
+
+def p4reduce_jobs(bn, size, reps, warmup, density):
+    """One bench.p4reduce_worker per worker host, all joining one fresh job."""
+    from bench.hostrun import HostJob
+    from bench.systems import next_port
+    mode = "dense" if density >= 1.0 else "sparse"
+    job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
+    return [HostJob(h, "bench.p4reduce_worker",
+                    ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
+                     "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),
+                     "--size", size, "--reps", reps, "--warmup", warmup])
+            for r, h in enumerate(bn.workers)]

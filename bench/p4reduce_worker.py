@@ -1,0 +1,82 @@
+"""p4reduce through the switch, one process per Mininet worker host (the system under test).
+
+Joins a job through the controller's job API (relayed into the host), then allreduces int32
+tensors of small integers with the worker package's streaming allreduce, measured by
+``bench.hostside`` exactly like the baselines. Int32 is exact on the switch, so the check against
+the exact sum is bit-for-bit; dense mode sends every block, sparse mode (OmniReduce-style) skips
+the zero blocks of a tensor whose non-zero block density is ``--density``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from typing import Optional
+
+import numpy as np
+
+from bench import hostside, tensors
+
+
+def unavailable_reason() -> Optional[str]:
+    """None when the worker package offers the network allreduce this script drives."""
+    for module in ("worker.agent", "worker.streaming"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"the worker package has no {module} yet (network allreduce API)"
+        except ImportError:
+            return f"the worker package has no {module} yet"
+    return None
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.p4reduce_worker", description=__doc__)
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--world", type=int, required=True)
+    p.add_argument("--controller", required=True, help="job API address HOST:PORT")
+    p.add_argument("--job", required=True)
+    p.add_argument("--mode", choices=("dense", "sparse"), default="dense")
+    p.add_argument("--density", type=float, default=1.0)
+    p.add_argument("--iface", required=True)
+    p.add_argument("--size", type=int, required=True)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=120.0)
+    args = p.parse_args(argv)
+    if not 0 <= args.rank < args.world:
+        p.error(f"--rank {args.rank} outside 0..{args.world - 1}")
+    if not 0 < args.density <= 1:
+        p.error(f"--density {args.density}: must be in (0, 1]")
+    return args
+
+
+def connect(args):
+    """(allreduce(array) -> array, barrier(), close(), lanes) from the worker package."""
+    raise NotImplementedError(unavailable_reason() or "worker API adapter not written")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        allreduce_fn, barrier, close, block = connect(args)
+    except Exception as exc:  # noqa: BLE001 - report the worker package's error, not a traceback
+        sys.stderr.write(f"p4reduce worker rank {args.rank}: cannot join job {args.job!r} "
+                         f"at {args.controller}: {exc}\n")
+        return 1
+    data = tensors.make_tensor(args.rank, args.size, density=args.density, block=block, dtype=np.int32)
+    expected = tensors.expected_sum(args.world, args.size, density=args.density, block=block,
+                                    dtype=np.int32)
+    try:
+        record = hostside.measure(
+            system="p4reduce", rank=args.rank, world=args.world, iface=args.iface, size=args.size,
+            reps=args.reps, warmup=args.warmup, allreduce=lambda: allreduce_fn(data),
+            barrier=barrier, expected=expected,
+            extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job})
+    finally:
+        close()
+    hostside.emit(record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The printed summary of a run: one table per section, plain text, widths fitted to content."""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from bench.aggregate import speedup
+
+
+def human_size(n: int) -> str:
+    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
+
+
+def human_bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def human_time(s) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} us"
+
+
+def format_table(headers: Sequence[str], rows: List[Sequence[str]]) -> str:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(headers)]
+    def line(cells):
+        return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _status(cell) -> str:
+    if cell["status"] == "ok":
+        return "ok"
+    return f"{cell['status']}: {cell.get('error', '')}"[:70]
+
+
+def allreduce_table(cells: List[dict]) -> str:
+    gloo = {(c["workers"], c["link"], c["size"]): c for c in cells
+            if c["system"] == "gloo" and c["status"] == "ok"}
+    rows = []
+    for c in cells:
+        ok = c["status"] == "ok"
+        ref = gloo.get((c["workers"], c["link"], c["size"]))
+        sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ok and ref else None
+        rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
+                     human_time(c["time_s"]["median"]) if ok else "-",
+                     human_bytes(c["wire_tx_bytes_per_worker"]["mean"]) if ok else "-",
+                     human_bytes(c["wire_rx_bytes_per_worker"]["mean"]) if ok else "-",
+                     f"{c['tx_over_tensor']:.2f}" if ok else "-",
+                     f"{sp:.2f}x" if sp else "-", _status(c)])
+    return format_table(["system", "N", "link", "elems", "time/allreduce", "tx/worker", "rx/worker",
+                         "tx/tensor", "vs gloo", "status"], rows)
+
+
+def sparsity_table(cells: List[dict]) -> str:
+    dense = {(c["workers"], c["link"]): c for c in cells
+             if c["density"] == 1.0 and c["status"] == "ok"}
+    rows = []
+    for c in cells:
+        ok = c["status"] == "ok"
+        ref = dense.get((c["workers"], c["link"]))
+        sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ok and ref else None
+        rows.append([c["link"], f"{c['density'] * 100:g}%", human_size(c["size"]),
+                     human_time(c["time_s"]["median"]) if ok else "-",
+                     human_bytes(c["wire_tx_bytes_per_worker"]["mean"]) if ok else "-",
+                     f"{sp:.2f}x" if sp else "-", f"{1 / c['density']:.0f}x", _status(c)])
+    return format_table(["link", "density", "elems", "time", "tx/worker", "speed-up", "ideal",
+                         "status"], rows)
+
+
+def _generic(section: str, result: dict) -> str:
+    if result.get("status") not in (None, "ok"):
+        return f"{section}: {result['status']}: {result.get('error', '')}"
+    rows = result.get("rows")
+    if isinstance(rows, list) and rows and isinstance(rows[0], dict):
+        headers = list(rows[0])
+        return format_table(headers, [[r.get(h, "") for h in headers] for r in rows])
+    return f"{section}: " + ", ".join(f"{k}={v}" for k, v in result.items()
+                                      if not isinstance(v, (dict, list)))
+
+
+def render(doc: dict) -> str:
+    m = doc["machine"]
+    out = [f"p4reduce benchmarks ({doc['mode']}), {doc['created']}",
+           f"machine: {m['cpu_model']}, {m['cores']} cores, kernel {m['kernel']}, Python {m['python']}",
+           f"command: {doc['command']}", ""]
+    for section, result in doc["sections"].items():
+        out.append(f"== {section} ({result.get('elapsed_s', 0):.0f}s) ==")
+        if section == "allreduce" and "cells" in result:
+            nets = {n["switch_detail"] for n in result.get("networks", [])}
+            out += [f"switch: {n}" for n in sorted(nets)]
+            links = {(n["link"]["name"], n["link"]["applied"]) for n in result.get("networks", [])}
+            out += [f"link {name}: {applied}" for name, applied in sorted(links)]
+            out.append(allreduce_table(result["cells"]))
+        elif section == "sparsity" and "cells" in result:
+            out.append(sparsity_table(result["cells"]))
+        elif section == "switch-rate":
+            for part, sub in result.items():
+                if isinstance(sub, dict):
+                    out.append(f"[{part}] " + _generic(part, sub))
+        else:
+            out.append(_generic(section, result))
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,86 @@
+"""The allreduce implementations under test, each as the host processes that run one cell.
+
+A system turns (network, tensor size, repetitions) into HostJobs for ``bench.hostrun``; every job
+prints a ``bench.hostside`` record, so all systems are timed and counted identically.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import List, Optional
+
+from bench.hostrun import HostJob
+from bench.topology import BenchNet, P4
+
+_ports = itertools.count(29500)
+
+
+def next_port() -> int:
+    """A fresh TCP port per cell, so no cell waits on the previous one's TIME_WAIT sockets."""
+    return next(_ports)
+
+
+class System:
+    name = ""
+    description = ""
+
+    def unavailable_reason(self, bn: BenchNet) -> Optional[str]:
+        return None
+
+    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> List[HostJob]:
+        raise NotImplementedError
+
+
+class Gloo(System):
+    name = "gloo"
+    description = "torch.distributed gloo ring allreduce over TCP"
+
+    def unavailable_reason(self, bn):
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            return "torch is not installed"
+        if not dist.is_gloo_available():
+            return "torch was built without gloo"
+        return None
+
+    def jobs(self, bn, size, reps, warmup, density=1.0):
+        master = f"{bn.ip(bn.workers[0])}:{next_port()}"
+        return [HostJob(h, "bench.baselines.gloo_allreduce",
+                        ["--rank", r, "--world", len(bn.workers), "--master", master,
+                         "--iface", bn.iface(h), "--size", size, "--reps", reps, "--warmup", warmup])
+                for r, h in enumerate(bn.workers)]
+
+
+class ParamServer(System):
+    name = "ps-tcp"
+    description = "one parameter server host over TCP"
+
+    def jobs(self, bn, size, reps, warmup, density=1.0):
+        port = next_port()
+        world = len(bn.workers)
+        common = ["--world", world, "--size", size]
+        server = HostJob(bn.server, "bench.baselines.param_server",
+                         ["server", *common, "--port", port, "--iface", bn.iface(bn.server)], wait=False)
+        workers = [HostJob(h, "bench.baselines.param_server",
+                           ["worker", *common, "--rank", r, "--server", f"{bn.ip(bn.server)}:{port}",
+                            "--iface", bn.iface(h), "--reps", reps, "--warmup", warmup])
+                   for r, h in enumerate(bn.workers)]
+        return [server, *workers]
+
+
+class P4Reduce(System):
+    name = "p4reduce"
+    description = "p4reduce: integer aggregation in the P4 switch"
+
+    def unavailable_reason(self, bn):
+        if bn.switch_kind != P4:
+            return f"needs the P4 switch, the network runs on {bn.switch_kind}"
+        from bench import p4net
+        return p4net.p4reduce_unavailable_reason()
+
+    def jobs(self, bn, size, reps, warmup, density=1.0):
+        from bench import p4net
+        return p4net.p4reduce_jobs(bn, size, reps, warmup, density)
+
+
+SYSTEMS = {s.name: s for s in (P4Reduce(), Gloo(), ParamServer())}

@@ -1,0 +1,176 @@
+"""Switch packet rate on veth: a P4 target process, N veth pairs, closed-loop aggregation traffic.
+
+The same rig runs any simple_switch_grpc-compatible target (p4sim-switch, and simple_switch_grpc
+when it is on PATH), so their rates on the same program, traffic and machine can be compared as a
+ratio. Only what this module creates is touched: veth pairs named ``b4r<tag>w<i>{s,h}`` (switch
+side / host side, in the root namespace, no addresses) and the target process it started (stopped
+by PID). The program is pushed and the job installed over P4Runtime with the controller's
+library, as the controller does it.
+"""
+from __future__ import annotations
+
+import pathlib
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from typing import List, Optional
+
+from bench import aggtraffic
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "build" / "p4reduce.json"
+JOB_ID = 1
+MCAST_GROUP = 1
+SERVICE = aggtraffic.Service(ip="10.0.0.254", mac="00:00:00:00:01:fe")
+
+
+class RigError(RuntimeError):
+    """The rig cannot be built or the target did not come up (message has the target's log)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ip(*args) -> None:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RigError(f"ip {' '.join(args)}: {proc.stderr.strip()}")
+
+
+class VethRig:
+    """N veth pairs plus one target process; a context manager that removes both."""
+
+    def __init__(self, workers: int, target: str = "p4sim", program: pathlib.Path = PROGRAM):
+        self.workers = workers
+        self.target = target
+        self.program = pathlib.Path(program)
+        self.tag = uuid.uuid4().hex[:4]
+        self.pairs = [(f"b4r{self.tag}w{i}s", f"b4r{self.tag}w{i}h") for i in range(workers)]
+        self.created: List[str] = []
+        self.proc: Optional[subprocess.Popen] = None
+        self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="p4reduce-bench-veth-"))
+        self.grpc_addr = f"127.0.0.1:{_free_port()}"
+        self.argv: List[str] = []
+        self.target_name = target
+
+    def endpoints(self) -> List[aggtraffic.Endpoint]:
+        return [aggtraffic.Endpoint(rank=i, iface=h, ip=f"10.0.0.{i + 1}",
+                                    mac=f"00:00:00:00:00:{i + 1:02x}", udp_port=40000 + i)
+                for i, (_s, h) in enumerate(self.pairs)]
+
+    def __enter__(self) -> "VethRig":
+        try:
+            for sw, host in self.pairs:
+                _ip("link", "add", sw, "type", "veth", "peer", "name", host)
+                self.created.append(sw)
+                for name in (sw, host):
+                    subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+                                   capture_output=True)
+                    subprocess.run(["ethtool", "-K", name, "rx", "off", "tx", "off", "sg", "off",
+                                    "tso", "off", "gso", "off", "gro", "off"], capture_output=True)
+                    _ip("link", "set", name, "up")
+            self._start_target()
+            self._program()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+        for name in self.created:
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+        self.created = []
+
+    def _log_tail(self) -> str:
+        lines = []
+        for path in sorted(self.workdir.glob("*")):
+            if path.is_file():
+                lines += path.read_text(errors="replace").splitlines()[-10:]
+        return "\n".join(lines)
+
+    def _start_target(self) -> None:
+        from mininet_topos.target import SwitchCommand, find_target, target_name
+        cmd = SwitchCommand(ports=[(i + 1, sw) for i, (sw, _h) in enumerate(self.pairs)],
+                            device_id=0, grpc_addr=self.grpc_addr, thrift_port=_free_port(),
+                            log_file=str(self.workdir / "switch.log"), json_path=str(self.program),
+                            cpu_port=None, log_level="error")
+        self.argv = cmd.argv(find_target(self.target))
+        self.target_name = target_name(self.argv)
+        with open(self.workdir / "switch.out", "wb") as out:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        host, port = self.grpc_addr.split(":")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RigError(f"{self.target_name} exited with {self.proc.returncode}:\n{self._log_tail()}")
+            try:
+                with socket.create_connection((host, int(port)), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RigError(f"{self.target_name} did not open {self.grpc_addr} in 60 s:\n{self._log_tail()}")
+
+    def _program(self) -> None:
+        """Pipeline, the job (dense, one slot window per worker), its workers and group."""
+        from controller.connection import SwitchConnection, Update, update
+        from controller.entities import multicast_group, table_entry
+        from protocol import constants as C
+        from protocol import p4names as P
+
+        p4info = self.program.with_name(self.program.stem + ".p4info.txtpb")
+        self.conn = SwitchConnection(self.grpc_addr, device_id=0, election_id=1)
+        self.conn.connect(timeout=30)
+        idx = self.conn.push_pipeline(str(p4info), str(self.program))
+        self.window = min(64, C.SLOTS)
+        entries = [table_entry(idx, P.JOBS, {P.JOBS_KEY[0]: JOB_ID}, P.SET_JOB,
+                               {"slot_base": 0, "slot_count": self.window,
+                                "num_workers": self.workers, "mcast_grp": MCAST_GROUP,
+                                "mode": int(C.Mode.DENSE)})]
+        for ep in self.endpoints():
+            ip_k, port_k, job_k = P.WORKERS_KEY
+            entries.append(table_entry(idx, P.WORKERS, {ip_k: ep.ip, port_k: ep.udp_port, job_k: JOB_ID},
+                                       P.SET_RANK, {"rank": ep.rank}))
+            jk, rk = P.WORKER_ADDRS_KEY
+            entries.append(table_entry(idx, P.WORKER_ADDRS, {jk: JOB_ID, rk: ep.rank},
+                                       P.SET_WORKER_ADDR,
+                                       {"mac": ep.mac, "ip": ep.ip, "udp_port": ep.udp_port}))
+        group = multicast_group(MCAST_GROUP, [(ep.rank + 1, ep.rank) for ep in self.endpoints()])
+        self.conn.write([update(Update.INSERT, e) for e in entries] + [update(Update.INSERT, group)])
+
+    def measure(self, duration_s: float, window: Optional[int] = None) -> dict:
+        result = aggtraffic.run(self.endpoints(), SERVICE, JOB_ID, window or self.window,
+                                duration_s=duration_s)
+        result["target"] = self.target_name
+        return result
+
+    def close_connection(self):
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
+
+
+def measure_target(target: str, workers: int, duration_s: float, window: int = 16,
+                   program: pathlib.Path = PROGRAM) -> dict:
+    """Packet rate of `target` ('p4sim', 'bmv2' or a path) on a fresh rig."""
+    rig = VethRig(workers, target=target, program=program)
+    with rig:
+        try:
+            return rig.measure(duration_s, window=window)
+        finally:
+            rig.close_connection()

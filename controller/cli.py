@@ -1,0 +1,252 @@
+"""`python -m controller COMMAND`: serve, shell, and non-interactive inspection commands.
+
+    serve      run the controller and the job API for a topology (or one switch)
+    shell      p4runtime-shell's IPython shell plus p4reduce commands (see docs/controller.md)
+    jobs       jobs on the switch (or, with --api-addr, as the running controller sees them)
+    slots      slot map
+    registers  NAME [--index I | --range A:B]; or --slot S [--job NAME] [--ver V] decoded
+    counters   [NAME]: drops by reason and aggregation events
+    entries    [TABLE]
+    groups     multicast groups
+
+Inspection commands only read, so they never disturb the running controller; `--json` prints
+machine-readable output. Errors are one line on stderr and exit status 1.
+"""
+import argparse
+import json
+import logging
+import pathlib
+import signal
+import sys
+import threading
+
+from controller import defaults, report
+from controller.errors import ControllerError
+
+BUILD = pathlib.Path("build")
+
+
+def _addr(value):
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return value
+
+
+def _range(value):
+    try:
+        a, b = value.split(":", 1)
+        a, b = int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:STOP (stop exclusive), got {value!r}") from None
+    if not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"range {value!r}: need 0 <= START < STOP")
+    return a, b
+
+
+def _switch_args(p):
+    p.add_argument("--grpc-addr", type=_addr, default="127.0.0.1:9559", help="P4Runtime address (HOST:PORT)")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--thrift-port", type=int, default=None,
+                   help="BMv2 Thrift port, to read registers on simple_switch_grpc (e.g. 9090)")
+    p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the switch (default 5)")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="python -m controller", description="p4reduce controller")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("serve", help="run the controller and the job API")
+    s.add_argument("--topology", help="topology file (JSON/YAML); without it, one switch at --grpc-addr")
+    _switch_args(s)
+    s.add_argument("--p4info", default=None, help="P4Info text file (default build/p4reduce.p4info.txtpb)")
+    s.add_argument("--bmv2-json", default=None, help="BMv2 JSON (default build/p4reduce.json)")
+    s.add_argument("--election-id", default="10", help="arbitration election id: N or HIGH,LOW (default 10)")
+    s.add_argument("--api-addr", type=_addr, default="0.0.0.0:8090", help="job API listen address")
+    s.add_argument("--default-workers", type=int, default=None, help="workers of a job created by a join")
+    s.add_argument("--default-mode", choices=["dense", "sparse"], default="dense")
+    s.add_argument("--default-slots", type=int, default=None, help="slots of a job when not asked (64)")
+    s.add_argument("--lease", type=float, default=10.0, help="seconds of silence before a job is reclaimed")
+    s.add_argument("--join-timeout", type=float, default=120.0, help="seconds a job may wait with no worker")
+    s.add_argument("--state-file", default="run/controller-state.json",
+                   help="job names by id, for targets that drop entry metadata ('' to disable)")
+    s.add_argument("--no-switch", action="store_true",
+                   help="job API bookkeeping only, no switch (for testing worker agents)")
+    s.add_argument("--slots", type=int, default=None, help="slot pool size with --no-switch")
+
+    sh = sub.add_parser("shell", help="interactive P4Runtime shell with p4reduce commands")
+    _switch_args(sh)
+    sh.add_argument("--election-id", default="0,1", help="shell's election id (HIGH,LOW; lower than the "
+                                                          "controller's so it stays a backup)")
+    sh.add_argument("--api-addr", type=_addr, default=None, help="controller job API, for live job state")
+
+    j = sub.add_parser("jobs", help="list jobs")
+    _switch_args(j)
+    j.add_argument("--api-addr", type=_addr, default=None, help="ask the running controller instead")
+    j.add_argument("--json", action="store_true")
+
+    sl = sub.add_parser("slots", help="slot map")
+    _switch_args(sl)
+    sl.add_argument("--json", action="store_true")
+
+    r = sub.add_parser("registers", help="read registers")
+    _switch_args(r)
+    r.add_argument("name", nargs="?", help="register name (full or unique suffix)")
+    r.add_argument("--index", type=int, default=None)
+    r.add_argument("--range", type=_range, default=None, metavar="START:STOP")
+    r.add_argument("--slot", type=int, default=None, help="decode a whole slot (all lane registers)")
+    r.add_argument("--job", default=None, help="with --slot: slot number relative to this job")
+    r.add_argument("--ver", type=int, choices=[0, 1], default=None, help="with --slot: one shadow copy")
+    r.add_argument("--json", action="store_true")
+
+    c = sub.add_parser("counters", help="read counters (drops by reason)")
+    _switch_args(c)
+    c.add_argument("name", nargs="?")
+    c.add_argument("--json", action="store_true")
+
+    e = sub.add_parser("entries", help="table entries")
+    _switch_args(e)
+    e.add_argument("table", nargs="?")
+    e.add_argument("--json", action="store_true")
+
+    g = sub.add_parser("groups", help="multicast groups")
+    _switch_args(g)
+    g.add_argument("--json", action="store_true")
+    return parser
+
+
+def open_inspector(args, need_registers=False):
+    from controller.connection import SwitchConnection
+    from controller.errors import SwitchError
+    from controller.inspect import SwitchInspector
+    from controller.registers import open_register_access
+    conn = SwitchConnection(args.grpc_addr, args.device_id, 1).connect(args.wait, arbitrate=False,
+                                                                       report=lambda m: None)
+    index, _ = conn.fetch_pipeline()
+    if index is None:
+        raise SwitchError(f"switch {args.grpc_addr} runs no program yet")
+    regs = None
+    if need_registers:
+        thrift = f"{args.grpc_addr.rsplit(':', 1)[0]}:{args.thrift_port}" if args.thrift_port else None
+        regs = open_register_access(conn, thrift)
+    return SwitchInspector(conn, regs)
+
+
+def _emit(args, data, text):
+    print(json.dumps(data, indent=1) if getattr(args, "json", False) else text)
+
+
+def cmd_jobs(args):
+    if args.api_addr:
+        from controller.api_client import JobApiClient, JobApiError
+        try:
+            jobs = JobApiClient(args.api_addr).jobs()
+        except JobApiError as e:
+            raise ControllerError(e.message) from None
+    else:
+        jobs = open_inspector(args).jobs()
+    _emit(args, jobs, report.jobs_text(jobs))
+
+
+def cmd_slots(args):
+    data = open_inspector(args).slot_map()
+    _emit(args, data, report.slot_map_text(data))
+
+
+def cmd_registers(args):
+    insp = open_inspector(args, need_registers=True)
+    if args.slot is not None:
+        data = insp.slot(args.slot, args.ver, args.job)
+        _emit(args, data, report.slot_text(data))
+        return
+    if not args.name:
+        raise ValueError("registers: give a register NAME, or --slot S")
+    start, stop = args.range if args.range else (None, None)
+    data = insp.register(args.name, args.index, start, stop)
+    _emit(args, data, report.register_text(data))
+
+
+def cmd_counters(args):
+    data = open_inspector(args).counters(args.name)
+    _emit(args, data, report.counters_text(data))
+
+
+def cmd_entries(args):
+    data = open_inspector(args).entries(args.table)
+    printable = [dict(e, match={k: list(v) if isinstance(v, tuple) else v for k, v in e["match"].items()})
+                 for e in data]
+    _emit(args, printable, report.entries_text(data))
+
+
+def cmd_groups(args):
+    data = open_inspector(args).multicast_groups()
+    _emit(args, data, report.groups_text(data))
+
+
+def cmd_serve(args):
+    from controller import topology as topo
+    from controller.api_server import JobApi, JobApiServer
+    from controller.jobs import JobManager, LeaseReaper
+    from controller.service import Controller
+    from controller.slots import SlotPool
+    log = logging.getLogger("controller")
+    host, port = args.api_addr.rsplit(":", 1)
+    tp = topo.load(args.topology) if args.topology else topo.single_switch(args.grpc_addr, args.device_id,
+                                                                          args.thrift_port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    if args.no_switch:
+        mgr = JobManager(SlotPool(args.slots or defaults.num_slots()), None, tp,
+                         default_workers=args.default_workers, default_mode=args.default_mode,
+                         default_slots=args.default_slots, default_lease_s=args.lease,
+                         join_timeout_s=args.join_timeout, log=log.info)
+        reaper = LeaseReaper(mgr).start()
+        server = JobApiServer(JobApi(mgr), (host, int(port))).start()
+        log.info("job API (no switch) listening on http://%s/v1", server.address)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+        server.stop()
+        reaper.stop()
+        return
+    p4info = args.p4info or (BUILD / "p4reduce.p4info.txtpb")
+    bmv2 = args.bmv2_json or (BUILD / "p4reduce.json")
+    if args.p4info is None and args.bmv2_json is None and not pathlib.Path(bmv2).is_file():
+        p4info = bmv2 = None  # use whatever the switch runs
+        log.info("no %s: using the program the switch already runs", BUILD / "p4reduce.json")
+    ctl = Controller(tp, p4info, bmv2, election_id=args.election_id, connect_timeout=args.wait,
+                     api_address=(host, int(port)), state_file=args.state_file or None,
+                     default_workers=args.default_workers, default_mode=args.default_mode,
+                     default_slots=args.default_slots, lease_s=args.lease, join_timeout_s=args.join_timeout,
+                     report=log.info)
+    try:
+        ctl.start()
+        if ctl.resumed:
+            log.info("resumed %d job(s) from the switch: %s", len(ctl.resumed), ", ".join(ctl.resumed))
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ctl.stop()
+
+
+def cmd_shell(args):
+    from controller.shell import run_shell
+    run_shell(args)
+
+
+COMMANDS = {"serve": cmd_serve, "shell": cmd_shell, "jobs": cmd_jobs, "slots": cmd_slots,
+            "registers": cmd_registers, "counters": cmd_counters, "entries": cmd_entries, "groups": cmd_groups}
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        COMMANDS[args.command](args)
+    except (ControllerError, ValueError, OSError) as e:
+        print(f"error: {getattr(e, 'message', None) or e}", file=sys.stderr)
+        return 1
+    return 0

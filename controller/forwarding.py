@@ -1,0 +1,88 @@
+"""Forwarding state from the topology: host routes, L2 entries, the flood group, extra entries.
+
+For each switch: `ipv4_routes` sends each host's /32 (and the aggregation switch's address, from
+other switches) out of the port towards it; `l2_forward` does the same by MAC and floods broadcast
+through multicast group FLOOD_GROUP (every host port and inter-switch port). Installing twice is
+harmless: an entry that exists is modified, so a restarted controller can re-run it.
+"""
+import logging
+
+from protocol import p4names
+
+from controller import defaults
+from controller.connection import Update, update
+from controller.entities import multicast_group, table_entry
+from controller.errors import SwitchError
+
+log = logging.getLogger("controller.forwarding")
+
+BROADCAST = "ff:ff:ff:ff:ff:ff"
+
+
+def forwarding_entries(topology, switch_name, index):
+    """(description, entity) pairs this switch needs; skips tables the program lacks."""
+    sw = topology.switches[switch_name]
+    out = []
+    has_routes = index.has("table", p4names.IPV4_ROUTES)
+    has_l2 = index.has("table", p4names.L2_FORWARD)
+    flood_ports = set()
+    for host in topology.hosts.values():
+        port = topology.next_hop_port(switch_name, host)
+        if port is None:
+            continue
+        flood_ports.add(port)
+        if has_routes:
+            out.append((f"route {host.ip}/32 -> port {port}",
+                        table_entry(index, p4names.IPV4_ROUTES, {p4names.IPV4_ROUTES_KEY[0]: f"{host.ip}/32"},
+                                    p4names.FORWARD, {"port": port})))
+        if has_l2:
+            out.append((f"l2 {host.mac} -> port {port}",
+                        table_entry(index, p4names.L2_FORWARD, {p4names.L2_FORWARD_KEY[0]: host.mac},
+                                    p4names.FORWARD, {"port": port})))
+    agg = topology.aggregation_switch
+    if has_routes and agg.name != switch_name and agg.ip:
+        port = topology.port_towards(switch_name, agg.name)
+        if port is not None:
+            out.append((f"route {agg.ip}/32 (aggregation switch {agg.name}) -> port {port}",
+                        table_entry(index, p4names.IPV4_ROUTES, {p4names.IPV4_ROUTES_KEY[0]: f"{agg.ip}/32"},
+                                    p4names.FORWARD, {"port": port})))
+    for a, ap, b, bp in topology.links:
+        if a == switch_name:
+            flood_ports.add(ap)
+        if b == switch_name:
+            flood_ports.add(bp)
+    if has_l2 and flood_ports:
+        out.append((f"l2 {BROADCAST} -> flood group {defaults.FLOOD_GROUP}",
+                    table_entry(index, p4names.L2_FORWARD, {p4names.L2_FORWARD_KEY[0]: BROADCAST},
+                                p4names.FLOOD, {"mcast_grp": defaults.FLOOD_GROUP})))
+        out.append((f"multicast group {defaults.FLOOD_GROUP}: ports {sorted(flood_ports)}",
+                    multicast_group(defaults.FLOOD_GROUP, [(p, 0) for p in sorted(flood_ports)])))
+    for ent in topology.entries:
+        if ent.get("switch", switch_name) != switch_name:
+            continue
+        try:
+            te = table_entry(index, ent["table"], ent.get("match", {}), ent["action"], ent.get("params", {}),
+                             ent.get("priority"))
+        except ValueError as e:
+            raise SwitchError(f"{ent['where']}: {e}", code="bad_topology", http_status=400) from None
+        out.append((f"{ent['table']} {ent.get('match', {})} -> {ent['action']}", te))
+    if not has_routes and not has_l2:
+        log.warning("switch %s: the program has neither %s nor %s; only explicit entries installed",
+                    switch_name, p4names.IPV4_ROUTES, p4names.L2_FORWARD)
+    del sw
+    return out
+
+
+def install_forwarding(conn, topology, switch_name, report=None):
+    """Insert (or modify, when present) every forwarding entry; returns how many were written."""
+    report = report or log.info
+    entries = forwarding_entries(topology, switch_name, conn.index)
+    for desc, ent in entries:
+        try:
+            conn.write([update(Update.INSERT, ent)])
+        except SwitchError as e:
+            if "ALREADY_EXISTS" not in e.message:
+                raise SwitchError(f"switch {switch_name}: installing {desc}: {e.message}") from None
+            conn.write([update(Update.MODIFY, ent)])
+    report(f"switch {switch_name}: {len(entries)} forwarding entries installed")
+    return len(entries)

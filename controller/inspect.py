@@ -1,0 +1,175 @@
+"""Looking inside a live switch: jobs, slot map, registers, slot copies, counters, entries, groups.
+
+Everything here only reads (no arbitration needed), returns plain data (dicts and lists, ready for
+--json), and is shared by the non-interactive CLI and the interactive shell. Text rendering is in
+controller/report.py.
+"""
+from p4.v1 import p4runtime_pb2
+from protocol import constants, p4names
+
+from controller.codec import format_ipv4, format_mac, to_signed
+from controller.entities import counter_entry, decode_table_entry, table_entry
+from controller.job_programmer import JobProgrammer
+from controller.service import slot_pool_size
+
+SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
+                        p4names.MIN_NEXT, p4names.MAX_EXP)
+
+
+class SwitchInspector:
+    def __init__(self, conn, registers=None):
+        self.conn = conn
+        self.registers = registers
+
+    @property
+    def index(self):
+        return self.conn.index
+
+    # -- jobs and slots ------------------------------------------------------------------------
+    def jobs(self):
+        """Jobs as installed on the switch (read back from the tables)."""
+        if not self.index.has("table", p4names.JOBS):
+            return []
+        return sorted(JobProgrammer(self.conn).read_back(), key=lambda j: j["slots"]["base"])
+
+    def slot_map(self):
+        """[{base, count, job}] covering the whole slot space (job None = free)."""
+        total = slot_pool_size(self.index)
+        used = sorted((j["slots"]["base"], j["slots"]["count"], j["name"]) for j in self.jobs())
+        out, cursor = [], 0
+        for base, count, name in used:
+            if base > cursor:
+                out.append({"base": cursor, "count": base - cursor, "job": None})
+            out.append({"base": base, "count": count, "job": name})
+            cursor = max(cursor, base + count)
+        if cursor < total:
+            out.append({"base": cursor, "count": total - cursor, "job": None})
+        return out
+
+    # -- registers -----------------------------------------------------------------------------
+    def _need_registers(self):
+        if self.registers is None:
+            raise ValueError("no register access (the switch does not implement P4Runtime registers; "
+                             "give --thrift-port)")
+        return self.registers
+
+    def register_info(self, name):
+        reg = self.index.get("register", name)
+        spec = reg.type_spec.bitstring
+        kind = spec.WhichOneof("type_spec")
+        width = getattr(spec, kind).bitwidth if kind else 0
+        return reg.preamble.name, reg.size, width, kind == "int"
+
+    def register(self, name, index=None, start=None, stop=None):
+        """{"register", "size", "bitwidth", "values": {index: value}} (signed types decoded)."""
+        regs = self._need_registers()
+        full, size, width, signed = self.register_info(name)
+        for what, i in (("index", index), ("range start", start)):
+            if i is not None and not 0 <= i < size:
+                raise ValueError(f"register {full}: {what} {i} is outside 0..{size - 1}")
+        if stop is not None and not (start or 0) < stop <= size:
+            raise ValueError(f"register {full}: range end {stop} must be in {(start or 0) + 1}..{size}")
+        if index is not None:
+            values = regs.read(full, index)
+        elif start is not None or stop is not None:
+            values = regs.read_range(full, start or 0, size if stop is None else stop)
+        else:
+            values = regs.read(full)
+        if signed:
+            values = {i: to_signed(v & ((1 << width) - 1), width) for i, v in values.items()}
+        return {"register": full, "size": size, "bitwidth": width, "signed": signed,
+                "values": dict(sorted(values.items()))}
+
+    def slot(self, slot, ver=None, job=None):
+        """One slot decoded per docs/protocol.md: state registers and lanes, for both copies (or
+        `ver`). `slot` is absolute, or relative to `job` (a job name) when given."""
+        base = 0
+        if job is not None:
+            match = [j for j in self.jobs() if j["name"] == job or str(j["job_id"]) == str(job)]
+            if not match:
+                raise ValueError(f"no job {job!r} on the switch")
+            base = match[0]["slots"]["base"]
+            if not 0 <= slot < match[0]["slots"]["count"]:
+                raise ValueError(f"job {job!r} has slots 0..{match[0]['slots']['count'] - 1}, not {slot}")
+        absolute = base + slot
+        total = slot_pool_size(self.index)
+        if not 0 <= absolute < total:
+            raise ValueError(f"slot {absolute} is outside 0..{total - 1}")
+        regs = self._need_registers()
+        copies = []
+        for v in ((0, 1) if ver is None else (ver,)):
+            i = p4names.register_index(absolute, 0, v)
+            state = {}
+            for name in SLOT_STATE_REGISTERS:
+                if self.index.has("register", name):
+                    state[name.split(".")[-1]] = regs.read(name, i)[i]
+            lanes = []
+            for k in range(constants.NUM_SUBBLOCKS):
+                for lane in range(constants.SUBBLOCK):
+                    name = p4names.lane_register(k, lane)
+                    if self.index.has("register", name):
+                        lanes.append(to_signed(regs.read(name, i)[i] & 0xFFFFFFFF, 32))
+            seen = state.get("seen", 0)
+            copies.append({"ver": v, "index": i, **state,
+                           "seen_ranks": [r for r in range(constants.MAX_WORKERS) if seen >> r & 1],
+                           "union_subblocks": [k for k in range(constants.NUM_SUBBLOCKS)
+                                               if state.get("union_bitmap", 0) >> k & 1],
+                           "lanes": lanes})
+        return {"slot": absolute, "job_slot": slot if job is not None else None, "job": job, "copies": copies}
+
+    # -- counters ------------------------------------------------------------------------------
+    def counters(self, name=None):
+        """Indirect counters; drop_reasons and agg_events cells are named per the protocol."""
+        names = [name] if name else [c.preamble.name for c in self.index.all("counter")]
+        labels = {p4names.DROP_REASONS: {int(r): r.name for r in constants.DropReason},
+                  p4names.AGG_EVENTS: {int(e): e.name for e in constants.AggEvent}}
+        out = []
+        for n in names:
+            ctr = self.index.get("counter", n)
+            full = ctr.preamble.name
+            cells = []
+            for ent in self.conn.read(counter_entry(self.index, full)):
+                ce = ent.counter_entry
+                i = ce.index.index
+                cells.append({"index": i, "label": labels.get(full, {}).get(i),
+                              "packets": ce.data.packet_count, "bytes": ce.data.byte_count})
+            out.append({"counter": full, "cells": sorted(cells, key=lambda c: c["index"])})
+        return out
+
+    # -- tables and groups ---------------------------------------------------------------------
+    def entries(self, table=None):
+        tables = [table] if table else [t.preamble.name for t in self.index.all("table")]
+        out = []
+        for t in tables:
+            full = self.index.get("table", t).preamble.name
+            for ent in self.conn.read(table_entry(self.index, full)):
+                d = decode_table_entry(self.index, ent.table_entry)
+                if not d["is_default"]:
+                    out.append(d)
+        return out
+
+    def multicast_groups(self):
+        pre = p4runtime_pb2.PacketReplicationEngineEntry()
+        pre.multicast_group_entry.SetInParent()
+        groups = []
+        for ent in self.conn.read(pre):
+            g = ent.packet_replication_engine_entry.multicast_group_entry
+            groups.append({"group": g.multicast_group_id,
+                           "replicas": [{"port": r.egress_port or int.from_bytes(r.port, "big"),
+                                         "instance": r.instance} for r in g.replicas]})
+        return sorted(groups, key=lambda g: g["group"])
+
+
+def format_value(field_name, value):
+    """Human form of a match/param value: MACs and IPv4 addresses by field name."""
+    low = field_name.lower()
+    if isinstance(value, tuple):
+        a, b = value
+        if "dst" in low and "ip" in low or "addr" in low and "ip" in low:
+            return f"{format_ipv4(a)}/{b}"
+        return f"{a}/{b}"
+    if "mac" in low or "ethernet" in low:
+        return format_mac(value)
+    if "ipv4" in low or low.endswith(".ip") or low == "ip":
+        return format_ipv4(value)
+    return str(value)

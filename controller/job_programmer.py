@@ -1,0 +1,177 @@
+"""Switch state of jobs: the p4reduce program's job, worker and egress-address entries, the job's
+multicast group, and the slot registers (docs/protocol.md section 3).
+
+Each job's table entry carries its descriptor (name, mode, lease) as P4Runtime entry `metadata`, so
+a restarted controller can read jobs back from the switch alone (`read_back`).
+"""
+import json
+import logging
+
+from p4.v1 import p4runtime_pb2
+from protocol import constants, p4names
+
+from controller.connection import Update, update
+from controller.entities import decode_table_entry, multicast_group, table_entry
+from controller.errors import SwitchError
+
+log = logging.getLogger("controller.jobs")
+
+RESET_REGISTERS = (p4names.SEEN, p4names.COUNT)  # what must be clear before a job uses a slot
+
+
+class JobProgrammer:
+    """Installs and removes one switch's job state through a SwitchConnection."""
+
+    def __init__(self, conn, registers=None):
+        self.conn = conn
+        self.registers = registers  # P4RuntimeRegisters / ThriftRegisters, for slot resets
+
+    @property
+    def index(self):
+        return self.conn.index
+
+    # -- entries -------------------------------------------------------------------------------
+    def _job_entry(self, job, with_action=True):
+        if not with_action:
+            return table_entry(self.index, p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id})
+        entry = table_entry(self.index, p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id}, p4names.SET_JOB, {
+            "slot_base": job.slots.base, "slot_count": job.slots.count, "num_workers": job.workers,
+            "mcast_grp": job.multicast_group,
+            "mode": int(constants.Mode.SPARSE if job.mode == "sparse" else constants.Mode.DENSE)})
+        entry.metadata = json.dumps(job.descriptor(), sort_keys=True).encode()
+        return entry
+
+    def _worker_entry(self, job, m, with_action=True):
+        ip_k, port_k, job_k = p4names.WORKERS_KEY
+        match = {ip_k: m.ip, port_k: m.udp_port, job_k: job.job_id}
+        if not with_action:
+            return table_entry(self.index, p4names.WORKERS, match)
+        return table_entry(self.index, p4names.WORKERS, match, p4names.SET_RANK, {"rank": m.rank})
+
+    def _addr_entry(self, job, m, with_action=True):
+        job_k, rid_k = p4names.WORKER_ADDRS_KEY
+        match = {job_k: job.job_id, rid_k: m.rank}
+        if not with_action:
+            return table_entry(self.index, p4names.WORKER_ADDRS, match)
+        return table_entry(self.index, p4names.WORKER_ADDRS, match, p4names.SET_WORKER_ADDR,
+                           {"mac": m.mac, "ip": m.ip, "udp_port": m.udp_port})
+
+    def _group(self, job, members):
+        return multicast_group(job.multicast_group, [(m.port, m.rank) for m in members])
+
+    # -- operations ----------------------------------------------------------------------------
+    def install_job(self, job):
+        self.reset_slots(job.slots)
+        self.conn.write([update(Update.INSERT, self._job_entry(job))])
+
+    def add_member(self, job, member):
+        """Worker entries, then the multicast group with every current member (job.members)."""
+        self.conn.write([update(Update.INSERT, self._worker_entry(job, member)),
+                         update(Update.INSERT, self._addr_entry(job, member))])
+        others = [m for m in job.members.values() if m.rank != member.rank]
+        try:
+            kind = Update.MODIFY if others else Update.INSERT
+            self.conn.write([update(kind, self._group(job, sorted(job.members.values(), key=lambda m: m.rank)))])
+        except SwitchError:
+            self._delete_quietly([self._worker_entry(job, member, False), self._addr_entry(job, member, False)])
+            raise
+
+    def remove_member(self, job, member):
+        """Delete the worker's entries; shrink (or delete) the multicast group. `member` is no
+        longer in job.members."""
+        rest = sorted(job.members.values(), key=lambda m: m.rank)
+        if rest:
+            self.conn.write([update(Update.MODIFY, self._group(job, rest))])
+        else:
+            self._delete_quietly([self._group(job, [])])
+        self._delete_quietly([self._worker_entry(job, member, False), self._addr_entry(job, member, False)])
+
+    def remove_job(self, job):
+        """Delete everything of the job (continuing past entries already gone), reset its slots."""
+        ents = []
+        for m in job.members.values():
+            ents += [self._worker_entry(job, m, False), self._addr_entry(job, m, False)]
+        if job.members:
+            ents.append(self._group(job, []))
+        ents.append(self._job_entry(job, False))
+        self._delete_quietly(ents)
+        try:
+            self.reset_slots(job.slots)
+        except SwitchError as e:
+            log.warning("job %s: could not reset slot registers: %s", job.name, e.message)
+
+    def _delete_quietly(self, entities):
+        """Delete one by one so one missing entry does not keep the others installed."""
+        for ent in entities:
+            try:
+                self.conn.write([update(Update.DELETE, ent)])
+            except SwitchError as e:
+                if "NOT_FOUND" not in e.message:
+                    log.warning("delete failed: %s", e.message)
+
+    def reset_slots(self, slots):
+        """Clear seen and count of both shadow copies of `slots` (where the target allows)."""
+        if self.registers is None:
+            return
+        start = p4names.register_index(slots.base, 0, 0)
+        stop = p4names.register_index(slots.base, slots.count, 0)
+        for name in RESET_REGISTERS:
+            if self.index.has("register", name):
+                self.registers.fill(name, start, stop, 0)
+
+    # -- restart -------------------------------------------------------------------------------
+    def read_back(self):
+        """Jobs installed on the switch, as dicts for JobManager.adopt()."""
+        idx = self.index
+        jobs, by_id = [], {}
+        for ent in self.conn.read(table_entry(idx, p4names.JOBS)):
+            te = ent.table_entry
+            d = decode_table_entry(idx, te)
+            if d["is_default"] or not d["action"] or not d["action"].endswith("set_job"):
+                continue
+            job_id = d["match"][idx.match_field(idx.get("table", p4names.JOBS), p4names.JOBS_KEY[0]).name]
+            p = d["params"]
+            try:
+                desc = json.loads(te.metadata.decode()) if te.metadata else {}
+            except (ValueError, UnicodeDecodeError):
+                desc = {}
+            rec = {"name": desc.get("name") or f"job-{job_id}", "job_id": job_id,
+                   "workers": p["num_workers"],
+                   "mode": "sparse" if p["mode"] == constants.Mode.SPARSE else "dense",
+                   "slots": {"base": p["slot_base"], "count": p["slot_count"]},
+                   "mcast_grp": p["mcast_grp"], "members": []}
+            if "lease_s" in desc:
+                rec["lease_s"] = desc["lease_s"]
+            jobs.append(rec)
+            by_id[job_id] = rec
+        addrs = {}
+        for ent in self.conn.read(table_entry(idx, p4names.WORKER_ADDRS)):
+            d = decode_table_entry(idx, ent.table_entry)
+            if d["is_default"] or not d["action"]:
+                continue
+            vals = list(d["match"].values())
+            addrs[(vals[0], vals[1])] = d["params"]
+        ports = {}
+        pre = p4runtime_pb2.PacketReplicationEngineEntry()
+        pre.multicast_group_entry.SetInParent()
+        for ent in self.conn.read(pre):
+            g = ent.packet_replication_engine_entry.multicast_group_entry
+            ports[g.multicast_group_id] = {r.instance: (r.egress_port or int.from_bytes(r.port, "big"))
+                                           for r in g.replicas}
+        for ent in self.conn.read(table_entry(idx, p4names.WORKERS)):
+            d = decode_table_entry(idx, ent.table_entry)
+            if d["is_default"] or not d["action"]:
+                continue
+            ip_k, port_k, job_k = (idx.match_field(idx.get("table", p4names.WORKERS), k).name
+                                   for k in p4names.WORKERS_KEY)
+            job_id, rank = d["match"][job_k], d["params"]["rank"]
+            rec = by_id.get(job_id)
+            if rec is None:
+                continue
+            addr = addrs.get((job_id, rank), {})
+            from controller.codec import format_ipv4, format_mac
+            rec["members"].append({
+                "rank": rank, "ip": format_ipv4(d["match"][ip_k]), "udp_port": d["match"][port_k],
+                "mac": format_mac(addr["mac"]) if "mac" in addr else None,
+                "port": ports.get(rec["mcast_grp"], {}).get(rank)})
+        return jobs

@@ -1,0 +1,369 @@
+"""Jobs and their workers: admission, ranks, leases, and freeing everything at the end.
+
+The JobManager is the single owner of job state. It takes slots from the SlotPool and, through a
+JobProgrammer (controller/job_programmer.py), installs and removes the switch state of each job; with
+no programmer it keeps the bookkeeping only (`serve --no-switch`, handy for testing worker agents
+without a switch). Every change that the switch refuses is rolled back, so state and switch agree.
+"""
+import re
+import threading
+import time
+
+from controller import defaults
+from controller.errors import BadRequest, Conflict, ControllerError, NotFound
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MODES = ("dense", "sparse")
+
+
+class Member:
+    """One admitted worker."""
+
+    def __init__(self, rank, ip, udp_port, mac, port, now):
+        self.rank, self.ip, self.udp_port, self.mac, self.port = rank, ip, udp_port, mac, port
+        self.last_seen = now
+
+    def to_json(self, now):
+        return {"rank": self.rank, "ip": self.ip, "udp_port": self.udp_port, "mac": self.mac,
+                "port": self.port, "last_seen_s": round(max(0.0, now - self.last_seen), 3)}
+
+
+class Job:
+    def __init__(self, name, job_id, workers, mode, slots, lease_s, now, wall):
+        self.name, self.job_id, self.workers, self.mode = name, job_id, workers, mode
+        self.slots = slots  # SlotRange
+        self.lease_s = lease_s
+        self.members = {}  # rank -> Member
+        self.created = now
+        self.created_at = wall
+        self.last_activity = now  # join/leave/heartbeat: a memberless job expires from here
+        self.state = "waiting"
+
+    @property
+    def multicast_group(self):
+        return defaults.JOB_MULTICAST_BASE + self.job_id
+
+    def update_state(self):
+        if self.state != "ended":
+            self.state = "running" if len(self.members) == self.workers else "waiting"
+
+    def to_json(self, now, switch_info):
+        return {
+            "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
+            "workers": self.workers, "joined": len(self.members), "lanes": defaults.lanes(),
+            "slots": self.slots.to_json(), "multicast_group": self.multicast_group,
+            "lease_s": self.lease_s, "switch": switch_info,
+            "members": [m.to_json(now) for _, m in sorted(self.members.items())],
+            "created_at": self.created_at,
+        }
+
+    def descriptor(self):
+        """What the switch must remember to resume this job after a controller restart."""
+        return {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
+                "slots": self.slots.to_json()}
+
+
+def _check_int(value, field, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise BadRequest(f"field '{field}': must be an integer in {lo}..{hi}, got {value!r}", field=field)
+    return value
+
+
+def _check_number(value, field, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise BadRequest(f"field '{field}': must be a number in {lo:g}..{hi:g}, got {value!r}", field=field)
+    return float(value)
+
+
+class JobManager:
+    """Creates, admits, renews and ends jobs; thread-safe."""
+
+    def __init__(self, pool, programmer=None, topology=None, default_workers=None, default_mode="dense",
+                 default_slots=None, default_lease_s=10.0, join_timeout_s=120.0, clock=time.monotonic,
+                 switch_info=None, log=None):
+        self.pool = pool
+        self.programmer = programmer
+        self.topology = topology
+        self.default_workers = default_workers
+        self.default_mode = default_mode
+        self.default_slots = default_slots
+        self.default_lease_s = default_lease_s
+        self.join_timeout_s = join_timeout_s
+        self.clock = clock
+        self.switch_info = switch_info or defaults.switch_endpoint(topology)
+        self.log = log or (lambda msg: None)
+        self.jobs = {}
+        self.ended = {}  # name -> (reason, when): answered with 409 job_ended for a while
+        self.lock = threading.RLock()
+        self.on_change = None  # called (under the lock) after every change, e.g. to save state
+
+    def _changed(self):
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception as e:  # saving state must not break the job API
+                self.log(f"saving controller state failed: {e}")
+
+    # -- validation ----------------------------------------------------------------------------
+    def _validate_params(self, workers, mode, slots, lease_s):
+        workers = _check_int(workers, "workers", 1, defaults.max_workers())
+        if mode not in MODES:
+            raise BadRequest(f"field 'mode': must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
+        slots = _check_int(slots, "slots", 1, self.pool.total)
+        lease_s = _check_number(lease_s, "lease_s", 0.1, 86400)
+        return workers, mode, slots, lease_s
+
+    @staticmethod
+    def _check_name(name):
+        if not isinstance(name, str) or not NAME.match(name):
+            raise BadRequest(f"field 'name': must match [A-Za-z0-9_.-]{{1,64}}, got {name!r}", field="name")
+        return name
+
+    def _free_job_id(self):
+        used = {j.job_id for j in self.jobs.values()}
+        for job_id in range(1, defaults.max_jobs() + 1):
+            if job_id not in used:
+                return job_id
+        raise Conflict(f"the switch already runs {len(used)} jobs, the most it can hold", code="too_many_jobs")
+
+    # -- queries -------------------------------------------------------------------------------
+    def get(self, name):
+        with self.lock:
+            job = self.jobs.get(name)
+            if job is None:
+                if name in self.ended:
+                    reason = self.ended[name][0]
+                    raise Conflict(f"job {name!r} has ended ({reason})", code="job_ended")
+                raise NotFound(f"no job named {name!r}", code="no_such_job")
+            return job
+
+    def status(self, name):
+        with self.lock:
+            return self.get(name).to_json(self.clock(), self.switch_info)
+
+    def list(self):
+        with self.lock:
+            now = self.clock()
+            return [j.to_json(now, self.switch_info) for _, j in sorted(self.jobs.items())]
+
+    # -- create --------------------------------------------------------------------------------
+    def create(self, name, workers=None, mode=None, slots=None, lease_s=None):
+        """Create a job (idempotent for identical parameters). Returns (job_json, created)."""
+        self._check_name(name)
+        if workers is None:
+            workers = self.default_workers
+            if workers is None:
+                raise BadRequest("field 'workers': required (the controller has no --default-workers)",
+                                 field="workers")
+        mode = self.default_mode if mode is None else mode
+        slots = (self.default_slots or defaults.default_job_slots(self.pool.total)) if slots is None else slots
+        lease_s = self.default_lease_s if lease_s is None else lease_s
+        workers, mode, slots, lease_s = self._validate_params(workers, mode, slots, lease_s)
+        with self.lock:
+            existing = self.jobs.get(name)
+            if existing is not None:
+                if (existing.workers, existing.mode, existing.slots.count, existing.lease_s) != \
+                        (workers, mode, slots, lease_s):
+                    raise Conflict(
+                        f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
+                        f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
+                return existing.to_json(self.clock(), self.switch_info), False
+            job_id = self._free_job_id()
+            rng = self.pool.allocate(name, slots)
+            now = self.clock()
+            job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
+            try:
+                if self.programmer is not None:
+                    self.programmer.install_job(job)
+            except Exception:
+                self.pool.release(name)
+                raise
+            self.jobs[name] = job
+            self.ended.pop(name, None)
+            self._changed()
+            self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
+                     f"[{rng.base}, {rng.end}))")
+            return job.to_json(now, self.switch_info), True
+
+    # -- join ----------------------------------------------------------------------------------
+    def join(self, name, ip=None, udp_port=None, mac=None, rank=None, workers=None, mode=None, slots=None,
+             peer_ip=None):
+        """Admit a worker (creating the job if needed). Returns (rank, job_json)."""
+        self._check_name(name)
+        ip = ip if ip is not None else peer_ip
+        if ip is None:
+            raise BadRequest("field 'ip': required (could not tell the worker's address)", field="ip")
+        from controller.topology import TopologyError, _ip, _mac
+        try:
+            ip = _ip(ip, "field 'ip'")
+            if mac is not None:
+                mac = _mac(mac, "field 'mac'")
+        except TopologyError as e:
+            raise BadRequest(str(e), field="mac" if "mac" in str(e) else "ip") from None
+        host = self.topology.host_by_ip(ip) if self.topology is not None else None
+        if mac is None:
+            if host is None:
+                raise BadRequest(f"field 'mac': required, the topology does not know host {ip}", field="mac")
+            mac = host.mac
+        udp_port = defaults.udp_port() if udp_port is None else _check_int(udp_port, "udp_port", 1, 65535)
+        port = None
+        if self.topology is not None and host is not None:
+            port = self.topology.next_hop_port(self.topology.aggregation_switch.name, host)
+        if self.programmer is not None and port is None:
+            raise BadRequest(f"field 'ip': the topology has no switch port towards {ip}", field="ip")
+        with self.lock:
+            if name not in self.jobs:
+                self.create(name, workers, mode, slots)
+            job = self.jobs[name]
+            for field, want, have in (("workers", workers, job.workers), ("mode", mode, job.mode),
+                                      ("slots", slots, job.slots.count)):
+                if want is not None and want != have:
+                    raise Conflict(f"job {name!r} exists with {field}={have}, the join asked for {want}",
+                                   code="job_exists", field=field)
+            same = [m for m in job.members.values() if (m.ip, m.udp_port) == (ip, udp_port)]
+            if same and (rank is None or rank == same[0].rank):
+                rank = same[0].rank  # a restarted worker keeps its rank
+                old = job.members.pop(rank)
+                self._apply(job, lambda: self.programmer.remove_member(job, old),
+                            undo=lambda: job.members.__setitem__(rank, old))
+            elif same:
+                raise Conflict(f"worker {ip}:{udp_port} already holds rank {same[0].rank} of job {name!r}",
+                               code="rank_taken", field="rank")
+            if rank is None:
+                free = [r for r in range(job.workers) if r not in job.members]
+                if not free:
+                    raise Conflict(f"job {name!r} already has all {job.workers} workers", code="job_full")
+                rank = free[0]
+            else:
+                rank = _check_int(rank, "rank", 0, job.workers - 1)
+                if rank in job.members:
+                    other = job.members[rank]
+                    raise Conflict(f"rank {rank} of job {name!r} belongs to {other.ip}:{other.udp_port}",
+                                   code="rank_taken", field="rank")
+            now = self.clock()
+            member = Member(rank, ip, udp_port, mac, port, now)
+            job.members[rank] = member
+            self._apply(job, lambda: self.programmer.add_member(job, member),
+                        undo=lambda: job.members.pop(rank, None))
+            job.last_activity = now
+            job.update_state()
+            self._changed()
+            self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
+            return rank, job.to_json(now, self.switch_info)
+
+    def _apply(self, job, action, undo):
+        if self.programmer is None:
+            return
+        try:
+            action()
+        except Exception:
+            undo()
+            raise
+
+    # -- heartbeat / leave / end ---------------------------------------------------------------
+    def _member(self, job, rank):
+        rank = _check_int(rank, "rank", 0, 1 << 16)
+        if rank not in job.members:
+            raise NotFound(f"job {job.name!r} has no worker with rank {rank}", code="no_such_rank", field="rank")
+        return job.members[rank]
+
+    def heartbeat(self, name, rank):
+        with self.lock:
+            job = self.get(name)
+            member = self._member(job, rank)
+            member.last_seen = job.last_activity = self.clock()
+            return {"state": job.state, "lease_s": job.lease_s, "joined": len(job.members),
+                    "workers": job.workers}
+
+    def leave(self, name, rank):
+        with self.lock:
+            job = self.get(name)
+            member = self._member(job, rank)
+            del job.members[member.rank]
+            self._apply(job, lambda: self.programmer.remove_member(job, member),
+                        undo=lambda: job.members.__setitem__(member.rank, member))
+            job.last_activity = self.clock()
+            job.update_state()
+            self._changed()
+            self.log(f"job {name}: rank {member.rank} left")
+            if not job.members:
+                snapshot = job.to_json(self.clock(), self.switch_info)
+                self.end(name, "all workers left")
+                snapshot["state"] = "ended"
+                return {"left": member.rank, "job": snapshot}
+            return {"left": member.rank, "job": job.to_json(self.clock(), self.switch_info)}
+
+    def end(self, name, reason="ended by request"):
+        """Free the job's entries, multicast group and slots (slot registers reset)."""
+        with self.lock:
+            job = self.get(name)
+            if self.programmer is not None:
+                self.programmer.remove_job(job)  # best effort inside: never leaves half a job
+            self.pool.release(name)
+            del self.jobs[name]
+            job.state = "ended"
+            self.ended[name] = (reason, self.clock())
+            self._changed()
+            self.log(f"job {name}: ended ({reason}); slots [{job.slots.base}, {job.slots.end}) freed")
+            return {"ended": name}
+
+    def reap(self):
+        """End every job with a rank silent for lease_s, or memberless for join_timeout_s."""
+        reclaimed = []
+        with self.lock:
+            now = self.clock()
+            for name, job in list(self.jobs.items()):
+                dead = [m.rank for m in job.members.values() if now - m.last_seen > job.lease_s]
+                idle = not job.members and now - job.last_activity > self.join_timeout_s
+                if dead or idle:
+                    reason = (f"lease expired: rank {', '.join(map(str, dead))} silent for over {job.lease_s:g} s"
+                              if dead else f"no worker joined for {self.join_timeout_s:g} s")
+                    try:
+                        self.end(name, reason)
+                        reclaimed.append(name)
+                    except ControllerError as e:
+                        self.log(f"job {name}: could not reclaim: {e.message}")
+            for name, (_, when) in list(self.ended.items()):
+                if now - when > defaults.ENDED_MEMORY_S:
+                    del self.ended[name]
+        return reclaimed
+
+    # -- restart -------------------------------------------------------------------------------
+    def adopt(self, recovered):
+        """Take over jobs read back from the switch (controller restart): no switch writes."""
+        with self.lock:
+            now = self.clock()
+            for rec in recovered:
+                rng = self.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
+                job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
+                          rec.get("lease_s", self.default_lease_s), now, time.time())
+                for m in rec.get("members", []):
+                    job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], m["mac"], m.get("port"), now)
+                job.update_state()
+                self.jobs[job.name] = job
+                self.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "
+                         f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
+
+
+class LeaseReaper:
+    """Background thread calling JobManager.reap() every `period` seconds."""
+
+    def __init__(self, manager, period=1.0):
+        self.manager, self.period = manager, period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-reaper", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(self.period):
+            try:
+                self.manager.reap()
+            except Exception as e:  # keep reaping; report the problem
+                self.manager.log(f"lease reaper: {e}")
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)

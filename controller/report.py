@@ -1,0 +1,89 @@
+"""Text rendering of what controller/inspect.py gathers (the CLI's and the shell's output)."""
+from protocol import constants
+
+from controller.inspect import format_value
+
+
+def jobs_text(jobs):
+    if not jobs:
+        return "no jobs"
+    rows = [("JOB", "ID", "STATE", "MODE", "WORKERS", "SLOTS", "GROUP", "MEMBERS")]
+    for j in jobs:
+        members = " ".join(f"{m['rank']}={m['ip']}:{m['udp_port']}@{m.get('port')}"
+                           for m in sorted(j.get("members", []), key=lambda m: m["rank"]))
+        state = j.get("state") or ("running" if len(j.get("members", [])) == j["workers"] else "waiting")
+        group = j.get("multicast_group", j.get("mcast_grp", ""))
+        s = j["slots"]
+        rows.append((j["name"], str(j["job_id"]), state, j["mode"], f"{len(j.get('members', []))}/{j['workers']}",
+                     f"[{s['base']}, {s['base'] + s['count']})", str(group), members or "-"))
+    return _table(rows)
+
+
+def slot_map_text(slot_map):
+    total = sum(r["count"] for r in slot_map)
+    lines = [f"slot map ({total} slots):"]
+    for r in slot_map:
+        owner = r["job"] if r["job"] is not None else "(free)"
+        lines.append(f"  [{r['base']:>5}, {r['base'] + r['count']:>5})  {r['count']:>5} slots  {owner}")
+    return "\n".join(lines)
+
+
+def register_text(reg):
+    kind = "int" if reg["signed"] else "bit"
+    lines = [f"{reg['register']} (size {reg['size']}, {kind}<{reg['bitwidth']}>)"]
+    for i, v in reg["values"].items():
+        lines.append(f"  [{i}] {v}")
+    return "\n".join(lines)
+
+
+def slot_text(info):
+    head = f"slot {info['slot']}"
+    if info["job"] is not None:
+        head += f" (job {info['job']}, job slot {info['job_slot']})"
+    lines = [head]
+    for c in info["copies"]:
+        state = " ".join(f"{k}={c[k]}" for k in ("count", "round_offset", "min_next", "max_exp") if k in c)
+        lines.append(f"  ver {c['ver']} (register index {c['index']}): seen={c.get('seen', 0):#x} "
+                     f"ranks {c['seen_ranks']} union_bitmap={c.get('union_bitmap', 0):#x} {state}")
+        lanes = c["lanes"]
+        for k in range(0, len(lanes) // constants.SUBBLOCK):
+            chunk = lanes[k * constants.SUBBLOCK:(k + 1) * constants.SUBBLOCK]
+            mark = "*" if k in c["union_subblocks"] else " "
+            lines.append(f"    sb{k}{mark} " + " ".join(f"{v:>11}" for v in chunk))
+    return "\n".join(lines)
+
+
+def counters_text(counters):
+    lines = []
+    for ctr in counters:
+        lines.append(ctr["counter"])
+        for cell in ctr["cells"]:
+            if cell["label"] is None and ctr["counter"].endswith(("drop_reasons", "agg_events")):
+                continue  # unused indices of the protocol's counters
+            label = cell["label"] or ""
+            lines.append(f"  [{cell['index']:>3}] {label:<18} {cell['packets']:>10} pkts {cell['bytes']:>12} bytes")
+    return "\n".join(lines) or "no counters"
+
+
+def entries_text(entries):
+    if not entries:
+        return "no entries"
+    lines = []
+    for e in entries:
+        match = ", ".join(f"{k}={format_value(k, v)}" for k, v in e["match"].items())
+        params = ", ".join(f"{k}={format_value(k, v)}" for k, v in e["params"].items())
+        prio = f" priority {e['priority']}" if e["priority"] else ""
+        lines.append(f"{e['table']}: {match or '*'} -> {e['action']}({params}){prio}")
+    return "\n".join(lines)
+
+
+def groups_text(groups):
+    if not groups:
+        return "no multicast groups"
+    return "\n".join(f"group {g['group']}: " + ", ".join(f"port {r['port']} rid {r['instance']}"
+                                                         for r in g["replicas"]) for g in groups)
+
+
+def _table(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -1,0 +1,140 @@
+"""The running controller: switches, pipeline, forwarding, jobs, leases and the job API together.
+
+`Controller.start()` does, in order: connect to every switch of the topology (bounded wait,
+arbitration), make sure each runs the program (pushing it only if it runs something else, so a
+restart keeps the switch's state), install forwarding, then read the aggregation switch's jobs back
+and resume them, and finally start the lease reaper and the job API.
+"""
+import json
+import logging
+import pathlib
+
+from protocol import p4names
+
+from controller.api_server import JobApi, JobApiServer
+from controller.connection import SwitchConnection
+from controller.errors import SwitchError
+from controller.forwarding import install_forwarding
+from controller.job_programmer import JobProgrammer
+from controller.jobs import JobManager, LeaseReaper
+from controller.registers import open_register_access
+from controller.slots import SlotPool
+
+log = logging.getLogger("controller")
+
+
+def slot_pool_size(index):
+    """SLOTS as compiled into the program: the `seen` register holds 2 * SLOTS entries."""
+    if index.has("register", p4names.SEEN):
+        return index.get("register", p4names.SEEN).size // 2
+    from controller import defaults
+    return defaults.num_slots()
+
+
+class StateFile:
+    """Job descriptors by job id, a fallback for targets that drop table-entry metadata."""
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path) if path else None
+
+    def load(self):
+        if self.path is None or not self.path.is_file():
+            return {}
+        try:
+            return {int(k): v for k, v in json.loads(self.path.read_text()).items()}
+        except (ValueError, AttributeError):
+            log.warning("state file %s is unreadable; job names will come from the switch only", self.path)
+            return {}
+
+    def save(self, manager):
+        if self.path is None:
+            return
+        data = {str(j.job_id): j.descriptor() for j in manager.jobs.values()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(self.path)
+
+
+class Controller:
+    def __init__(self, topology, p4info=None, device_config=None, election_id=1, connect_timeout=30.0,
+                 api_address=("0.0.0.0", 8090), state_file=None, default_workers=None, default_mode="dense",
+                 default_slots=None, lease_s=10.0, join_timeout_s=120.0, reset_registers=True,
+                 require_primary=True, report=None):
+        self.topology = topology
+        self.p4info, self.device_config = p4info, device_config
+        self.election_id = election_id
+        self.connect_timeout = connect_timeout
+        self.api_address = api_address
+        self.state = StateFile(state_file)
+        self.manager_args = dict(default_workers=default_workers, default_mode=default_mode,
+                                 default_slots=default_slots, default_lease_s=lease_s,
+                                 join_timeout_s=join_timeout_s)
+        self.reset_registers = reset_registers
+        self.require_primary = require_primary
+        self.report = report or log.info
+        self.connections = {}
+        self.manager = None
+        self.reaper = None
+        self.api_server = None
+        self.resumed = []
+
+    def start(self, serve_api=True):
+        for sw in self.topology.switches.values():
+            conn = SwitchConnection(sw.grpc_addr, sw.device_id, self.election_id, name=sw.name)
+            conn.connect(self.connect_timeout, self.require_primary, report=self.report)
+            self.connections[sw.name] = conn
+            if self.p4info and self.device_config:
+                conn.ensure_pipeline(self.p4info, self.device_config, report=self.report)
+            else:
+                index, _ = conn.fetch_pipeline()
+                if index is None:
+                    raise SwitchError(f"switch {sw.name} runs no program and none was given "
+                                      f"(--p4info/--bmv2-json, or build/ after `make build`)")
+            install_forwarding(conn, self.topology, sw.name, report=self.report)
+        agg = self.topology.aggregation_switch
+        conn = self.connections[agg.name]
+        registers = None
+        if self.reset_registers:
+            thrift = f"{agg.grpc_addr.rsplit(':', 1)[0]}:{agg.thrift_port}" if agg.thrift_port else None
+            try:
+                registers = open_register_access(conn, thrift, probe_register=p4names.SEEN
+                                                 if conn.index.has("register", p4names.SEEN) else None)
+            except SwitchError as e:
+                self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
+        programmer = JobProgrammer(conn, registers)
+        self.manager = JobManager(SlotPool(slot_pool_size(conn.index)), programmer, self.topology,
+                                  log=self.report, **self.manager_args)
+        self._resume(programmer)
+        self.manager.on_change = lambda: self.state.save(self.manager)
+        self.reaper = LeaseReaper(self.manager).start()
+        if serve_api:
+            api = JobApi(self.manager, self.connections.values())
+            self.api_server = JobApiServer(api, self.api_address).start()
+            self.report(f"job API listening on http://{self.api_server.address}/v1")
+        return self
+
+    def _resume(self, programmer):
+        """Adopt the jobs the switch already runs (names from entry metadata or the state file)."""
+        if not programmer.index.has("table", p4names.JOBS):
+            return
+        recovered = programmer.read_back()
+        names = self.state.load()
+        for rec in recovered:
+            desc = names.get(rec["job_id"])
+            if rec["name"].startswith("job-") and desc:
+                rec["name"] = desc["name"]
+                rec.setdefault("lease_s", desc.get("lease_s"))
+            if rec.get("lease_s") is None:
+                rec.pop("lease_s", None)
+        self.manager.adopt(recovered)
+        self.resumed = [r["name"] for r in recovered]
+        self.state.save(self.manager)
+
+    def stop(self):
+        if self.api_server is not None:
+            self.api_server.stop()
+        if self.reaper is not None:
+            self.reaper.stop()
+        for conn in self.connections.values():
+            conn.close()

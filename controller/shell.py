@@ -1,0 +1,114 @@
+"""`python -m controller shell`: p4runtime-shell's IPython shell with p4reduce commands added.
+
+p4runtime-shell provides the P4Runtime objects (table_entry, counter_entry, multicast_group_entry,
+...). We connect it as a *backup* client (low election id) so it never takes the primary role from
+the running controller, and add read-only commands over our own inspector:
+
+    jobs()                      jobs on the switch (or from the job API with --api-addr)
+    slotmap()                   which job owns which slots
+    reg("count", 4)             one register cell;  reg("count", range(0, 16)) a range; reg("count") all
+    slot(3, job="demo")         a whole slot (both shadow copies) decoded: state and all lanes
+    counters()                  drop reasons and aggregation events
+    entries("workers")          table entries (all tables without an argument)
+    groups()                    multicast groups
+    help_p4reduce()             this list
+"""
+import sys
+
+from controller import report
+
+COMMANDS_HELP = __doc__.split("read-only commands over our own inspector:", 1)[1]
+
+
+class ShellCommands:
+    """The functions placed in the shell's namespace; each prints text and returns the data."""
+
+    def __init__(self, inspector, api_client=None, out=None):
+        self.insp = inspector
+        self.api = api_client
+        self.out = out or sys.stdout
+
+    def _print(self, text):
+        print(text, file=self.out)
+
+    def jobs(self):
+        data = self.api.jobs() if self.api is not None else self.insp.jobs()
+        self._print(report.jobs_text(data))
+
+    def slotmap(self):
+        self._print(report.slot_map_text(self.insp.slot_map()))
+
+    def reg(self, name, index=None):
+        if isinstance(index, range):
+            if index.step != 1:
+                raise ValueError("reg(): ranges must have step 1")
+            data = self.insp.register(name, start=index.start, stop=index.stop)
+        elif isinstance(index, tuple):
+            data = self.insp.register(name, start=index[0], stop=index[1])
+        else:
+            data = self.insp.register(name, index)
+        self._print(report.register_text(data))
+
+    def slot(self, slot, job=None, ver=None):
+        self._print(report.slot_text(self.insp.slot(slot, ver, job)))
+
+    def counters(self, name=None):
+        self._print(report.counters_text(self.insp.counters(name)))
+
+    def entries(self, table=None):
+        self._print(report.entries_text(self.insp.entries(table)))
+
+    def groups(self):
+        self._print(report.groups_text(self.insp.multicast_groups()))
+
+    def help_p4reduce(self):
+        self._print("p4reduce commands:" + COMMANDS_HELP)
+
+    def namespace(self):
+        """name -> callable, wrapped so errors print one line instead of a traceback."""
+        def safe(fn):
+            def call(*a, **kw):
+                try:
+                    fn(*a, **kw)
+                except (ValueError, Exception) as e:  # noqa: B014 - report, never a traceback
+                    self._print(f"error: {getattr(e, 'message', None) or e}")
+            call.__doc__ = fn.__doc__
+            call.__name__ = fn.__name__
+            return call
+        names = ("jobs", "slotmap", "reg", "slot", "counters", "entries", "groups", "help_p4reduce")
+        return {n: safe(getattr(self, n)) for n in names}
+
+
+def run_shell(args):
+    """Start p4runtime-shell's IPython shell with our commands in its namespace."""
+    from p4runtime_sh import shell as p4sh
+
+    from controller.api_client import JobApiClient
+    from controller.cli import open_inspector
+    from controller.connection import parse_election_id
+
+    inspector = open_inspector(args)  # fails fast, with a clear message, if the switch is absent
+    try:
+        from controller.registers import open_register_access
+        thrift = f"{args.grpc_addr.rsplit(':', 1)[0]}:{args.thrift_port}" if args.thrift_port else None
+        inspector.registers = open_register_access(inspector.conn, thrift)
+    except Exception as e:
+        print(f"note: registers unavailable: {getattr(e, 'message', e)}")
+    commands = ShellCommands(inspector, JobApiClient(args.api_addr) if args.api_addr else None)
+    high, low = parse_election_id(args.election_id)
+
+    real_start = p4sh.start_ipython
+
+    def start_with_commands(user_ns=None, config=None, argv=None):
+        user_ns = dict(user_ns or {})
+        user_ns.update(commands.namespace())
+        if config is not None:
+            config.TerminalInteractiveShell.banner1 = (
+                "*** p4reduce shell: P4Runtime (p4runtime-shell) + p4reduce commands; "
+                "help_p4reduce() lists them ***")
+        return real_start(user_ns=user_ns, config=config, argv=argv)
+
+    p4sh.start_ipython = start_with_commands
+    sys.argv = ["p4runtime-sh", "--grpc-addr", args.grpc_addr, "--device-id", str(args.device_id),
+                "--election-id", f"{high},{low}"]
+    p4sh.main()

@@ -1,0 +1,200 @@
+"""The topology description: switches, hosts and links, from a JSON or YAML file.
+
+The Mininet topology writes one (run/topology.json); people may write one by hand. Format:
+
+    switches:
+      s1: {grpc_addr: "127.0.0.1:9559", device_id: 0, thrift_port: 9090,
+           ip: "10.0.0.254", mac: "00:00:00:00:01:fe", aggregate: true}
+    hosts:
+      h1: {ip: "10.0.0.1", mac: "00:00:00:00:00:01", switch: s1, port: 1}
+    links:            # switch-to-switch links (optional)
+      - {a: s1, a_port: 5, b: s2, b_port: 1}
+    entries:          # extra table entries (optional), p4runtime-shell value syntax
+      - {switch: s1, table: ipv4_routes, match: {hdr.ipv4.dstAddr: "10.1.0.0/16"},
+         action: route, params: {port: 3, dst_mac: "00:00:00:00:03:00", src_mac: "00:00:00:00:01:fe"}}
+
+Every problem is reported as "FILE: object.field: what is wrong".
+"""
+import collections
+import ipaddress
+import json
+import pathlib
+import re
+
+import yaml
+
+from controller.codec import parse_int
+
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+class TopologyError(ValueError):
+    pass
+
+
+class Switch:
+    def __init__(self, name, grpc_addr, device_id=0, thrift_port=None, ip=None, mac=None,
+                 aggregate=False, cpu_port=None):
+        self.name, self.grpc_addr, self.device_id = name, grpc_addr, device_id
+        self.thrift_port, self.ip, self.mac = thrift_port, ip, mac
+        self.aggregate, self.cpu_port = aggregate, cpu_port
+
+
+class Host:
+    def __init__(self, name, ip, mac, switch, port):
+        self.name, self.ip, self.mac, self.switch, self.port = name, ip, mac, switch, port
+
+
+class Topology:
+    """Switches, hosts, links, and the port each switch uses to reach each host."""
+
+    def __init__(self, switches, hosts, links=(), entries=()):
+        self.switches = {s.name: s for s in switches}
+        self.hosts = {h.name: h for h in hosts}
+        self.links = list(links)  # (a, a_port, b, b_port)
+        self.entries = list(entries)  # extra table entries: {switch, table, match, action, params, priority}
+
+    @property
+    def aggregation_switch(self):
+        """The switch that aggregates: the one marked `aggregate`, else the first."""
+        for s in self.switches.values():
+            if s.aggregate:
+                return s
+        return next(iter(self.switches.values()))
+
+    def host_by_ip(self, ip):
+        for h in self.hosts.values():
+            if h.ip == ip:
+                return h
+        return None
+
+    def next_hop_port(self, switch, host):
+        """Port of `switch` on a shortest path to `host` (None if unreachable)."""
+        if host.switch == switch:
+            return host.port
+        return self.port_towards(switch, host.switch)
+
+    def port_towards(self, switch, target):
+        """Port of `switch` on a shortest path to switch `target` (None if unreachable or same)."""
+        adj = collections.defaultdict(list)
+        for a, ap, b, bp in self.links:
+            adj[a].append((b, ap))
+            adj[b].append((a, bp))
+        seen, frontier = {switch}, collections.deque((n, p) for n, p in adj[switch])
+        while frontier:
+            node, first_port = frontier.popleft()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node == target:
+                return first_port
+            frontier.extend((n, first_port) for n, _ in adj[node] if n not in seen)
+        return None
+
+
+def _require(obj, key, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise TopologyError(f"{where}: missing field '{key}'")
+    return obj[key]
+
+
+def _ip(value, where):
+    try:
+        return str(ipaddress.IPv4Address(str(value)))
+    except ValueError:
+        raise TopologyError(f"{where}: {value!r} is not an IPv4 address") from None
+
+
+def _mac(value, where):
+    if not isinstance(value, str) or not _MAC.match(value):
+        raise TopologyError(f"{where}: {value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
+    return value.lower()
+
+
+def _int(value, where, lo=0, hi=None):
+    try:
+        n = parse_int(value, None, where)
+    except ValueError as e:
+        raise TopologyError(str(e)) from None
+    if n < lo or (hi is not None and n > hi):
+        raise TopologyError(f"{where}: {value!r} is out of range")
+    return n
+
+
+def from_dict(data, source="topology"):
+    if not isinstance(data, dict):
+        raise TopologyError(f"{source}: expected a mapping with 'switches' and 'hosts'")
+    raw_switches = data.get("switches") or {}
+    if isinstance(raw_switches, list):  # also accept a list of {name: ...}
+        raw_switches = {s.get("name"): s for s in raw_switches}
+    if not raw_switches:
+        raise TopologyError(f"{source}: no switches")
+    switches = []
+    for name, s in raw_switches.items():
+        where = f"{source}: switches.{name}"
+        addr = _require(s, "grpc_addr", where)
+        if not isinstance(addr, str) or ":" not in addr:
+            raise TopologyError(f"{where}.grpc_addr: expected HOST:PORT, got {addr!r}")
+        switches.append(Switch(
+            name, addr,
+            device_id=_int(s.get("device_id", 0), f"{where}.device_id"),
+            thrift_port=_int(s["thrift_port"], f"{where}.thrift_port", 1, 65535) if s.get("thrift_port") else None,
+            ip=_ip(s["ip"], f"{where}.ip") if s.get("ip") else None,
+            mac=_mac(s["mac"], f"{where}.mac") if s.get("mac") else None,
+            aggregate=bool(s.get("aggregate", False)),
+            cpu_port=_int(s["cpu_port"], f"{where}.cpu_port") if s.get("cpu_port") is not None else None))
+    names = {s.name for s in switches}
+    raw_hosts = data.get("hosts") or {}
+    if isinstance(raw_hosts, list):
+        raw_hosts = {h.get("name"): h for h in raw_hosts}
+    hosts, ips = [], {}
+    for name, h in raw_hosts.items():
+        where = f"{source}: hosts.{name}"
+        ip = _ip(_require(h, "ip", where), f"{where}.ip")
+        if ip in ips:
+            raise TopologyError(f"{where}.ip: {ip} is also the address of host {ips[ip]}")
+        ips[ip] = name
+        sw = _require(h, "switch", where)
+        if sw not in names:
+            raise TopologyError(f"{where}.switch: no switch named {sw!r}")
+        hosts.append(Host(name, ip, _mac(_require(h, "mac", where), f"{where}.mac"), sw,
+                          _int(_require(h, "port", where), f"{where}.port", 0, 510)))
+    links = []
+    for i, link in enumerate(data.get("links") or []):
+        where = f"{source}: links[{i}]"
+        a, b = _require(link, "a", where), _require(link, "b", where)
+        for end in (a, b):
+            if end not in names:
+                raise TopologyError(f"{where}: no switch named {end!r}")
+        links.append((a, _int(_require(link, "a_port", where), f"{where}.a_port"),
+                      b, _int(_require(link, "b_port", where), f"{where}.b_port")))
+    entries = []
+    for i, ent in enumerate(data.get("entries") or []):
+        where = f"{source}: entries[{i}]"
+        for key in ("table", "action"):
+            _require(ent, key, where)
+        sw = ent.get("switch")
+        if sw is not None and sw not in names:
+            raise TopologyError(f"{where}.switch: no switch named {sw!r}")
+        if not isinstance(ent.get("match", {}), dict) or not isinstance(ent.get("params", {}), dict):
+            raise TopologyError(f"{where}: 'match' and 'params' must be mappings")
+        entries.append(dict(ent, where=where))
+    return Topology(switches, hosts, links, entries)
+
+
+def load(path):
+    """Topology from a .json, .yaml or .yml file."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise TopologyError(f"topology file {path} does not exist")
+    text = path.read_text()
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise TopologyError(f"{path}: cannot parse: {e}") from None
+    return from_dict(data, str(path))
+
+
+def single_switch(grpc_addr, device_id=0, thrift_port=None):
+    """A topology with one switch and no known hosts (for the shell and plain CLI use)."""
+    return Topology([Switch("s1", grpc_addr, device_id, thrift_port)], [])

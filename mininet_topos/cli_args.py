@@ -1,0 +1,27 @@
+"""Command-line options shared by `python -m mininet_topos run` and `demo`."""
+import argparse
+
+from mininet_topos import links
+
+
+def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):
+    parser.add_argument("--topo", default=default_topo, choices=["star", "two-tier"],
+                        help="star: one switch; two-tier: two leaves under a spine (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=4, help="worker hosts (default %(default)s)")
+    parser.add_argument("--program", default="build/p4reduce.json",
+                        help="BMv2 JSON pushed by the controller; its P4Info sits beside it "
+                             "(default %(default)s, written by `make build`)")
+    parser.add_argument("--target", default="auto",
+                        help="switch target: auto (simple_switch_grpc if on PATH, else p4sim-switch), "
+                             "bmv2, p4sim, or a path (default %(default)s)")
+    parser.add_argument("--api-port", type=int, default=8090, help="controller job API port (default %(default)s)")
+    parser.add_argument("--grpc-port", type=int, default=9559,
+                        help="P4Runtime port of the first switch; the others follow (default %(default)s)")
+    parser.add_argument("--thrift-port", type=int, default=9090,
+                        help="Thrift port of the first switch; the others follow (default %(default)s)")
+    parser.add_argument("--run-dir", default="run",
+                        help="where the topology description and the PID record go (default %(default)s)")
+    parser.add_argument("--log-dir", default="logs", help="switch and controller logs (default %(default)s)")
+    parser.add_argument("--pcap-dir", default="pcaps", help="per-port pcaps (default %(default)s)")
+    parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)   # node-name prefix (tests)
+    links.add_arguments(parser)

@@ -1,0 +1,85 @@
+"""Start the p4reduce controller (`python -m controller serve`) for a running network.
+
+The controller runs in the root namespace beside the switches; it reads the topology description,
+pushes the P4 pipeline over P4Runtime and serves the job API. We wait (bounded) until the API
+answers /v1/health, and stop it by the PID we started.
+"""
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+from mininet_topos.p4switch import log_tail
+
+DEFAULT_API_PORT = 8090
+
+
+class ControllerError(RuntimeError):
+    pass
+
+
+def health(api_addr: str, timeout: float = 1.0) -> Optional[dict]:
+    try:
+        with urllib.request.urlopen(f"http://{api_addr}/v1/health", timeout=timeout) as answer:
+            return json.loads(answer.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+class ControllerProcess:
+    def __init__(self, topology: str, p4info: Optional[str], bmv2_json: Optional[str],
+                 api_addr: str = f"127.0.0.1:{DEFAULT_API_PORT}", log_dir: str = "logs",
+                 extra: Optional[List[str]] = None, start_timeout: float = 60.0):
+        self.api_addr = api_addr
+        self.log_path = Path(log_dir) / "controller.log"
+        self.argv = [sys.executable, "-m", "controller", "serve", "--topology", str(topology),
+                     "--api-addr", api_addr]
+        if p4info:
+            self.argv += ["--p4info", str(p4info)]
+        if bmv2_json:
+            self.argv += ["--bmv2-json", str(bmv2_json)]
+        self.argv += list(extra or [])
+        self.start_timeout = start_timeout
+        self.process: Optional[subprocess.Popen] = None
+
+    @property
+    def pid(self):
+        return self.process.pid if self.process else None
+
+    def start(self) -> "ControllerProcess":
+        if health(self.api_addr):
+            raise ControllerError(f"a controller already answers on {self.api_addr} "
+                                  "(`make stop` ends a previous `make run`)")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            log.write((" ".join(self.argv) + "\n").encode())
+            log.flush()
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ControllerError(f"the controller exited with status {self.process.returncode} "
+                                      f"while starting\n{log_tail([self.log_path])}")
+            if health(self.api_addr):
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise ControllerError(f"the controller's job API did not answer on {self.api_addr} within "
+                              f"{self.start_timeout:.0f} s\n{log_tail([self.log_path])}")
+
+    def stop(self):
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -1,0 +1,152 @@
+"""`python -m mininet_topos demo` (`make demo`): the main job, non-interactive.
+
+Starts the topology on the embedded target with the controller, then runs three phases on every
+worker host, each a job of its own: a dense allreduce of gradient-sized tensors, a sparse one
+(OmniReduce block skipping) and a short data-parallel training run through the switch. It shows
+progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
+checks every sum against numpy, and stops everything.
+"""
+import sys
+import time
+from dataclasses import dataclass
+from typing import List
+
+from mininet_topos.hostproc import follow, start_on_hosts
+from mininet_topos.job_client import create_job
+from mininet_topos.links import from_args
+from mininet_topos.session import Session
+
+
+@dataclass
+class Phase:
+    name: str          # job name
+    kind: str          # dense | sparse | train
+    mode: str          # the job's aggregation mode
+    args: List[str]    # extra arguments for the demo worker
+    units: int         # progress units each worker reports
+
+
+def phases(args) -> List[Phase]:
+    elems = str(args.elements)
+    return [
+        Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)], args.tensors),
+        Phase("demo-sparse", "sparse", "sparse",
+              ["--elements", elems, "--tensors", str(args.tensors), "--density", str(args.density)], args.tensors),
+        Phase("demo-train", "train", "dense", ["--epochs", str(args.epochs)], args.epochs),
+    ]
+
+
+def worker_command(session, phase: Phase, host, timeout: float) -> List[str]:
+    return [sys.executable, "-m", "mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
+            "--job", phase.name, "--workers", str(len(session.network.hosts)),
+            "--timeout", str(timeout)] + phase.args
+
+
+class Progress:
+    """One tqdm bar per phase, advanced by the workers' progress events."""
+
+    def __init__(self, phase: Phase, workers: int, quiet: bool):
+        from tqdm import tqdm
+        self.bar = tqdm(total=phase.units * workers, desc=f"{phase.kind:>6}", unit="step",
+                        file=sys.stderr, disable=quiet, leave=True,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
+
+    def __call__(self, run, event):
+        if event.get("event") == "progress":
+            self.bar.update(1)
+            if "message" in event:
+                self.bar.set_postfix_str(f"{run.host}: {event['message']}", refresh=True)
+
+    def close(self):
+        self.bar.close()
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1000.0
+    return f"{n:.1f} GB"
+
+
+def summarize(phase: Phase, runs, seconds: float) -> List[str]:
+    results = [r.result for r in runs]
+    lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
+    r0 = results[0]
+    if phase.kind in ("dense", "sparse"):
+        sent = sum(r["bytes_sent"] for r in results)
+        dense = sum(r["bytes_dense"] for r in results)
+        lines.append(f"   aggregated {r0['tensors']} tensors x {r0['elements']:,} int32 elements per worker "
+                     f"({human_bytes(4 * r0['elements'] * r0['tensors'])} each)")
+        lines.append(f"   exact: {'yes' if all(r['exact'] for r in results) else 'NO'} "
+                     f"(every sum equals numpy's integer sum, bit for bit)")
+        lines.append(f"   sent {human_bytes(sent)} in {sum(r['packets_sent'] for r in results):,} packets; "
+                     f"dense would send {human_bytes(dense)}: {100 * (1 - sent / dense):.1f}% saved")
+        lines.append(f"   retransmissions {sum(r.get('retransmissions', 0) for r in results)}, "
+                     f"goodput {human_bytes(4 * r0['elements'] * r0['tensors'] / max(seconds, 1e-9))}/s per worker")
+    else:
+        lines.append(f"   model {r0['model']}, {r0['epochs']} epochs on {r0['samples']:,} samples per worker "
+                     f"({r0['parameters']:,} parameters, gradients allreduced through the switch)")
+        lines.append(f"   test accuracy {100 * r0['accuracy']:.1f}% (single-machine reference "
+                     f"{100 * r0['reference_accuracy']:.1f}%); replicas identical: "
+                     f"{'yes' if len({r['weights_digest'] for r in results}) == 1 else 'NO'}")
+        lines.append(f"   gradient bytes sent {human_bytes(sum(r['bytes_sent'] for r in results))}")
+    return lines
+
+
+def phase_ok(phase: Phase, runs) -> bool:
+    if any(r.error or not r.result for r in runs):
+        return False
+    if phase.kind == "train":
+        return len({r.result["weights_digest"] for r in runs}) == 1
+    return all(r.result["exact"] for r in runs)
+
+
+def main(args) -> int:
+    quiet = args.quiet
+    started = time.monotonic()
+    print(f"demo: starting a {args.topo} topology with {args.workers} workers on the embedded target ...",
+          file=sys.stderr)
+    failures = []
+    report = []
+    with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
+                 target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
+                 thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
+                 pcap_dir=args.pcap_dir, prefix=args.prefix) as session:
+        switches = ", ".join(f"{s.name} ({s.describe()['target']}, pid {s.target_pid})"
+                             for s in session.network.switches)
+        print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
+        for phase in phases(args):
+            create_job(session.api_addr, phase.name, args.workers, phase.mode)
+            progress = Progress(phase, args.workers, quiet)
+            t0 = time.monotonic()
+            runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),
+                                  lambda h: worker_command(session, phase, h, args.timeout))
+            follow(runs, timeout=args.timeout, on_event=progress)
+            progress.close()
+            seconds = time.monotonic() - t0
+            if phase_ok(phase, runs):
+                report += summarize(phase, runs, seconds)
+            else:
+                failures.append(phase.kind)
+                report.append(f"== {phase.kind}: FAILED")
+                report += [f"   {r.host}: {r.error or 'no result'}" for r in runs if r.error or not r.result]
+    print("\n".join(report))
+    total = time.monotonic() - started
+    if failures:
+        print(f"demo: FAILED ({', '.join(failures)}) after {total:.0f} s; logs in logs/", file=sys.stderr)
+        return 1
+    print(f"demo: done in {total:.0f} s; everything it started is stopped")
+    return 0
+
+
+def add_arguments(parser):
+    parser.add_argument("--elements", type=int, default=262144,
+                        help="int32 elements per tensor (default %(default)s, 1 MiB)")
+    parser.add_argument("--tensors", type=int, default=4, help="tensors per worker and phase (default %(default)s)")
+    parser.add_argument("--density", type=float, default=0.05,
+                        help="fraction of non-zero 8-element sub-blocks in the sparse phase (default %(default)s)")
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="bound on each phase, seconds (default %(default)s)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -1,0 +1,110 @@
+"""The topology description file: what the controller needs to know about a running network.
+
+Written by `python -m mininet_topos run|demo` (default `run/topology.json`) once every switch's
+gRPC port is up. Format (version 1):
+
+    {
+      "version": 1,
+      "topology": "star" | "two-tier",
+      "service": {"ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"},   # where workers send
+      "switches": [{"name": "s1", "device_id": 0, "role": "tor"|"leaf"|"spine",
+                    "aggregate": true, "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe",
+                    "grpc_addr": "127.0.0.1:9559", "thrift_port": 9090, "cpu_port": 64,
+                    "target": "p4sim-switch", "pid": 1234, "log_file": "logs/s1.log",
+                    "pcap_dir": "pcaps", "program": "build/p4reduce.json" | null,
+                    "ports": [{"port": 1, "intf": "s1-eth1", "peer": "h1", "peer_port": 0,
+                               "peer_intf": "h1-eth0"}, ...],
+                    "uplink_port": 3 | null}],          # leaves: the port towards the spine
+      "hosts": [{"name": "h1", "ip": "10.0.0.1", "prefix_len": 24, "mac": "00:00:00:00:00:01",
+                 "intf": "h1-eth0", "switch": "s1", "port": 1, "pid": 4321,
+                 "netns": "/proc/4321/ns/net", "api_source": "127.100.0.1"}],
+      "links": [{"a": "leaf1", "a_port": 3, "b": "spine", "b_port": 1}],   # switch-to-switch
+      "link_options": {"bw_mbps": null, "delay": null, "loss_pct": 0.0, "loss_method": null}
+    }
+
+The switch marked `aggregate` (the star's switch, the two-tier's spine) owns the service address.
+This is a superset of what `controller/topology.py` reads (switches, hosts, links).
+
+`hosts[].api_source` is the loopback address the job-API relay (mininet_topos/apirelay.py) connects
+from on behalf of that host: a controller seeing a request from it knows which host is calling.
+`hosts[].pid` is the host's shell: `mnexec -a PID CMD` (or `nsenter --net=/proc/PID/ns/net`) runs a
+command inside the host, which is how `make run` starts workers there.
+"""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from mininet_topos.addressing import service_address
+from mininet_topos.apirelay import api_source
+
+VERSION = 1
+
+
+def _peer(intf):
+    link = intf.link
+    return link.intf2 if link.intf1 is intf else link.intf1
+
+
+def describe(network) -> dict:
+    """The description of a started P4Network."""
+    net = network.net
+    switch_names = {s.name for s in net.switches}
+    aggregator = "spine" if network.kind == "two-tier" else "s1"
+    ip, mac = service_address()
+    switches, hosts, switch_links = [], [], []
+    for switch in net.switches:
+        entry = switch.describe()
+        entry["role"] = switch.params.get("role")
+        entry["aggregate"] = switch.name == network.prefix + aggregator
+        if entry["aggregate"]:
+            entry["ip"], entry["mac"] = ip, mac
+        entry["ports"], entry["uplink_port"] = [], None
+        for port, intf in switch.data_ports():
+            peer = _peer(intf)
+            peer_port = peer.node.ports[peer]
+            entry["ports"].append({"port": port, "intf": intf.name, "peer": peer.node.name,
+                                   "peer_port": peer_port, "peer_intf": peer.name})
+            if peer.node.name in switch_names:
+                if entry["role"] == "leaf":
+                    entry["uplink_port"] = port
+                if switch.name < peer.node.name:
+                    switch_links.append({"a": switch.name, "a_port": port,
+                                         "b": peer.node.name, "b_port": peer_port})
+        switches.append(entry)
+    for host in sorted(net.hosts, key=lambda h: h.params.get("index", 0)):
+        intf = host.defaultIntf()
+        peer = _peer(intf)
+        hosts.append({"name": host.name, "ip": host.IP(), "prefix_len": int(host.params["ip"].split("/")[1]),
+                      "mac": host.MAC(), "intf": intf.name, "switch": peer.node.name,
+                      "port": peer.node.ports[peer], "pid": host.pid,
+                      "netns": f"/proc/{host.pid}/ns/net",
+                      "api_source": api_source(host.params.get("index", 0))})
+    return {"version": VERSION, "topology": network.kind, "service": {"ip": ip, "mac": mac},
+            "switches": switches, "hosts": hosts, "links": switch_links,
+            "link_options": network.link.describe()}
+
+def write_description(description: dict, path) -> Path:
+    """Write atomically (readers never see half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".topology.", dir=path.parent)
+    with os.fdopen(fd, "w") as out:
+        json.dump(description, out, indent=2)
+        out.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_description(path) -> dict:
+    """Load and check a description file; errors name the file and the problem."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no topology description (is `make run` running?)") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}:{err.colno}: not JSON: {err.msg}") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise ValueError(f"{path}: not a version-{VERSION} p4reduce topology description")
+    return data

@@ -1,0 +1,133 @@
+"""Link emulation options (bandwidth, delay, loss) from the command line, applied to Mininet links.
+
+Bandwidth uses TCLink (htb). Delay and loss use netem through TCLink when the kernel has it; when
+it does not (minimal VM kernels lack sch_netem), loss is emulated with an nftables netdev table on
+both ends' egress -- the same place netem sits, before packet taps, so the P4 target never sees a
+lost frame -- and delay is refused with a clear error rather than silently ignored.
+"""
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+LOSS_TABLE = "p4reduce_loss"
+
+
+class LinkOptionError(ValueError):
+    """A link option is malformed or cannot be applied on this machine."""
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    bw_mbps: Optional[float] = None
+    delay: Optional[str] = None       # e.g. "1ms", "200us"
+    loss_pct: float = 0.0             # 0..100, per direction
+
+    def __post_init__(self):
+        if self.bw_mbps is not None and not 0 < self.bw_mbps <= 100000:
+            raise LinkOptionError(f"--bw {self.bw_mbps}: must be in (0, 100000] Mbit/s")
+        if self.delay is not None and not re.fullmatch(r"\d+(\.\d+)?(us|ms|s)", self.delay):
+            raise LinkOptionError(f"--delay {self.delay!r}: expected a duration such as 2ms or 500us")
+        if not 0 <= self.loss_pct < 100:
+            raise LinkOptionError(f"--loss {self.loss_pct}: must be a percentage in [0, 100)")
+
+    @property
+    def shaped(self) -> bool:
+        return self.bw_mbps is not None or self.delay is not None or self.loss_pct > 0
+
+    def tclink_params(self) -> dict:
+        """What TCLink applies itself: bandwidth always, delay/loss only through netem."""
+        params = {}
+        if self.bw_mbps is not None:
+            params["bw"] = self.bw_mbps
+            params["use_tbf"] = True      # tbf: no htb quantum warnings, same shaping
+        if netem_available():
+            if self.delay:
+                params["delay"] = self.delay
+            if self.loss_pct:
+                params["loss"] = self.loss_pct
+        elif self.delay:
+            raise LinkOptionError(
+                f"--delay {self.delay}: this kernel has no netem qdisc (sch_netem), which link "
+                "delay needs; run without --delay or on a kernel with CONFIG_NET_SCH_NETEM")
+        return params
+
+    def needs_nft_loss(self) -> bool:
+        return self.loss_pct > 0 and not netem_available()
+
+    def describe(self) -> dict:
+        return {"bw_mbps": self.bw_mbps, "delay": self.delay, "loss_pct": self.loss_pct,
+                "loss_method": ("netem" if netem_available() else "nftables") if self.loss_pct else None}
+
+
+def add_arguments(parser: argparse.ArgumentParser):
+    """--bw/--delay/--loss on a CLI parser."""
+    parser.add_argument("--bw", type=float, default=None, metavar="MBPS",
+                        help="bandwidth of every worker link, Mbit/s (TCLink/htb)")
+    parser.add_argument("--delay", default=None, metavar="DURATION",
+                        help="one-way delay of every worker link, e.g. 1ms (needs netem)")
+    parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
+                        help="random loss of every worker link, percent per direction, e.g. 2")
+
+
+def from_args(args) -> LinkOptions:
+    return LinkOptions(bw_mbps=args.bw, delay=args.delay, loss_pct=args.loss)
+
+
+@lru_cache(maxsize=1)
+def netem_available() -> bool:
+    """True when the kernel knows the netem qdisc (probed on a throwaway dummy device)."""
+    probe = "p4rnetemprobe"
+    try:
+        subprocess.run(["ip", "link", "add", probe, "type", "dummy"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        # Cannot probe (no dummy driver): say what /proc/config.gz says, else assume no.
+        return _config_has("CONFIG_NET_SCH_NETEM")
+    try:
+        result = subprocess.run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"],
+                                capture_output=True)
+        return result.returncode == 0
+    finally:
+        subprocess.run(["ip", "link", "del", probe], capture_output=True)
+
+
+def _config_has(option: str) -> bool:
+    import gzip
+    try:
+        with gzip.open("/proc/config.gz", "rt") as config:
+            return any(line.startswith(option + "=") for line in config)
+    except OSError:
+        return False
+
+
+def nft_loss_script(interfaces, loss_pct: float, table: str = LOSS_TABLE) -> str:
+    """An nft script dropping loss_pct percent of the frames each interface sends."""
+    threshold = round(loss_pct * 100)          # per 10,000
+    chains = []
+    for i, intf in enumerate(interfaces):
+        chains.append(
+            f"  chain egress{i} {{ type filter hook egress device \"{intf}\" priority 0; "
+            f"numgen random mod 10000 < {threshold} counter drop; }}")
+    return f"table netdev {table} {{\n" + "\n".join(chains) + "\n}\n"
+
+
+def apply_nft_loss(node, interfaces, loss_pct: float, table: str = LOSS_TABLE):
+    """Install the loss table in node's network namespace (node.cmd runs there)."""
+    if not shutil.which("nft"):
+        raise LinkOptionError("--loss: this kernel has no netem and the nft command is missing "
+                              "(apt-get install nftables, or `make setup`)")
+    script = nft_loss_script(interfaces, loss_pct, table)
+    with tempfile.NamedTemporaryFile("w", prefix="p4reduce-loss-", suffix=".nft") as f:
+        f.write(script)
+        f.flush()
+        out = node.cmd(f"nft -f {f.name}; echo rc=$?")
+    if "rc=0" not in out:
+        raise LinkOptionError(f"--loss on {node.name}: nft refused the loss table: {out.strip()}")
+
+
+def remove_nft_loss(node, table: str = LOSS_TABLE):
+    node.cmd(f"nft delete table netdev {table} 2>/dev/null")

@@ -1,0 +1,133 @@
+"""A running p4reduce network: Mininet hosts and P4 switches, addressed, shaped and described.
+
+`P4Network` is what `run`, `demo` and the end-to-end tests share: it builds a topology with
+P4Switch nodes and no OpenFlow controller, gives hosts static IPs and a static ARP table (no ARP
+on the wire: every frame a worker sends is unicast to a known MAC and crosses the P4 switch),
+applies the link options, writes the topology description the controller reads, and tears all of
+it down again, stopping only what it started.
+"""
+import os
+from pathlib import Path
+from typing import Optional
+
+from mininet.link import TCLink
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host
+
+from mininet_topos import links
+from mininet_topos.addressing import service_address
+from mininet_topos.description import describe, write_description
+from mininet_topos.links import LinkOptions
+from mininet_topos.p4switch import P4Switch
+from mininet_topos.topologies import topology_class
+
+DEFAULT_GRPC_BASE = 9559
+DEFAULT_THRIFT_BASE = 9090
+
+
+class P4Network:
+    """Build, start and stop one topology; usable as a context manager."""
+
+    def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
+                 json_path: Optional[str] = None, target: str = "auto", grpc_base: int = DEFAULT_GRPC_BASE,
+                 thrift_base: int = DEFAULT_THRIFT_BASE, log_dir: str = "logs", pcap_dir: Optional[str] = "pcaps",
+                 description_path: Optional[str] = None, prefix: str = "", cpu_port: Optional[int] = 64,
+                 switch_log_level: Optional[str] = None, start_timeout: float = 30.0):
+        self.kind = topo
+        self.workers = workers
+        self.link = link
+        self.prefix = prefix
+        self.description_path = Path(description_path) if description_path else None
+        self.loss_table = f"{links.LOSS_TABLE}_{os.getpid()}"
+        common = dict(json_path=json_path, target=target, log_dir=log_dir, pcap_dir=pcap_dir,
+                      cpu_port=cpu_port, log_level=switch_log_level, start_timeout=start_timeout)
+        self.topo = topology_class(topo)(workers=workers, link=link, prefix=prefix)
+        for name in self.topo.switches():
+            info = self.topo.nodeInfo(name)
+            info.update(common, grpc_port=grpc_base + info["device_id"],
+                        thrift_port=thrift_base + info["device_id"])
+        self.net: Optional[Mininet] = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "P4Network":
+        setLogLevel(os.environ.get("P4REDUCE_MININET_LOG", "warning"))
+        self.net = Mininet(topo=self.topo, switch=P4Switch, host=Host, link=TCLink, controller=None,
+                           autoSetMacs=False, autoStaticArp=False, build=False)
+        try:
+            self.net.build()
+            for host in self.net.hosts:
+                self._configure_host(host)
+            if self.link.needs_nft_loss():
+                self._apply_nft_loss()
+            self.net.start()
+            if self.description_path:
+                write_description(self.description(), self.description_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        """Stop the targets this network started, then Mininet's links and hosts."""
+        if self.net is None:
+            return
+        net, self.net = self.net, None
+        for switch in net.switches:
+            switch._terminate()
+        if self.link.needs_nft_loss() and net.switches:
+            links.remove_nft_loss(_root_shell(net), self.loss_table)
+        net.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- configuration -----------------------------------------------------------------------
+    def _configure_host(self, host):
+        """Static address, static ARP for every peer and the switch, no IPv6, no offloads."""
+        intf = host.defaultIntf()
+        host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        host.cmd(f"ethtool -K {intf} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1")
+        peers = [(h["ip"], h["mac"]) for h in self._planned_hosts() if h["name"] != host.name]
+        peers.append(service_address())
+        for ip, mac in peers:
+            host.cmd(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent")
+
+    def _planned_hosts(self):
+        out = []
+        for name in self.topo.hosts():
+            info = self.topo.nodeInfo(name)
+            out.append({"name": name, "ip": info["ip"].split("/")[0], "mac": info["mac"]})
+        return out
+
+    def _apply_nft_loss(self):
+        """Loss on both directions of every worker link: egress of the host and of the switch port."""
+        switch_side = []
+        for host in self.net.hosts:
+            intf = host.defaultIntf()
+            links.apply_nft_loss(host, [intf.name], self.link.loss_pct)
+            switch_side.append(intf.link.intf2.name if intf.link.intf1 is intf else intf.link.intf1.name)
+        links.apply_nft_loss(_root_shell(self.net), switch_side, self.link.loss_pct, self.loss_table)
+
+    # -- queries -----------------------------------------------------------------------------
+    def host(self, name: str):
+        return self.net.get(self.prefix + name if not name.startswith(self.prefix) else name)
+
+    @property
+    def hosts(self):
+        return self.net.hosts
+
+    @property
+    def switches(self):
+        return self.net.switches
+
+    def description(self) -> dict:
+        return describe(self)
+
+
+def _root_shell(net):
+    """A node whose cmd() runs in the root namespace (the switches live there)."""
+    return net.switches[0]

@@ -1,0 +1,74 @@
+"""What a `make run` left running, recorded so that `make stop` can end exactly that.
+
+`run/state.json` lists the processes (PID plus the start of their command line, so a PID reused by
+an unrelated process is never signalled), the root-namespace interfaces and the nftables table the
+run created. `stop_recorded()` ends those and nothing else: no `mn -c`, no kill by name.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import List, Optional
+
+STATE_FILE = Path("run") / "state.json"
+
+
+def cmdline(pid: int) -> Optional[str]:
+    """The process's command line, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def process_record(pid: int, role: str) -> dict:
+    return {"pid": pid, "role": role, "cmdline": (cmdline(pid) or "")[:200]}
+
+
+def write_state(processes: List[dict], interfaces: List[str], nft_tables: List[str], path=STATE_FILE):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"owner_pid": os.getpid(), "processes": processes,
+                                "interfaces": interfaces, "nft_tables": nft_tables}, indent=2) + "\n")
+
+
+def _same_process(record: dict) -> bool:
+    now = cmdline(record["pid"])
+    return bool(now) and bool(record.get("cmdline")) and now.startswith(record["cmdline"][:80])
+
+
+def _signal(pid: int, sig) -> bool:
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def stop_recorded(path=STATE_FILE, grace_s: float = 5.0, log=print) -> int:
+    """End what the state file lists; returns how many processes were signalled."""
+    path = Path(path)
+    if not path.is_file():
+        log(f"stop: nothing to stop ({path} not found)")
+        return 0
+    state = json.loads(path.read_text())
+    live = [r for r in state.get("processes", []) if _same_process(r)]
+    for record in live:
+        log(f"stop: {record['role']} (pid {record['pid']})")
+        _signal(record["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_same_process(r) for r in live):
+        time.sleep(0.1)
+    for record in live:
+        if _same_process(record):
+            _signal(record["pid"], signal.SIGKILL)
+    for intf in state.get("interfaces", []):
+        if Path(f"/sys/class/net/{intf}").exists():
+            subprocess.run(["ip", "link", "del", intf], capture_output=True)
+    for table in state.get("nft_tables", []):
+        subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True)
+    path.unlink()
+    return len(live)

@@ -1,0 +1,117 @@
+"""A full p4reduce session: network, controller, job-API relay -- started and stopped together.
+
+Shared by `run` (interactive) and `demo` (scripted). Records what it started in run/state.json so
+that `make stop` can end it if the session is killed.
+"""
+import importlib.util
+import os
+import signal
+from pathlib import Path
+from typing import Optional
+
+from mininet_topos import runstate
+from mininet_topos.apirelay import ApiRelay
+from mininet_topos.controller_proc import ControllerProcess
+from mininet_topos.links import LinkOptions
+from mininet_topos.network import P4Network
+
+RUN_DIR = Path("run")
+DESCRIPTION = RUN_DIR / "topology.json"
+
+
+class SessionError(RuntimeError):
+    pass
+
+
+def p4info_for(json_path: str) -> str:
+    """build/p4reduce.json -> build/p4reduce.p4info.txtpb (what the Makefile's build writes)."""
+    path = Path(json_path)
+    return str(path.with_name(path.stem + ".p4info.txtpb"))
+
+
+def _terminate_on_sigterm():
+    """`make stop` sends SIGTERM: unwind through the finally blocks that stop everything."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+
+
+class Session:
+    def __init__(self, topo="star", workers=4, link=LinkOptions(), program="build/p4reduce.json",
+                 target="auto", api_port=8090, grpc_base=9559, thrift_base=9090, prefix="",
+                 log_dir="logs", pcap_dir="pcaps", run_dir=RUN_DIR, controller=True,
+                 controller_args=None):
+        if program and not Path(program).is_file():
+            raise SessionError(f"--program {program}: not found (run `make build` first)")
+        if program and not Path(p4info_for(program)).is_file():
+            raise SessionError(f"--program {program}: its P4Info {p4info_for(program)} is missing")
+        self.run_dir = Path(run_dir)
+        self.state_file = self.run_dir / "state.json"
+        self.description_path = self.run_dir / "topology.json"
+        self.program = program
+        self.api_addr = f"127.0.0.1:{api_port}"
+        self.network = P4Network(topo=topo, workers=workers, link=link, json_path=None, target=target,
+                                 grpc_base=grpc_base, thrift_base=thrift_base, log_dir=log_dir,
+                                 pcap_dir=pcap_dir, description_path=str(self.description_path),
+                                 prefix=prefix)
+        self.want_controller = controller
+        self.controller: Optional[ControllerProcess] = None
+        if controller:
+            self.controller = ControllerProcess(
+                self.description_path, p4info_for(program) if program else None, program,
+                api_addr=self.api_addr, log_dir=log_dir, extra=controller_args)
+        self.relay: Optional[ApiRelay] = None
+
+    def start(self) -> "Session":
+        if self.state_file.exists():
+            state = runstate.json.loads(self.state_file.read_text())
+            if any(runstate._same_process(r) for r in state.get("processes", [])):
+                raise SessionError(f"a previous session is still running ({self.state_file}): "
+                                   "`make stop` ends it")
+            self.state_file.unlink()
+        _terminate_on_sigterm()
+        try:
+            self.network.start()
+            self._record()
+            if self.controller:
+                if importlib.util.find_spec("controller.__main__") is None:
+                    raise SessionError("the controller package has no `python -m controller` entry point yet")
+                self.controller.start()
+                self._record()
+                host, port = self.api_addr.split(":")
+                self.relay = ApiRelay((host, int(port)))
+                for h in self.network.hosts:
+                    self.relay.add_host(f"/proc/{h.pid}/ns/net", h.params["index"])
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _record(self):
+        procs = [runstate.process_record(os.getpid(), "session")]
+        for s in self.network.switches:
+            if s.target_pid:
+                procs.append(runstate.process_record(s.target_pid, f"switch {s.name}"))
+        if self.controller and self.controller.pid:
+            procs.append(runstate.process_record(self.controller.pid, "controller"))
+        for h in self.network.hosts:
+            procs.append(runstate.process_record(h.pid, f"host {h.name}"))
+        intfs = [intf.name for s in self.network.switches for _, intf in s.data_ports()]
+        tables = [self.network.loss_table] if self.network.link.needs_nft_loss() else []
+        runstate.write_state(procs, intfs, tables, self.state_file)
+
+    def stop(self):
+        if self.relay:
+            self.relay.close()
+            self.relay = None
+        if self.controller:
+            self.controller.stop()
+        self.network.stop()
+        if self.state_file.exists():
+            self.state_file.unlink()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,27 @@
+"""Star topology: one P4 switch, N worker hosts; host hi sits on switch port i.
+
+The layout of SwitchML/OmniReduce's single-rack experiments: every worker's traffic crosses the one
+switch that aggregates.
+"""
+from mininet.topo import Topo
+
+from mininet_topos.addressing import host_address
+from mininet_topos.links import LinkOptions
+
+DEFAULT_WORKERS = 4
+
+
+class StarTopo(Topo):
+    """build(workers=4, link=LinkOptions(), prefix='') -> switch 's1', hosts 'h1'..'hN'."""
+
+    kind = "star"
+
+    def build(self, workers: int = DEFAULT_WORKERS, link: LinkOptions = LinkOptions(), prefix: str = "",
+              switch_params: dict = None):
+        if not 1 <= workers <= 64:
+            raise ValueError(f"--workers {workers}: the star topology takes 1..64 workers")
+        switch = self.addSwitch(f"{prefix}s1", device_id=0, role="tor", **(switch_params or {}))
+        for i in range(1, workers + 1):
+            addr = host_address(i, prefix=f"{prefix}h")
+            host = self.addHost(addr.name, ip=addr.cidr, mac=addr.mac, index=i)
+            self.addLink(host, switch, port1=0, port2=i, **link.tclink_params())

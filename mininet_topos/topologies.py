@@ -1,0 +1,12 @@
+"""The topologies the command line can name (`--topo star|two-tier`)."""
+from mininet_topos.star import StarTopo
+from mininet_topos.twotier import TwoTierTopo
+
+TOPOLOGIES = {"star": StarTopo, "two-tier": TwoTierTopo}
+
+
+def topology_class(name: str):
+    try:
+        return TOPOLOGIES[name]
+    except KeyError:
+        raise ValueError(f"--topo {name!r}: choose one of {', '.join(TOPOLOGIES)}") from None

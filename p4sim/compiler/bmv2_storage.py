@@ -1,0 +1,168 @@
+"""Where P4 values live in BMv2: header instances, header stacks and the 'scalars' metadata header.
+
+v1model passes the same headers/metadata/standard_metadata to every block, so parameters of the
+parser and the controls map to the same storage by position. Locals get fresh scalar fields (or a
+fresh metadata-free header instance for header-typed locals).
+"""
+from . import ast as A
+from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, width_of
+from .diagnostics import Unsupported
+
+
+class HdrLoc:
+    def __init__(self, name, htype):
+        self.name, self.htype = name, htype
+
+
+class StackLoc:
+    def __init__(self, name, stype, elems):
+        self.name, self.stype, self.elems = name, stype, elems
+
+
+class StructLoc:
+    def __init__(self, members):
+        self.members = members          # field name -> Loc
+
+
+class FieldLoc:
+    def __init__(self, header, field, type_):
+        self.header, self.field, self.type = header, field, type_
+
+    def json(self):
+        return {"type": "field", "value": [self.header, self.field]}
+
+
+STANDARD_METADATA = "standard_metadata"
+
+
+class Storage:
+    """Allocates header instances and scalar fields and remembers where each declaration lives."""
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.header_types = []          # [(name, [(field, width, signed)])]
+        self._htype_names = {}
+        self.headers = []               # [(instance name, header type name, metadata)]
+        self.stacks = []                # [(name, header type name, [instance names])]
+        self.scalars = []               # [(field name, width, signed)]
+        self._names = set()
+        self.locs = {}                  # id(decl) -> Loc
+        self.field_lists = {}           # index -> [FieldLoc]
+
+    # ---- naming
+    def unique(self, base):
+        name, i = base, 0
+        while name in self._names:
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    def header_type(self, t):
+        if t.name not in self._htype_names:
+            self._htype_names[t.name] = t.name
+            fields = []
+            for n, ft, _ in t.fields:
+                fields.append([n, width_of(ft), bool(getattr(ft, "signed", False))])
+            self.header_types.append((t.name, fields))
+        return t.name
+
+    def add_scalar(self, base, t):
+        name = self.unique(base)
+        w = width_of(t)
+        if w is None:
+            raise Unsupported(f"a variable of type {t}")
+        self.scalars.append((name, w, bool(getattr(t, "signed", False))))
+        return FieldLoc("scalars", name, t)
+
+    def add_header(self, base, t, metadata=False):
+        name = self.unique(base)
+        self.headers.append((name, self.header_type(t), metadata))
+        return HdrLoc(name, t)
+
+    def add_stack(self, base, t):
+        name = self.unique(base)
+        elems = []
+        for i in range(t.size):
+            en = f"{name}[{i}]"
+            self._names.add(en)
+            self.headers.append((en, self.header_type(t.elem), False))
+            elems.append(HdrLoc(en, t.elem))
+        self.stacks.append((name, self.header_type(t.elem), [e.name for e in elems]))
+        return StackLoc(name, t, elems)
+
+    # ---- allocation
+    def alloc(self, t, base, scalar_prefix, header_base=None):
+        """Storage for a value of type t: headers by their field name, scalars by a dotted path."""
+        if isinstance(t, HeaderT):
+            return self.add_header(header_base or base, t)
+        if isinstance(t, StackT):
+            return self.add_stack(header_base or base, t)
+        if isinstance(t, StructT):
+            members = {}
+            for n, ft, annos in t.fields:
+                hb = n if header_base is None else f"{header_base}_{n}"
+                members[n] = self.alloc(ft, n, f"{scalar_prefix}.{n}", hb)
+                if isinstance(members[n], FieldLoc):
+                    for a in annos:
+                        if a.name == "field_list":
+                            for arg in a.args:
+                                if isinstance(arg, A.IntLit):
+                                    self.field_lists.setdefault(arg.value, []).append(members[n])
+            return StructLoc(members)
+        if isinstance(t, (BitsT, BoolT, ErrorT)) or (isinstance(t, EnumT) and t.underlying is not None):
+            return self.add_scalar(scalar_prefix, t)
+        if isinstance(t, EnumT):
+            return self.add_scalar(scalar_prefix, BitsT(32)) if False else self._enum_scalar(scalar_prefix, t)
+        raise Unsupported(f"storage for a value of type {t}")
+
+    def _enum_scalar(self, name, t):
+        loc = self.add_scalar(name, BitsT(32))
+        loc.type = t
+        return loc
+
+    def standard_metadata(self, t):
+        fields = [[n, width_of(ft), False] for n, ft, _ in t.fields]
+        total = sum(f[1] for f in fields)
+        if total % 8:
+            fields.append(["_padding", 8 - total % 8, False])
+        self.header_types.append((STANDARD_METADATA, fields))
+        self._htype_names[t.name] = STANDARD_METADATA
+        self.headers.append((STANDARD_METADATA, STANDARD_METADATA, True))
+        self._names.add(STANDARD_METADATA)
+        members = {n: FieldLoc(STANDARD_METADATA, n, ft) for n, ft, _ in t.fields}
+        return StructLoc(members)
+
+    def bind_program(self):
+        """Allocate the v1model block parameters and bind every block's parameters to them."""
+        prog = self.prog
+        p = prog.parser
+        hdr_t, meta_t, sm_t = p.params[1].ptype, p.params[2].ptype, p.params[3].ptype
+        self._names.add("scalars")
+        sm = self.standard_metadata(sm_t)
+        hdr = self.alloc(hdr_t, "hdr", getattr(hdr_t, "name", "hdr"))
+        meta = self.alloc(meta_t, "meta", getattr(meta_t, "name", "meta"))
+        by_role = {"parser": [None, hdr, meta, sm], "verify": [hdr, meta], "ingress": [hdr, meta, sm],
+                   "egress": [hdr, meta, sm], "compute": [hdr, meta], "deparser": [None, hdr]}
+        for role, block in (("parser", p), ("verify", prog.verify), ("ingress", prog.ingress),
+                            ("egress", prog.egress), ("compute", prog.compute), ("deparser", prog.deparser)):
+            for prm, loc in zip(block.params, by_role[role]):
+                if loc is not None:
+                    self.locs[id(prm)] = loc
+            for v in getattr(block, "vars", []):
+                self.alloc_local(v)
+            for act in getattr(block, "actions", []):
+                for v in getattr(act, "locals", []):
+                    self.alloc_local(v)
+
+    def alloc_local(self, v):
+        if id(v) not in self.locs:
+            self.locs[id(v)] = self.alloc(v.vtype, v.name, self.unique(v.name + "_0") if False else v.name,
+                                          v.name)
+
+    def scalars_json(self):
+        fields = [[n, w, s] for n, w, s in self.scalars]
+        total = sum(w for _, w, _ in self.scalars)
+        if total % 8:
+            fields.append([self.unique("_padding"), 8 - total % 8, False])
+        return fields

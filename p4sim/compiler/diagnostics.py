@@ -1,0 +1,45 @@
+"""Compiler diagnostics: source positions and the one error type every stage raises.
+
+Messages are printed as ``file:line:col: error: text`` (the format p4c and gcc use), with the
+position already mapped back to the original file through cpp's line markers.
+"""
+
+
+class Pos:
+    """A position in an original (pre-cpp) source file; line and column count from 1."""
+
+    __slots__ = ("file", "line", "col")
+
+    def __init__(self, file, line, col):
+        self.file, self.line, self.col = file, line, col
+
+    def __repr__(self):
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class CompileError(Exception):
+    """A user-facing compile error, located at a source position when one is known."""
+
+    def __init__(self, message, pos=None):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+    def render(self):
+        if self.pos is None:
+            return f"error: {self.message}"
+        return f"{self.pos.file}:{self.pos.line}:{self.pos.col}: error: {self.message}"
+
+
+class Unsupported(CompileError):
+    """A valid P4_16 construct that p4sim-compile's subset does not cover."""
+
+    def __init__(self, what, pos=None):
+        super().__init__(f"{what} is not supported by p4sim-compile (outside its P4_16 subset; "
+                         f"see docs/p4-subset.md)", pos)
+
+
+def warning(pos, message, sink):
+    """Record a warning line (printed to stderr by the CLI)."""
+    where = f"{pos.file}:{pos.line}:{pos.col}: " if pos else ""
+    sink.append(f"{where}warning: {message}")

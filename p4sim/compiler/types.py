@@ -1,0 +1,163 @@
+"""P4 types as the checker and the backends see them."""
+
+
+class Type:
+    def __eq__(self, other):
+        return type(self) is type(other) and self.key() == other.key()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.key()))
+
+    def key(self):
+        return ()
+
+
+class BitsT(Type):
+    """bit<W> (signed=False) or int<W> (signed=True)."""
+
+    def __init__(self, width, signed=False):
+        self.width, self.signed = width, signed
+
+    def key(self):
+        return (self.width, self.signed)
+
+    def __str__(self):
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+
+class IntT(Type):
+    """Arbitrary-precision integer (unsized literals and constants)."""
+
+    def __str__(self):
+        return "int"
+
+
+class BoolT(Type):
+    def __str__(self):
+        return "bool"
+
+
+class ErrorT(Type):
+    def __str__(self):
+        return "error"
+
+
+class StringT(Type):
+    def __str__(self):
+        return "string"
+
+
+class VoidT(Type):
+    def __str__(self):
+        return "void"
+
+
+class MatchKindT(Type):
+    def __str__(self):
+        return "match_kind"
+
+
+class NamedT(Type):
+    """Types identified by name (each declaration is a distinct type)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def key(self):
+        return (self.name,)
+
+    def __str__(self):
+        return self.name
+
+
+class EnumT(NamedT):
+    def __init__(self, name, members, underlying=None, values=None):
+        super().__init__(name)
+        self.members = members            # list of names
+        self.underlying = underlying      # BitsT for serializable enums
+        self.values = values or {}        # name -> int
+
+
+class StructLikeT(NamedT):
+    def __init__(self, name, fields=None, annos=None):
+        super().__init__(name)
+        self.fields = fields if fields is not None else []   # [(name, Type, annos)]
+        self.annos = annos or []
+
+    def field(self, name):
+        for n, t, _ in self.fields:
+            if n == name:
+                return t
+        return None
+
+
+class HeaderT(StructLikeT):
+    def width(self):
+        return sum(t.width for _, t, _ in self.fields)
+
+
+class StructT(StructLikeT):
+    pass
+
+
+class StackT(Type):
+    def __init__(self, elem, size):
+        self.elem, self.size = elem, size
+
+    def key(self):
+        return (self.elem, self.size)
+
+    def __str__(self):
+        return f"{self.elem}[{self.size}]"
+
+
+class ExternT(Type):
+    """An extern object type, with its type arguments (register<bit<8>> -> args [bit<8>])."""
+
+    def __init__(self, name, args=()):
+        self.name, self.args = name, tuple(args)
+
+    def key(self):
+        return (self.name, self.args)
+
+    def __str__(self):
+        return self.name
+
+
+class ListT(Type):
+    """Type of a {a, b, ...} list expression."""
+
+    def __init__(self, items):
+        self.items = tuple(items)
+
+    def key(self):
+        return self.items
+
+    def __str__(self):
+        return "{" + ", ".join(map(str, self.items)) + "}"
+
+
+class ObjT(Type):
+    """Non-value things that may appear in expressions: tables, actions, parsers, controls..."""
+
+    def __init__(self, kind, decl=None):
+        self.kind, self.decl = kind, decl
+
+    def key(self):
+        return (self.kind, id(self.decl))
+
+    def __str__(self):
+        return self.kind
+
+
+def width_of(t):
+    """Bit width of a serializable type (bits, bool as 1, serializable enum, error as 32)."""
+    if isinstance(t, BitsT):
+        return t.width
+    if isinstance(t, BoolT):
+        return 1
+    if isinstance(t, EnumT) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, ErrorT):
+        return 32
+    return None

@@ -1,0 +1,245 @@
+"""Match-action tables: entry storage and the per-packet lookup (exact dict, LPM levels, ternary list).
+
+A lookup key is the concatenation of all key fields as one int (first key field most significant),
+so every match kind reduces to dict lookups or `key & mask == value` tests.  Priorities follow
+P4Runtime: a larger number wins; ties go to the entry installed first.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError,
+                     ResourceExhaustedError)
+
+
+class Entry:
+    """One installed entry (or the default entry); generated code reads fn, data, next, counter."""
+    __slots__ = ("handle", "match", "action_id", "data", "priority", "fn", "next", "counter",
+                 "const", "value", "mask", "ranges", "plen")
+
+    def __init__(self, handle, match, action_id, data, priority, counter=None, const=False):
+        self.handle, self.match, self.action_id, self.data = handle, match, action_id, tuple(data)
+        self.priority, self.counter, self.const = priority, counter, const
+        self.fn = self.next = None
+        self.value = self.mask = 0
+        self.ranges = None
+        self.plen = 0
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A snapshot of an entry as `Switch.table_entries` returns it."""
+    handle: Optional[int]
+    match: dict          # key name -> normalized value (see values.parse_match)
+    action: str
+    action_id: int
+    params: dict         # param name -> int
+    priority: int
+    is_const: bool = False
+    packets: int = 0
+    bytes: int = 0
+
+
+def _noop(f, p):
+    return None
+
+
+class Table:
+    def __init__(self, info, prog):
+        self.info = info
+        self.prog = prog
+        self.entries = {}
+        self._next_handle = 0
+        self.actions = {}
+        self.nodes = {}
+        shift = sum(k.width for k in info.keys)
+        self.layout = []
+        for k in info.keys:
+            shift -= k.width
+            self.layout.append((k, shift, (1 << k.width) - 1))
+        kinds = [k.match_type for k in info.keys]
+        if not kinds:
+            self.kind = "none"
+        elif all(m in ("exact", "valid") for m in kinds):
+            self.kind = "exact"
+        elif kinds.count("lpm") == 1 and all(m in ("exact", "valid", "lpm") for m in kinds):
+            self.kind = "lpm"
+        else:
+            self.kind = "ternary"
+        self.default = Entry(None, None, None, (), 0)
+        de = info.default_entry
+        if de is not None:
+            self.default.action_id, self.default.data = de.action_id, tuple(de.args)
+        self.default_const = bool(de and de.action_const)
+        self._rebuild()
+
+    # ---- binding to compiled code --------------------------------------------------------------
+    def next_name_for(self, action_name, hit):
+        nt = self.info.next_tables
+        if "__HIT__" in nt or "__MISS__" in nt:
+            return nt.get("__HIT__" if hit else "__MISS__")
+        return nt.get(action_name, self.info.base_default_next)
+
+    def bind(self, compiled):
+        self.actions = compiled.actions
+        self.nodes = compiled.nodes
+        for e in self.entries.values():
+            self._bind(e, True)
+        self._bind(self.default, False)
+
+    def _bind(self, e, hit):
+        if e.action_id is None:
+            e.fn = _noop
+            name = self.next_name_for(None, hit)
+        else:
+            e.fn = self.actions.get(e.action_id, _noop)
+            name = self.next_name_for(self.prog.actions[e.action_id].name, hit)
+        e.next = self.nodes.get(name) if name else None
+
+    # ---- lookup ------------------------------------------------------------------------------
+    def _rebuild(self):
+        d = self.default
+        if self.kind == "none":
+            self.lookup = lambda k: d
+        elif self.kind == "exact":
+            get = {e.value: e for e in self.entries.values()}.get
+
+            def lookup(k):
+                e = get(k)
+                return d if e is None else e
+            self.lookup = lookup
+        elif self.kind == "lpm":
+            levels = {}
+            for e in self.entries.values():
+                levels.setdefault(e.plen, (e.mask, {}))[1][e.value] = e
+            order = [levels[p] for p in sorted(levels, reverse=True)]
+
+            def lookup(k):
+                for m, dd in order:
+                    e = dd.get(k & m)
+                    if e is not None:
+                        return e
+                return d
+            self.lookup = lookup
+        else:
+            lst = sorted(self.entries.values(), key=lambda e: (-e.priority, -e.plen, e.handle))
+            rows = [(e.mask, e.value, e.ranges, e) for e in lst]
+
+            def lookup(k):
+                for m, v, r, e in rows:
+                    if k & m == v and (r is None or all(lo <= (k >> s) & w <= hi for s, w, lo, hi in r)):
+                        return e
+                return d
+            self.lookup = lookup
+
+    def describe_hit(self, e):
+        name = self.info.name
+        if e is self.default:
+            act = self.prog.actions[e.action_id].name if e.action_id is not None else "(none)"
+            return f"Table '{name}': miss\nAction entry is {act} - {', '.join(hex(a) for a in e.data)}"
+        act = self.prog.actions[e.action_id].name
+        return (f"Table '{name}': hit with handle {e.handle}\n"
+                f"Action entry is {act} - {', '.join(hex(a) for a in e.data)}")
+
+    # ---- control plane -----------------------------------------------------------------------
+    def _key(self, e):
+        """Fill value/mask/ranges/plen of `e` from its normalized match list."""
+        value = mask = 0
+        ranges = []
+        plen_total = 0
+        for (k, shift, full), m in zip(self.layout, e.match):
+            mt = k.match_type
+            if mt in ("exact", "valid"):
+                value |= m << shift
+                mask |= full << shift
+            elif mt == "lpm":
+                v, plen = m
+                pm = full ^ ((1 << (k.width - plen)) - 1)
+                value |= (v & pm) << shift
+                mask |= pm << shift
+                plen_total += plen
+            elif mt in ("ternary", "optional"):
+                v, mm = m
+                value |= (v & mm) << shift
+                mask |= mm << shift
+            elif mt == "range":
+                lo, hi = m
+                if not (lo == 0 and hi == full):
+                    ranges.append((shift, full, lo, hi))
+        e.value, e.mask, e.ranges, e.plen = value, mask, (tuple(ranges) or None), plen_total
+
+    def _identity(self, e):
+        if self.kind == "exact":
+            return e.value
+        if self.kind == "lpm":
+            return (e.plen, e.value)
+        return (e.value, e.mask, e.ranges, e.priority)
+
+    def check_mutable(self):
+        if self.info.is_const:
+            raise ConstViolationError(f"table {self.info.name}: entries are const (declared in the program)")
+
+    def add(self, match, action_id, data, priority, const=False):
+        if not const:
+            self.check_mutable()
+        if len(self.entries) >= self.info.max_size:
+            raise ResourceExhaustedError(f"table {self.info.name}: full ({self.info.max_size} entries)")
+        counter = [0, 0] if self.info.direct_counter else None
+        e = Entry(self._next_handle, tuple(match), action_id, data, priority, counter, const)
+        self._key(e)
+        ident = self._identity(e)
+        for other in self.entries.values():
+            if self._identity(other) == ident:
+                raise AlreadyExistsError(f"table {self.info.name}: an entry with this match key "
+                                         f"already exists (handle {other.handle})")
+        self._next_handle += 1
+        self.entries[e.handle] = e
+        if self.actions:
+            self._bind(e, True)
+        self._rebuild()
+        return e.handle
+
+    def get(self, handle):
+        e = self.entries.get(handle)
+        if e is None:
+            raise NotFoundError(f"table {self.info.name}: no entry with handle {handle!r}")
+        return e
+
+    def modify(self, handle, action_id, data):
+        self.check_mutable()
+        e = self.get(handle)
+        e.action_id, e.data = action_id, tuple(data)
+        if self.actions:
+            self._bind(e, True)
+
+    def delete(self, handle):
+        self.check_mutable()
+        self.get(handle)
+        del self.entries[handle]
+        self._rebuild()
+
+    def clear(self):
+        self.check_mutable()
+        self.entries.clear()
+        self._rebuild()
+
+    def set_default(self, action_id, data):
+        if self.default_const and action_id != self.default.action_id:
+            raise ConstViolationError(f"table {self.info.name}: the default action is const "
+                                      f"({self.prog.actions[self.default.action_id].name})")
+        de = self.info.default_entry
+        if de is not None and de.action_entry_const and (action_id, tuple(data)) != (de.action_id, de.args):
+            raise ConstViolationError(f"table {self.info.name}: the default entry is const")
+        if action_id not in self.info.action_ids:
+            raise EngineError(f"table {self.info.name}: action id {action_id} is not one of its actions")
+        self.default.action_id, self.default.data = action_id, tuple(data)
+        if self.actions:
+            self._bind(self.default, False)
+
+    def reset_default(self):
+        de = self.info.default_entry
+        if de is None:
+            self.default.action_id, self.default.data = None, ()
+        else:
+            self.default.action_id, self.default.data = de.action_id, tuple(de.args)
+        if self.actions:
+            self._bind(self.default, False)

@@ -1,0 +1,101 @@
+"""The port side of the switch: one thread polls every port socket and feeds frames to the packet
+path; the packet path's output comes back here to be sent (and written to pcap)."""
+import logging
+import os
+import select
+import threading
+from typing import Dict, Optional
+
+from .af_packet import AfPacketPort
+from .pcap import port_pcaps
+
+log = logging.getLogger("p4sim.ports")
+
+BATCH = 64  # frames read from one socket before looking at the others
+
+
+class PacketLoop:
+    """Owns the ports. `start()` runs the poll thread; `stop()` closes sockets and pcaps."""
+
+    def __init__(self, ports: Dict[int, str], pcap_dir: Optional[str] = None):
+        self.ports: Dict[int, AfPacketPort] = {}
+        self.pcaps = {}
+        try:
+            for number, interface in ports.items():
+                self.ports[number] = AfPacketPort(number, interface)
+                if pcap_dir is not None:
+                    self.pcaps[number] = port_pcaps(pcap_dir, interface)
+        except Exception:
+            self.close()
+            raise
+        self._wake_r, self._wake_w = os.pipe()
+        self._stop = threading.Event()
+        self._thread = None
+        self.inject = None  # set by the owner: callable(port, frame)
+
+    def send(self, port: int, frame: bytes):
+        """Output of the pipeline: unknown ports (not given with -i) silently drop the frame."""
+        target = self.ports.get(port)
+        if target is None:
+            log.debug("dropping %d bytes for port %d: no interface on that port", len(frame), port)
+            return
+        if port in self.pcaps:
+            self.pcaps[port][1].write(frame)
+        target.send(frame)
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name="p4sim-packet-loop", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        poller = select.poll()
+        by_fd = {}
+        for port in self.ports.values():
+            poller.register(port.fileno(), select.POLLIN)
+            by_fd[port.fileno()] = port
+        poller.register(self._wake_r, select.POLLIN)
+        while not self._stop.is_set():
+            try:
+                events = poller.poll(1000)
+            except InterruptedError:
+                continue
+            for fd, mask in events:
+                if fd == self._wake_r:
+                    continue
+                port = by_fd[fd]
+                if mask & (select.POLLERR | select.POLLNVAL):
+                    port.receive()  # clears the error; the interface may have gone away
+                for _ in range(BATCH):
+                    frame = port.receive()
+                    if frame is None:
+                        break
+                    if port.number in self.pcaps:
+                        self.pcaps[port.number][0].write(frame)
+                    try:
+                        self.inject(port.number, frame)
+                    except Exception:  # the packet path already guards; belt and braces
+                        log.exception("packet from port %d failed", port.number)
+
+    def stop(self, timeout: float = 2.0):
+        self._stop.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.close()
+
+    def close(self):
+        for port in self.ports.values():
+            port.close()
+        for pcap_in, pcap_out in self.pcaps.values():
+            pcap_in.close()
+            pcap_out.close()
+        for fd in (getattr(self, "_wake_r", None), getattr(self, "_wake_w", None)):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wake_r = self._wake_w = None

@@ -1,0 +1,157 @@
+"""Client arbitration (P4Runtime spec "Client Arbitration and Controller Replication").
+
+Per role, the connected stream with the highest election id is the primary; every other stream
+of that role is a backup. Writes and SetForwardingPipelineConfig must carry the primary's
+election id. Every change of primary is announced to all streams of the role.
+"""
+import logging
+import queue
+import threading
+from typing import Dict, List, Optional
+
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from .errors import invalid, not_found, permission_denied, failed_precondition
+
+log = logging.getLogger("p4sim.runtime")
+
+
+def election_value(election_id) -> int:
+    return (election_id.high << 64) | election_id.low
+
+
+class StreamSession:
+    """One StreamChannel: its arbitration data and the queue of messages to send it."""
+
+    _ids = 0
+
+    def __init__(self, peer: str = ""):
+        StreamSession._ids += 1
+        self.id = StreamSession._ids
+        self.peer = peer
+        self.role: Optional[str] = None   # set by the first arbitration message
+        self.role_message = p4runtime_pb2.Role()
+        self.election_id: Optional[int] = None
+        self.outbox: "queue.Queue" = queue.Queue(maxsize=4096)
+
+    def send(self, message: p4runtime_pb2.StreamMessageResponse):
+        try:
+            self.outbox.put_nowait(message)
+        except queue.Full:
+            log.warning("stream %s (%s): outbox full, dropping a message", self.id, self.peer)
+
+    def close(self, error=None):
+        """Ask the stream's response loop to end (with an error status if given)."""
+        self.outbox.put(("close", error))
+
+
+class Arbitration:
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.lock = threading.Lock()
+        self.sessions: List[StreamSession] = []
+        self.primary: Dict[str, StreamSession] = {}
+        self.highest: Dict[str, int] = {}
+
+    def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate):
+        """Handle a MasterArbitrationUpdate; raises (ending the stream) on a bad request."""
+        if update.device_id != self.device_id:
+            raise not_found(f"MasterArbitrationUpdate: device_id {update.device_id} is not this "
+                            f"device ({self.device_id})")
+        role = update.role.name if update.HasField("role") else ""
+        election = election_value(update.election_id) if update.HasField("election_id") else None
+        with self.lock:
+            if session.role is not None and session.role != role:
+                raise failed_precondition(f"MasterArbitrationUpdate: the stream is bound to role "
+                                          f"'{session.role}', it cannot switch to '{role}'")
+            for other in self.sessions:
+                if (other is not session and other.role == role and election is not None
+                        and other.election_id == election):
+                    raise invalid(f"MasterArbitrationUpdate: election id {election} is already "
+                                  f"used by another client of role '{role or 'default'}'")
+            session.role = role
+            session.role_message.CopyFrom(update.role)
+            session.election_id = election
+            if session not in self.sessions:
+                self.sessions.append(session)
+            if election is not None:
+                self.highest[role] = max(self.highest.get(role, 0), election)
+            changed = self._elect(role)
+            targets = [s for s in self.sessions if s.role == role] if changed else [session]
+            for target in targets:
+                target.send(self._status_for(target))
+
+    def remove(self, session: StreamSession):
+        with self.lock:
+            if session not in self.sessions:
+                return
+            self.sessions.remove(session)
+            role = session.role
+            if self._elect(role):
+                for target in self.sessions:
+                    if target.role == role:
+                        target.send(self._status_for(target))
+
+    def _elect(self, role) -> bool:
+        """Recompute the primary of a role; True if it changed."""
+        candidates = [s for s in self.sessions if s.role == role and s.election_id is not None]
+        new = max(candidates, key=lambda s: s.election_id, default=None)
+        old = self.primary.get(role)
+        if new is None:
+            self.primary.pop(role, None)
+        else:
+            self.primary[role] = new
+        if new is not old:
+            log.info("role '%s': primary is now %s", role or "default",
+                     f"election id {new.election_id} ({new.peer})" if new else "none")
+        return new is not old
+
+    def _status_for(self, session: StreamSession) -> p4runtime_pb2.StreamMessageResponse:
+        role = session.role
+        primary = self.primary.get(role)
+        response = p4runtime_pb2.StreamMessageResponse()
+        arb = response.arbitration
+        arb.device_id = self.device_id
+        if role:
+            arb.role.CopyFrom(session.role_message)
+        election = primary.election_id if primary else self.highest.get(role, 0)
+        arb.election_id.high = election >> 64
+        arb.election_id.low = election & ((1 << 64) - 1)
+        if primary is session:
+            arb.status.code = code_pb2.OK
+            arb.status.message = "Is primary"
+        elif primary is not None:
+            arb.status.code = code_pb2.ALREADY_EXISTS
+            arb.status.message = "Is backup (a primary client exists)"
+        else:
+            arb.status.code = code_pb2.NOT_FOUND
+            arb.status.message = "No primary client"
+        return response
+
+    def check_primary(self, election_id, role: str, what: str):
+        """PERMISSION_DENIED unless `election_id` is the current primary's of `role`."""
+        election = election_value(election_id)
+        with self.lock:
+            primary = self.primary.get(role)
+            if primary is None:
+                raise permission_denied(f"{what}: no primary client for role "
+                                        f"'{role or 'default'}' (open a StreamChannel and send a "
+                                        f"MasterArbitrationUpdate first)")
+            if primary.election_id != election:
+                raise permission_denied(f"{what}: election id {election} is not the primary's "
+                                        f"({primary.election_id}) for role '{role or 'default'}'")
+
+    def is_primary(self, session: StreamSession) -> bool:
+        with self.lock:
+            return session.role is not None and self.primary.get(session.role) is session
+
+    def primaries(self) -> List[StreamSession]:
+        with self.lock:
+            return list(self.primary.values())
+
+    def close_all(self):
+        with self.lock:
+            sessions = list(self.sessions)
+        for session in sessions:
+            session.close()

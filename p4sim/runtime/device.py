@@ -1,0 +1,214 @@
+"""The P4Runtime target: the current pipeline, its engine and the entity state over it.
+
+Pipeline changes swap the engine atomically (the packet path reads `device.engine` once per
+packet). Control-plane writes are serialised by `device.lock`; each Write batch also holds the
+engine lock, so packets see a batch either entirely before or entirely after.
+"""
+import logging
+import threading
+from typing import Callable, Iterator, List, Optional
+
+from p4.v1 import p4runtime_pb2
+
+from . import counters, registers
+from .errors import P4RuntimeError, failed_precondition, invalid, unimplemented
+from .pipeline import Pipeline
+from .pre import Replication
+from .tables import Tables
+
+log = logging.getLogger("p4sim.runtime")
+
+SetRequest = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+class Device:
+    def __init__(self, device_id: int = 0, cpu_port: Optional[int] = None, drop_port: int = 511):
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.lock = threading.RLock()
+        self.pipeline: Optional[Pipeline] = None
+        self.engine = None
+        self.tables: Optional[Tables] = None
+        self.replication: Optional[Replication] = None
+        self.cookie: Optional[int] = None
+        self._saved: Optional[Pipeline] = None
+        self._saved_cookie = None
+        self.engine_listeners: List[Callable] = []  # called with the new engine after a swap
+
+    # -- pipeline ------------------------------------------------------------------------------
+    def load_json(self, program_json):
+        """Start with a BMv2 JSON and no P4Info (the positional JSON argument of the CLI)."""
+        from p4sim.engine import Switch
+        engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port)
+        with self.lock:
+            self.pipeline = None
+            self._install(engine, None, None)
+
+    def set_pipeline(self, request: SetRequest):
+        action = request.action
+        with self.lock:
+            if action == SetRequest.UNSPECIFIED:
+                raise invalid("SetForwardingPipelineConfig: action is UNSPECIFIED")
+            if action == SetRequest.COMMIT:
+                if request.HasField("config") and request.config.p4_device_config:
+                    pipeline = self._verify(request.config)
+                    cookie = request.config.cookie.cookie if request.config.HasField("cookie") else None
+                elif self._saved is not None:
+                    pipeline, cookie = self._saved, self._saved_cookie
+                else:
+                    raise failed_precondition("SetForwardingPipelineConfig COMMIT: no config was "
+                                              "saved by VERIFY_AND_SAVE")
+                self._commit(pipeline, cookie)
+                return
+            if not request.HasField("config"):
+                raise invalid("SetForwardingPipelineConfig: config is missing")
+            pipeline = self._verify(request.config)
+            cookie = request.config.cookie.cookie if request.config.HasField("cookie") else None
+            if action == SetRequest.VERIFY:
+                return
+            if action == SetRequest.VERIFY_AND_SAVE:
+                self._saved, self._saved_cookie = pipeline, cookie
+                return
+            if action == SetRequest.VERIFY_AND_COMMIT:
+                self._commit(pipeline, cookie)
+            elif action == SetRequest.RECONCILE_AND_COMMIT:
+                self._reconcile(pipeline, cookie)
+            else:
+                raise invalid(f"SetForwardingPipelineConfig: unknown action {action}")
+
+    def _verify(self, config) -> Pipeline:
+        if not config.HasField("p4info"):
+            raise invalid("ForwardingPipelineConfig.p4info is missing")
+        pipeline = Pipeline(config)
+        pipeline.engine = pipeline.build_engine(self.cpu_port, self.drop_port)
+        return pipeline
+
+    def _commit(self, pipeline: Pipeline, cookie):
+        engine = pipeline.engine
+        pipeline.engine = None
+        if engine is None:
+            engine = pipeline.build_engine(self.cpu_port, self.drop_port)
+        self.pipeline = pipeline
+        self._install(engine, Tables(pipeline, engine), Replication(engine))
+        self.cookie = cookie
+        self._saved = None
+        log.info("pipeline committed: %d tables, %d actions", len(pipeline.index.tables),
+                 len(pipeline.index.actions))
+
+    def _reconcile(self, pipeline: Pipeline, cookie):
+        """Commit, keeping table entries and replication state that the new program accepts."""
+        old_tables, old_replication = self.tables, self.replication
+        old_pipeline = self.pipeline
+        engine = pipeline.engine
+        pipeline.engine = None
+        tables, replication = Tables(pipeline, engine), Replication(engine)
+        if old_tables is not None and old_pipeline is not None:
+            for table_name, message in old_tables.messages_for_replay():
+                try:
+                    if pipeline.index.id_of("table", table_name) != message.table_id:
+                        raise invalid("table id changed")
+                    tables.write(p4runtime_pb2.Update.MODIFY if message.is_default_action
+                                 else p4runtime_pb2.Update.INSERT, message)
+                except (P4RuntimeError, KeyError) as exc:
+                    log.warning("reconcile: dropped an entry of table '%s': %s", table_name, exc)
+        if old_replication is not None:
+            old_replication.replay_into(replication)
+        self.pipeline = pipeline
+        self._install(engine, tables, replication)
+        self.cookie = cookie
+
+    def _install(self, engine, tables, replication):
+        self.tables, self.replication = tables, replication
+        self.engine = engine
+        for listener in list(self.engine_listeners):
+            listener(engine)
+
+    def get_pipeline(self, request: GetRequest) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+        with self.lock:
+            if self.pipeline is None:
+                raise failed_precondition("no forwarding pipeline config has been set")
+            response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+            config = response.config
+            kind = request.response_type
+            if self.cookie is not None:
+                config.cookie.cookie = self.cookie
+            if kind in (GetRequest.ALL, GetRequest.P4INFO_AND_COOKIE):
+                config.p4info.CopyFrom(self.pipeline.config.p4info)
+            if kind in (GetRequest.ALL, GetRequest.DEVICE_CONFIG_AND_COOKIE):
+                config.p4_device_config = self.pipeline.config.p4_device_config
+            if kind not in (GetRequest.ALL, GetRequest.P4INFO_AND_COOKIE,
+                            GetRequest.DEVICE_CONFIG_AND_COOKIE, GetRequest.COOKIE_ONLY):
+                raise invalid(f"GetForwardingPipelineConfig: unknown response_type {kind}")
+            return response
+
+    # -- entities ------------------------------------------------------------------------------
+    def _require_pipeline(self):
+        if self.pipeline is None or self.tables is None:
+            raise failed_precondition("no forwarding pipeline config has been set "
+                                      "(SetForwardingPipelineConfig first)")
+
+    def write(self, updates) -> List[Optional[P4RuntimeError]]:
+        """Apply updates in order; returns None or the error per update (CONTINUE_ON_ERROR)."""
+        with self.lock:
+            self._require_pipeline()
+            results = []
+            with self.engine.lock:
+                for update in updates:
+                    try:
+                        self._write_one(update.type, update.entity)
+                        results.append(None)
+                    except P4RuntimeError as exc:
+                        results.append(exc)
+            return results
+
+    def _write_one(self, update_type, entity: p4runtime_pb2.Entity):
+        if update_type == p4runtime_pb2.Update.UNSPECIFIED:
+            raise invalid("Update.type is UNSPECIFIED")
+        kind = entity.WhichOneof("entity")
+        if kind == "table_entry":
+            self.tables.write(update_type, entity.table_entry)
+        elif kind == "register_entry":
+            registers.write(self.pipeline, self.engine, update_type, entity.register_entry)
+        elif kind == "counter_entry":
+            counters.write(self.pipeline, self.engine, update_type, entity.counter_entry)
+        elif kind == "direct_counter_entry":
+            counters.write_direct(self.pipeline, self.tables, self.engine, update_type,
+                                  entity.direct_counter_entry)
+        elif kind == "packet_replication_engine_entry":
+            self.replication.write(update_type, entity.packet_replication_engine_entry)
+        elif kind is None:
+            raise invalid("Update.entity is empty")
+        else:
+            raise unimplemented(f"{kind} is not supported by p4sim")
+
+    def read(self, entities) -> Iterator[p4runtime_pb2.Entity]:
+        with self.lock:
+            self._require_pipeline()
+            out = []
+            for entity in entities:
+                out.extend(self._read_one(entity))
+            return out
+
+    def _read_one(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+        kind = entity.WhichOneof("entity")
+        if kind == "table_entry":
+            for e in self.tables.read(entity.table_entry):
+                yield p4runtime_pb2.Entity(table_entry=e)
+        elif kind == "register_entry":
+            for e in registers.read(self.pipeline, self.engine, entity.register_entry):
+                yield p4runtime_pb2.Entity(register_entry=e)
+        elif kind == "counter_entry":
+            for e in counters.read(self.pipeline, self.engine, entity.counter_entry):
+                yield p4runtime_pb2.Entity(counter_entry=e)
+        elif kind == "direct_counter_entry":
+            for e in counters.read_direct(self.pipeline, self.tables, entity.direct_counter_entry):
+                yield p4runtime_pb2.Entity(direct_counter_entry=e)
+        elif kind == "packet_replication_engine_entry":
+            for e in self.replication.read(entity.packet_replication_engine_entry):
+                yield p4runtime_pb2.Entity(packet_replication_engine_entry=e)
+        elif kind is None:
+            raise invalid("Read: an entity is empty")
+        else:
+            raise unimplemented(f"reading {kind} is not supported by p4sim")

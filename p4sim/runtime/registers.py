@@ -1,0 +1,51 @@
+"""RegisterEntry reads and writes (one index, or every index when the index is unset).
+
+Real BMv2's P4Runtime server answers UNIMPLEMENTED here; p4sim implements it because the
+project's users inspect aggregation registers from the controller shell.
+"""
+from typing import Iterator
+
+from p4.v1 import p4runtime_pb2
+
+from . import bytestrings
+from .errors import call_engine, invalid, out_of_range
+
+MODIFY = p4runtime_pb2.Update.MODIFY
+
+
+def _indices(info, entry):
+    if entry.HasField("index"):
+        index = entry.index.index
+        if index < 0 or index >= info.size:
+            raise out_of_range(f"register '{info.name}': index {index} is outside 0..{info.size - 1}")
+        return [index]
+    return range(info.size)
+
+
+def write(pipeline, engine, update_type, entry: p4runtime_pb2.RegisterEntry):
+    info = pipeline.index.register(entry.register_id)
+    if update_type != MODIFY:
+        raise invalid(f"register '{info.name}': only MODIFY is allowed on registers")
+    kind = entry.data.WhichOneof("data")
+    if kind != "bitstring":
+        raise invalid(f"register '{info.name}': data must be a bitstring (got {kind})")
+    value = bytestrings.decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}' data")
+    name = pipeline.registers[info.id]
+    for index in _indices(info, entry):
+        call_engine(f"register '{info.name}'", engine.register_write, name, index, value)
+
+
+def read(pipeline, engine, entry: p4runtime_pb2.RegisterEntry) -> Iterator[p4runtime_pb2.RegisterEntry]:
+    infos = ([pipeline.index.register(entry.register_id)] if entry.register_id
+             else list(pipeline.index.registers.values()))
+    for info in infos:
+        name = pipeline.registers[info.id]
+        indices = _indices(info, entry) if entry.register_id else range(info.size)
+        with engine.lock:  # one consistent snapshot of the array
+            values = [call_engine(f"register '{info.name}'", engine.register_read, name, i)
+                      for i in indices]
+        for index, value in zip(indices, values):
+            out = p4runtime_pb2.RegisterEntry(register_id=info.id)
+            out.index.index = index
+            out.data.bitstring = bytestrings.encode(value, info.bitwidth)
+            yield out

@@ -1,0 +1,50 @@
+"""A running P4Runtime server: device + arbitration + packet path + grpc.Server."""
+import logging
+from concurrent import futures
+from typing import Optional
+
+import grpc
+from p4.v1 import p4runtime_pb2_grpc
+
+from .arbitration import Arbitration
+from .device import Device
+from .packet_io import PacketPath
+from .service import P4RuntimeService
+
+log = logging.getLogger("p4sim.runtime")
+
+
+class ServerError(Exception):
+    """The server could not start (e.g. the address is in use)."""
+
+
+class P4RuntimeServer:
+    """Owns the P4Runtime side of a switch. `start()` listens, `stop()` ends streams and RPCs."""
+
+    def __init__(self, address: str = "0.0.0.0:9559", device_id: int = 0,
+                 cpu_port: Optional[int] = None, drop_port: int = 511, max_workers: int = 32):
+        self.address = address
+        self.device = Device(device_id, cpu_port, drop_port)
+        self.arbitration = Arbitration(device_id)
+        self.packet_path = PacketPath(self.device, self.arbitration)
+        self.service = P4RuntimeService(self.device, self.packet_path, self.arbitration)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                              thread_name_prefix="p4rt"))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
+        self.port = None
+
+    def start(self) -> int:
+        """Listen on the address; returns the bound port (useful with port 0)."""
+        try:
+            self.port = self._server.add_insecure_port(self.address)
+        except RuntimeError as exc:
+            raise ServerError(f"cannot listen on {self.address}: {exc}") from None
+        if not self.port:
+            raise ServerError(f"cannot listen on {self.address} (address in use or invalid)")
+        self._server.start()
+        log.info("P4Runtime server listening on %s", self.address)
+        return self.port
+
+    def stop(self, grace: float = 1.0):
+        self.arbitration.close_all()
+        self._server.stop(grace).wait(grace + 1)

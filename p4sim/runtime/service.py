@@ -1,0 +1,141 @@
+"""The p4.v1.P4Runtime gRPC servicer: request checks (device id, arbitration, atomicity) and
+dispatch to the device, the arbitration state and the packet path."""
+import logging
+import threading
+
+import grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from .arbitration import Arbitration, StreamSession
+from .errors import (P4RuntimeError, abort_with_status, failed_precondition, invalid, not_found,
+                     permission_denied, rpc_code, unimplemented, write_status)
+
+log = logging.getLogger("p4sim.runtime")
+
+API_VERSION = "1.4.1"
+READ_CHUNK = 1000  # entities per ReadResponse message
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, device, packet_path, arbitration: Arbitration):
+        self.device = device
+        self.packet_path = packet_path
+        self.arbitration = arbitration
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _check_device(self, device_id, what):
+        if device_id != self.device.device_id:
+            raise not_found(f"{what}: device_id {device_id} is not this device "
+                            f"({self.device.device_id})")
+
+    @staticmethod
+    def _abort(context, error: P4RuntimeError):
+        log.debug("RPC failed: %s", error)
+        context.abort(error.code, error.message)
+
+    # -- RPCs ----------------------------------------------------------------------------------
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def SetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id, "SetForwardingPipelineConfig")
+            self.arbitration.check_primary(request.election_id, request.role,
+                                           "SetForwardingPipelineConfig")
+            self.device.set_pipeline(request)
+        except P4RuntimeError as error:
+            self._abort(context, error)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id, "GetForwardingPipelineConfig")
+            return self.device.get_pipeline(request)
+        except P4RuntimeError as error:
+            self._abort(context, error)
+
+    def Write(self, request, context):
+        try:
+            self._check_device(request.device_id, "Write")
+            if request.role_id:
+                raise unimplemented("Write: role_id is deprecated, use role (a name)")
+            self.arbitration.check_primary(request.election_id, request.role, "Write")
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise unimplemented("Write: only CONTINUE_ON_ERROR atomicity is supported")
+            results = self.device.write(request.updates)
+        except P4RuntimeError as error:
+            self._abort(context, error)
+            return
+        if any(r is not None for r in results):
+            for index, result in enumerate(results):
+                if result is not None:
+                    log.info("Write update %d failed: %s", index, result)
+            abort_with_status(context, write_status(results))
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request, context):
+        try:
+            self._check_device(request.device_id, "Read")
+            entities = self.device.read(request.entities)
+        except P4RuntimeError as error:
+            self._abort(context, error)
+            return
+        for start in range(0, max(len(entities), 1), READ_CHUNK):
+            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + READ_CHUNK])
+
+    def StreamChannel(self, request_iterator, context):
+        session = StreamSession(context.peer())
+        reader = threading.Thread(target=self._read_stream, args=(session, request_iterator),
+                                  name=f"p4rt-stream-{session.id}", daemon=True)
+        reader.start()
+        context.add_callback(session.close)
+        try:
+            while True:
+                item = session.outbox.get()
+                if isinstance(item, tuple):  # ("close", error)
+                    error = item[1]
+                    if error is not None:
+                        context.abort(error.code, error.message)
+                    return
+                yield item
+        finally:
+            self.arbitration.remove(session)
+
+    def _read_stream(self, session: StreamSession, request_iterator):
+        try:
+            for request in request_iterator:
+                kind = request.WhichOneof("update")
+                if kind == "arbitration":
+                    try:
+                        self.arbitration.update(session, request.arbitration)
+                    except P4RuntimeError as error:
+                        session.close(error)
+                        return
+                elif kind == "packet":
+                    self._packet_out(session, request.packet)
+                else:
+                    self._stream_error(session, unimplemented(
+                        f"StreamChannel: {kind} messages are not supported"), None)
+        except grpc.RpcError:
+            pass  # the client went away
+        except Exception:
+            log.exception("StreamChannel reader failed")
+        finally:
+            session.close()
+
+    def _packet_out(self, session, packet):
+        try:
+            if not self.arbitration.is_primary(session):
+                raise permission_denied("PacketOut: only the primary client may send packets")
+            self.packet_path.packet_out(packet)
+        except P4RuntimeError as error:
+            self._stream_error(session, error, packet)
+
+    @staticmethod
+    def _stream_error(session, error, packet):
+        response = p4runtime_pb2.StreamMessageResponse()
+        response.error.canonical_code = rpc_code(error.code)
+        response.error.message = error.message
+        if packet is not None:
+            response.error.packet_out.packet_out.CopyFrom(packet)
+        session.send(response)

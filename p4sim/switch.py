@@ -1,0 +1,267 @@
+"""p4sim-switch: a stand-in for simple_switch_grpc with the same command line.
+
+    p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] [--log-file F] [-L LEVEL]
+                 [--pcap [DIR]] [--thrift-port N] (--no-p4 | PROGRAM.json)
+                 [-- --grpc-server-addr HOST:PORT --cpu-port N --drop-port N]
+
+Startup order: load the JSON (if any), listen on gRPC, then open the ports and start moving
+packets. SIGINT/SIGTERM stop the packet loop (sockets closed, pcaps flushed) and the gRPC server.
+"""
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+          "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+          "off": logging.CRITICAL + 10}
+TRACE = 5
+MAX_PORT = 511
+
+
+class UsageError(Exception):
+    """A bad command line; the message names the argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _port_binding(text):
+    number, sep, interface = text.partition("@")
+    if not sep or not interface:
+        raise argparse.ArgumentTypeError(f"'{text}' is not PORT@IFACE (e.g. 1@veth1)")
+    try:
+        port = int(number, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': port '{number}' is not a number") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"'{text}': port {port} is outside 0..{MAX_PORT}")
+    return port, interface
+
+
+def _port_number(text):
+    try:
+        port = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 0..{MAX_PORT}")
+    return port
+
+
+def _non_negative(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _address(text):
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"'{text}' is not HOST:PORT")
+    return text
+
+
+def build_parsers():
+    main = _Parser(prog="p4sim-switch", description="BMv2-compatible v1model switch with a "
+                   "P4Runtime server (simple_switch_grpc stand-in).",
+                   epilog="Target options go after '--': --grpc-server-addr HOST:PORT, "
+                          "--cpu-port N, --drop-port N.")
+    main.add_argument("-i", "--interface", action="append", type=_port_binding, default=[],
+                      metavar="PORT@IFACE", help="attach a Linux interface as a switch port")
+    main.add_argument("--device-id", type=_non_negative, default=0)
+    main.add_argument("--log-console", action="store_true", help="per-packet trace on stdout")
+    main.add_argument("--log-file", metavar="FILE", help="log (and per-packet trace) to FILE")
+    main.add_argument("--log-flush", action="store_true", help="accepted (logs are always flushed)")
+    main.add_argument("-L", "--log-level", choices=sorted(LEVELS), default=None)
+    main.add_argument("--pcap", nargs="?", const=".", metavar="DIR",
+                      help="write IFACE_in.pcap / IFACE_out.pcap per port into DIR (default .)")
+    main.add_argument("--thrift-port", type=_non_negative, default=9090,
+                      help="accepted for compatibility; p4sim serves no Thrift API")
+    main.add_argument("--no-p4", action="store_true", help="start without a program; push one "
+                      "with SetForwardingPipelineConfig")
+    main.add_argument("--restore-state", help=argparse.SUPPRESS)
+    main.add_argument("--notifications-addr", help=argparse.SUPPRESS)
+    main.add_argument("--dump-packet-data", type=_non_negative, help=argparse.SUPPRESS)
+    main.add_argument("program", nargs="?", metavar="PROGRAM.json")
+
+    target = _Parser(prog="p4sim-switch ... --", add_help=False)
+    target.add_argument("--grpc-server-addr", type=_address, default="0.0.0.0:9559")
+    target.add_argument("--cpu-port", type=_port_number, default=None)
+    target.add_argument("--drop-port", type=_port_number, default=511)
+    target.add_argument("--grpc-server-ssl", action="store_true", help=argparse.SUPPRESS)
+    target.add_argument("--dp-grpc-server-addr", help=argparse.SUPPRESS)
+    target.add_argument("--load-modules", help=argparse.SUPPRESS)
+    return main, target
+
+
+def parse_args(argv):
+    """(main options, target options); UsageError naming the argument on bad input."""
+    argv = list(argv)
+    if "--" in argv:
+        split = argv.index("--")
+        main_argv, target_argv = argv[:split], argv[split + 1:]
+    else:
+        main_argv, target_argv = argv, []
+    main, target = build_parsers()
+    options = main.parse_args(main_argv)
+    target_options = target.parse_args(target_argv)
+    if (options.pcap and options.program is None and options.pcap.endswith(".json")
+            and os.path.isfile(options.pcap)):
+        options.program, options.pcap = options.pcap, "."  # "--pcap prog.json": bare --pcap
+    if options.no_p4 and options.program:
+        raise UsageError(f"give either --no-p4 or a JSON program, not both ('{options.program}')")
+    if not options.no_p4 and not options.program:
+        raise UsageError("a JSON program (positional) or --no-p4 is required")
+    if options.program and not os.path.isfile(options.program):
+        raise UsageError(f"JSON program '{options.program}' does not exist")
+    ports, interfaces = {}, {}
+    for port, interface in options.interface:
+        if port in ports:
+            raise UsageError(f"-i {port}@{interface}: port {port} is already bound to "
+                             f"'{ports[port]}'")
+        if interface in interfaces:
+            raise UsageError(f"-i {port}@{interface}: interface '{interface}' is already port "
+                             f"{interfaces[interface]}")
+        if port == target_options.drop_port:
+            raise UsageError(f"-i {port}@{interface}: port {port} is the drop port")
+        if target_options.cpu_port is not None and port == target_options.cpu_port:
+            raise UsageError(f"-i {port}@{interface}: port {port} is the CPU port")
+        ports[port], interfaces[interface] = interface, port
+    options.ports = ports
+    return options, target_options
+
+
+def setup_logging(options):
+    """BMv2-like log lines on the console and/or in a file; returns True if tracing is on."""
+    logging.addLevelName(TRACE, "TRACE")
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    level_name = options.log_level or ("trace" if (options.log_console or options.log_file) else "info")
+    level = LEVELS[level_name]
+    formatter = _BmvFormatter()
+    handlers = []
+    if options.log_console:
+        handlers.append(logging.StreamHandler(sys.stdout))
+    if options.log_file:
+        directory = os.path.dirname(os.path.abspath(options.log_file))
+        os.makedirs(directory, exist_ok=True)
+        handlers.append(logging.FileHandler(options.log_file, mode="a"))
+    if not handlers:
+        handlers.append(logging.StreamHandler(sys.stderr))
+        level = max(level, logging.WARNING)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(level)
+    return level <= TRACE or (level <= logging.DEBUG and (options.log_console or options.log_file))
+
+
+class _BmvFormatter(logging.Formatter):
+    SHORT = {TRACE: "T", logging.DEBUG: "D", logging.INFO: "I", logging.WARNING: "W",
+             logging.ERROR: "E", logging.CRITICAL: "C"}
+
+    def format(self, record):
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        millis = int(record.msecs)
+        text = (f"[{stamp}.{millis:03d}] [bmv2] [{self.SHORT.get(record.levelno, 'I')}] "
+                f"[thread {record.thread % 100000}] {record.getMessage()}")
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def _trace_sink():
+    logger = logging.getLogger("p4sim.trace")
+
+    def trace(line):
+        logger.log(TRACE, "%s", line)
+    return trace
+
+
+def run(options, target, ready=None, stop_event=None):
+    """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
+    from p4sim.ports import PacketLoop
+    from p4sim.runtime import P4RuntimeServer
+
+    tracing = setup_logging(options)
+    log = logging.getLogger("p4sim.switch")
+    stop_event = stop_event or threading.Event()
+    server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
+                             target.drop_port)
+    if tracing:
+        trace = _trace_sink()
+
+        def attach_trace(engine):
+            if engine is not None:
+                engine.trace = trace
+        server.device.engine_listeners.append(attach_trace)
+    if options.program:
+        try:
+            server.device.load_json(options.program)
+        except Exception as exc:
+            raise UsageError(f"JSON program '{options.program}' cannot be loaded: {exc}") from None
+    if options.thrift_port:
+        log.debug("--thrift-port %d accepted; p4sim-switch serves no Thrift API", options.thrift_port)
+    loop = PacketLoop(options.ports, options.pcap)  # opens the sockets: fails early if bad
+    try:
+        server.start()
+        print(f"Server listening on {target.grpc_server_addr}", flush=True)
+        for number, interface in sorted(options.ports.items()):
+            print(f"Adding interface {interface} as port {number}", flush=True)
+        loop.inject = server.packet_path.inject
+        server.packet_path.port_sink = loop.send
+        loop.start()
+        if ready is not None:
+            ready(server)
+        stop_event.wait()
+        log.info("shutting down")
+    finally:
+        loop.stop()
+        server.stop()
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        options, target = parse_args(argv)
+    except UsageError as exc:
+        print(f"p4sim-switch: error: {exc}", file=sys.stderr)
+        print("usage: p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] "
+              "[--log-file F] [-L LEVEL] [--pcap [DIR]] [--thrift-port N] "
+              "(--no-p4 | PROGRAM.json) [-- --grpc-server-addr HOST:PORT --cpu-port N "
+              "--drop-port N]", file=sys.stderr)
+        return 2
+    stop_event = threading.Event()
+
+    def on_signal(signum, _frame):
+        stop_event.set()
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        return run(options, target, stop_event=stop_event)
+    except UsageError as exc:
+        print(f"p4sim-switch: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # ports and server errors carry their own clear messages
+        from p4sim.ports import PortError
+        from p4sim.runtime import ServerError
+        if isinstance(exc, (PortError, ServerError)):
+            print(f"p4sim-switch: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+/* Headers and metadata (docs/protocol.md section 2). */
+#ifndef P4REDUCE_HEADERS_P4
+#define P4REDUCE_HEADERS_P4
+#include "lanes.p4"
+
+typedef bit<48> mac_addr_t;
+typedef bit<32> ipv4_addr_t;
+typedef int<32> lane_t;
+typedef bit<16> sb_bitmap_t;
+typedef bit<MAX_WORKERS> worker_set_t;
+
+header ethernet_t {
+    mac_addr_t dstAddr;
+    mac_addr_t srcAddr;
+    bit<16>    etherType;
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      diffserv;
+    bit<16>     totalLen;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     fragOffset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdrChecksum;
+    ipv4_addr_t srcAddr;
+    ipv4_addr_t dstAddr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> len;
+    bit<16> checksum;
+}
+
+/* The p4reduce header, 20 bytes. */
+header p4r_t {
+    bit<8>      msg_type;       /* MSG_CONTRIB or MSG_RESULT */
+    bit<8>      flags;          /* FLAG_EOT, FLAG_RETX */
+    bit<16>     job_id;
+    bit<8>      rank;           /* sender (contribution) or receiver (result) */
+    bit<8>      count;          /* contributions aggregated (results) */
+    bit<1>      ver;            /* shadow copy */
+    bit<15>     slot;           /* relative to the job's slot_base */
+    bit<32>     offset;         /* element offset of the block */
+    bit<32>     next_offset;    /* next block on this stream (min over the round in results) */
+    bit<8>      exponent;       /* biased shared exponent (max over the round in results) */
+    bit<8>      reserved;
+    sb_bitmap_t bitmap;         /* present sub-blocks (union over the round in results) */
+}
+
+/* One sub-block of SUBBLOCK int32 lanes: fields l0, l1, ... */
+#define LANE_FIELD(K, J) lane_t l##J;
+header subblock_t {
+    FOR_EACH_LANE(LANE_FIELD, 0)
+}
+
+#define SUBBLOCK_HEADER(K) subblock_t sb##K;
+struct headers_t {
+    ethernet_t ethernet;
+    ipv4_t     ipv4;
+    udp_t      udp;
+    p4r_t      p4r;
+    FOR_EACH_SUBBLOCK(SUBBLOCK_HEADER)
+}
+
+struct metadata_t {
+    /* from the jobs table */
+    bit<32>      slot_base;
+    bit<16>      slot_count;
+    bit<8>       num_workers;
+    bit<16>      job_mcast_grp;
+    bit<8>       mode;
+    /* from the workers table */
+    bit<8>       rank;
+    /* slot state of this packet's slot copy */
+    bit<32>      reg_index;     /* 2 * (slot_base + slot) + ver */
+    worker_set_t me;            /* 1 << rank */
+    worker_set_t seen;
+    bit<8>       count;
+    bit<1>       first;         /* first contribution of the round */
+    sb_bitmap_t  old_union;
+    sb_bitmap_t  union_bitmap;
+    bit<32>      round_offset;
+    bit<32>      min_next;
+    bit<8>       max_exp;
+    bit<16>      payload_len;   /* p4reduce header + present sub-blocks */
+    /* verdict, read by egress */
+    bit<2>       result;        /* RESULT_NONE / RESULT_MULTICAST / RESULT_UNICAST */
+    bit<1>       flooded;
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* Lane adders: one register array per lane (sb<K>_l<J> holds element K*SUBBLOCK+J of the block),
+ * each 2 * SLOTS long. Per sub-block, three actions:
+ *   write_sbK: the first contributor of sub-block K in the round stores its lanes;
+ *   add_sbK:   later contributors add, saturating at the int32 limits; the header keeps the sum;
+ *   load_sbK:  make sub-block K valid in the packet and fill it with the stored sums.
+ * Included inside control ReduceIngress. */
+
+#define LANE_REGISTER(K, J) register<lane_t>(REG_SIZE) sb##K##_l##J;
+#define SUBBLOCK_REGISTERS(K) FOR_EACH_LANE(LANE_REGISTER, K)
+FOR_EACH_SUBBLOCK(SUBBLOCK_REGISTERS)
+
+#define LANE_WRITE(K, J) sb##K##_l##J.write(meta.reg_index, hdr.sb##K.l##J);
+#define LANE_ADD(K, J)                                                    \
+    sb##K##_l##J.read(stored, meta.reg_index);                            \
+    hdr.sb##K.l##J = stored |+| hdr.sb##K.l##J;                           \
+    sb##K##_l##J.write(meta.reg_index, hdr.sb##K.l##J);
+#define LANE_LOAD(K, J) sb##K##_l##J.read(hdr.sb##K.l##J, meta.reg_index);
+
+#define SUBBLOCK_ACTIONS(K)                                               \
+    action write_sb##K() {                                                \
+        FOR_EACH_LANE(LANE_WRITE, K)                                      \
+    }                                                                     \
+    action add_sb##K() {                                                  \
+        lane_t stored;                                                    \
+        FOR_EACH_LANE(LANE_ADD, K)                                        \
+    }                                                                     \
+    action load_sb##K() {                                                 \
+        hdr.sb##K.setValid();                                             \
+        FOR_EACH_LANE(LANE_LOAD, K)                                       \
+    }
+FOR_EACH_SUBBLOCK(SUBBLOCK_ACTIONS)
+
+/* Apply-block steps, expanded once per sub-block: */
+
+/* accumulate a present sub-block: write if nobody sent it yet this round, add otherwise */
+#define ACCUMULATE_SUBBLOCK(K)                                            \
+    if (hdr.sb##K.isValid()) {                                            \
+        if ((meta.old_union & SB_BIT(K)) == 0) { write_sb##K(); }         \
+        else { add_sb##K(); }                                             \
+    }
+/* last contribution: add the union's sub-blocks this packet did not carry */
+#define COMPLETE_SUBBLOCK(K)                                              \
+    if ((meta.union_bitmap & SB_BIT(K)) != 0 && !hdr.sb##K.isValid()) {   \
+        load_sb##K();                                                     \
+    }
+/* resent result: exactly the union's sub-blocks, from the registers */
+#define RELOAD_SUBBLOCK(K)                                                \
+    if ((meta.union_bitmap & SB_BIT(K)) != 0) { load_sb##K(); }           \
+    else { hdr.sb##K.setInvalid(); }

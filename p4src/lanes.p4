@@ -1,0 +1,214 @@
+/* Iteration macros: the program is written once per sub-block / per lane and expanded by the
+ * C preprocessor for the configured NUM_SUBBLOCKS and SUBBLOCK (p4src/config.p4).
+ *   FOR_EACH_SUBBLOCK(M)      -> M(0) M(1) ... M(NUM_SUBBLOCKS-1)
+ *   FOR_EACH_SUBBLOCK_STEP(M) -> M(0,1) M(1,2) ... M(NUM_SUBBLOCKS-1,END)  (parser chaining)
+ *   FOR_EACH_LANE(M, K)       -> M(K,0) M(K,1) ... M(K,SUBBLOCK-1)
+ */
+#ifndef P4REDUCE_LANES_P4
+#define P4REDUCE_LANES_P4
+#include "config.p4"
+
+#define SB_UPTO_1(M) M(0)
+#define SB_UPTO_2(M) SB_UPTO_1(M) M(1)
+#define SB_UPTO_3(M) SB_UPTO_2(M) M(2)
+#define SB_UPTO_4(M) SB_UPTO_3(M) M(3)
+#define SB_UPTO_5(M) SB_UPTO_4(M) M(4)
+#define SB_UPTO_6(M) SB_UPTO_5(M) M(5)
+#define SB_UPTO_7(M) SB_UPTO_6(M) M(6)
+#define SB_UPTO_8(M) SB_UPTO_7(M) M(7)
+#define SB_UPTO_9(M) SB_UPTO_8(M) M(8)
+#define SB_UPTO_10(M) SB_UPTO_9(M) M(9)
+#define SB_UPTO_11(M) SB_UPTO_10(M) M(10)
+#define SB_UPTO_12(M) SB_UPTO_11(M) M(11)
+#define SB_UPTO_13(M) SB_UPTO_12(M) M(12)
+#define SB_UPTO_14(M) SB_UPTO_13(M) M(13)
+#define SB_UPTO_15(M) SB_UPTO_14(M) M(14)
+#define SB_UPTO_16(M) SB_UPTO_15(M) M(15)
+
+#define SB_CHAIN_1(M)
+#define SB_CHAIN_2(M) SB_CHAIN_1(M) M(0,1)
+#define SB_CHAIN_3(M) SB_CHAIN_2(M) M(1,2)
+#define SB_CHAIN_4(M) SB_CHAIN_3(M) M(2,3)
+#define SB_CHAIN_5(M) SB_CHAIN_4(M) M(3,4)
+#define SB_CHAIN_6(M) SB_CHAIN_5(M) M(4,5)
+#define SB_CHAIN_7(M) SB_CHAIN_6(M) M(5,6)
+#define SB_CHAIN_8(M) SB_CHAIN_7(M) M(6,7)
+#define SB_CHAIN_9(M) SB_CHAIN_8(M) M(7,8)
+#define SB_CHAIN_10(M) SB_CHAIN_9(M) M(8,9)
+#define SB_CHAIN_11(M) SB_CHAIN_10(M) M(9,10)
+#define SB_CHAIN_12(M) SB_CHAIN_11(M) M(10,11)
+#define SB_CHAIN_13(M) SB_CHAIN_12(M) M(11,12)
+#define SB_CHAIN_14(M) SB_CHAIN_13(M) M(12,13)
+#define SB_CHAIN_15(M) SB_CHAIN_14(M) M(13,14)
+#define SB_CHAIN_16(M) SB_CHAIN_15(M) M(14,15)
+#define SB_STEPS_1(M) SB_CHAIN_1(M) M(0,END)
+#define SB_STEPS_2(M) SB_CHAIN_2(M) M(1,END)
+#define SB_STEPS_3(M) SB_CHAIN_3(M) M(2,END)
+#define SB_STEPS_4(M) SB_CHAIN_4(M) M(3,END)
+#define SB_STEPS_5(M) SB_CHAIN_5(M) M(4,END)
+#define SB_STEPS_6(M) SB_CHAIN_6(M) M(5,END)
+#define SB_STEPS_7(M) SB_CHAIN_7(M) M(6,END)
+#define SB_STEPS_8(M) SB_CHAIN_8(M) M(7,END)
+#define SB_STEPS_9(M) SB_CHAIN_9(M) M(8,END)
+#define SB_STEPS_10(M) SB_CHAIN_10(M) M(9,END)
+#define SB_STEPS_11(M) SB_CHAIN_11(M) M(10,END)
+#define SB_STEPS_12(M) SB_CHAIN_12(M) M(11,END)
+#define SB_STEPS_13(M) SB_CHAIN_13(M) M(12,END)
+#define SB_STEPS_14(M) SB_CHAIN_14(M) M(13,END)
+#define SB_STEPS_15(M) SB_CHAIN_15(M) M(14,END)
+#define SB_STEPS_16(M) SB_CHAIN_16(M) M(15,END)
+
+#define LANE_UPTO_1(M, K) M(K,0)
+#define LANE_UPTO_2(M, K) LANE_UPTO_1(M, K) M(K,1)
+#define LANE_UPTO_3(M, K) LANE_UPTO_2(M, K) M(K,2)
+#define LANE_UPTO_4(M, K) LANE_UPTO_3(M, K) M(K,3)
+#define LANE_UPTO_5(M, K) LANE_UPTO_4(M, K) M(K,4)
+#define LANE_UPTO_6(M, K) LANE_UPTO_5(M, K) M(K,5)
+#define LANE_UPTO_7(M, K) LANE_UPTO_6(M, K) M(K,6)
+#define LANE_UPTO_8(M, K) LANE_UPTO_7(M, K) M(K,7)
+#define LANE_UPTO_9(M, K) LANE_UPTO_8(M, K) M(K,8)
+#define LANE_UPTO_10(M, K) LANE_UPTO_9(M, K) M(K,9)
+#define LANE_UPTO_11(M, K) LANE_UPTO_10(M, K) M(K,10)
+#define LANE_UPTO_12(M, K) LANE_UPTO_11(M, K) M(K,11)
+#define LANE_UPTO_13(M, K) LANE_UPTO_12(M, K) M(K,12)
+#define LANE_UPTO_14(M, K) LANE_UPTO_13(M, K) M(K,13)
+#define LANE_UPTO_15(M, K) LANE_UPTO_14(M, K) M(K,14)
+#define LANE_UPTO_16(M, K) LANE_UPTO_15(M, K) M(K,15)
+#define LANE_UPTO_17(M, K) LANE_UPTO_16(M, K) M(K,16)
+#define LANE_UPTO_18(M, K) LANE_UPTO_17(M, K) M(K,17)
+#define LANE_UPTO_19(M, K) LANE_UPTO_18(M, K) M(K,18)
+#define LANE_UPTO_20(M, K) LANE_UPTO_19(M, K) M(K,19)
+#define LANE_UPTO_21(M, K) LANE_UPTO_20(M, K) M(K,20)
+#define LANE_UPTO_22(M, K) LANE_UPTO_21(M, K) M(K,21)
+#define LANE_UPTO_23(M, K) LANE_UPTO_22(M, K) M(K,22)
+#define LANE_UPTO_24(M, K) LANE_UPTO_23(M, K) M(K,23)
+#define LANE_UPTO_25(M, K) LANE_UPTO_24(M, K) M(K,24)
+#define LANE_UPTO_26(M, K) LANE_UPTO_25(M, K) M(K,25)
+#define LANE_UPTO_27(M, K) LANE_UPTO_26(M, K) M(K,26)
+#define LANE_UPTO_28(M, K) LANE_UPTO_27(M, K) M(K,27)
+#define LANE_UPTO_29(M, K) LANE_UPTO_28(M, K) M(K,28)
+#define LANE_UPTO_30(M, K) LANE_UPTO_29(M, K) M(K,29)
+#define LANE_UPTO_31(M, K) LANE_UPTO_30(M, K) M(K,30)
+#define LANE_UPTO_32(M, K) LANE_UPTO_31(M, K) M(K,31)
+
+#if NUM_SUBBLOCKS == 1
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_1(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_1(M)
+#elif NUM_SUBBLOCKS == 2
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_2(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_2(M)
+#elif NUM_SUBBLOCKS == 3
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_3(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_3(M)
+#elif NUM_SUBBLOCKS == 4
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_4(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_4(M)
+#elif NUM_SUBBLOCKS == 5
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_5(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_5(M)
+#elif NUM_SUBBLOCKS == 6
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_6(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_6(M)
+#elif NUM_SUBBLOCKS == 7
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_7(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_7(M)
+#elif NUM_SUBBLOCKS == 8
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_8(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_8(M)
+#elif NUM_SUBBLOCKS == 9
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_9(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_9(M)
+#elif NUM_SUBBLOCKS == 10
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_10(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_10(M)
+#elif NUM_SUBBLOCKS == 11
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_11(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_11(M)
+#elif NUM_SUBBLOCKS == 12
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_12(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_12(M)
+#elif NUM_SUBBLOCKS == 13
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_13(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_13(M)
+#elif NUM_SUBBLOCKS == 14
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_14(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_14(M)
+#elif NUM_SUBBLOCKS == 15
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_15(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_15(M)
+#elif NUM_SUBBLOCKS == 16
+#define FOR_EACH_SUBBLOCK(M) SB_UPTO_16(M)
+#define FOR_EACH_SUBBLOCK_STEP(M) SB_STEPS_16(M)
+#else
+#error "NUM_SUBBLOCKS must be 1..16"
+#endif
+
+#if SUBBLOCK == 1
+#define FOR_EACH_LANE(M, K) LANE_UPTO_1(M, K)
+#elif SUBBLOCK == 2
+#define FOR_EACH_LANE(M, K) LANE_UPTO_2(M, K)
+#elif SUBBLOCK == 3
+#define FOR_EACH_LANE(M, K) LANE_UPTO_3(M, K)
+#elif SUBBLOCK == 4
+#define FOR_EACH_LANE(M, K) LANE_UPTO_4(M, K)
+#elif SUBBLOCK == 5
+#define FOR_EACH_LANE(M, K) LANE_UPTO_5(M, K)
+#elif SUBBLOCK == 6
+#define FOR_EACH_LANE(M, K) LANE_UPTO_6(M, K)
+#elif SUBBLOCK == 7
+#define FOR_EACH_LANE(M, K) LANE_UPTO_7(M, K)
+#elif SUBBLOCK == 8
+#define FOR_EACH_LANE(M, K) LANE_UPTO_8(M, K)
+#elif SUBBLOCK == 9
+#define FOR_EACH_LANE(M, K) LANE_UPTO_9(M, K)
+#elif SUBBLOCK == 10
+#define FOR_EACH_LANE(M, K) LANE_UPTO_10(M, K)
+#elif SUBBLOCK == 11
+#define FOR_EACH_LANE(M, K) LANE_UPTO_11(M, K)
+#elif SUBBLOCK == 12
+#define FOR_EACH_LANE(M, K) LANE_UPTO_12(M, K)
+#elif SUBBLOCK == 13
+#define FOR_EACH_LANE(M, K) LANE_UPTO_13(M, K)
+#elif SUBBLOCK == 14
+#define FOR_EACH_LANE(M, K) LANE_UPTO_14(M, K)
+#elif SUBBLOCK == 15
+#define FOR_EACH_LANE(M, K) LANE_UPTO_15(M, K)
+#elif SUBBLOCK == 16
+#define FOR_EACH_LANE(M, K) LANE_UPTO_16(M, K)
+#elif SUBBLOCK == 17
+#define FOR_EACH_LANE(M, K) LANE_UPTO_17(M, K)
+#elif SUBBLOCK == 18
+#define FOR_EACH_LANE(M, K) LANE_UPTO_18(M, K)
+#elif SUBBLOCK == 19
+#define FOR_EACH_LANE(M, K) LANE_UPTO_19(M, K)
+#elif SUBBLOCK == 20
+#define FOR_EACH_LANE(M, K) LANE_UPTO_20(M, K)
+#elif SUBBLOCK == 21
+#define FOR_EACH_LANE(M, K) LANE_UPTO_21(M, K)
+#elif SUBBLOCK == 22
+#define FOR_EACH_LANE(M, K) LANE_UPTO_22(M, K)
+#elif SUBBLOCK == 23
+#define FOR_EACH_LANE(M, K) LANE_UPTO_23(M, K)
+#elif SUBBLOCK == 24
+#define FOR_EACH_LANE(M, K) LANE_UPTO_24(M, K)
+#elif SUBBLOCK == 25
+#define FOR_EACH_LANE(M, K) LANE_UPTO_25(M, K)
+#elif SUBBLOCK == 26
+#define FOR_EACH_LANE(M, K) LANE_UPTO_26(M, K)
+#elif SUBBLOCK == 27
+#define FOR_EACH_LANE(M, K) LANE_UPTO_27(M, K)
+#elif SUBBLOCK == 28
+#define FOR_EACH_LANE(M, K) LANE_UPTO_28(M, K)
+#elif SUBBLOCK == 29
+#define FOR_EACH_LANE(M, K) LANE_UPTO_29(M, K)
+#elif SUBBLOCK == 30
+#define FOR_EACH_LANE(M, K) LANE_UPTO_30(M, K)
+#elif SUBBLOCK == 31
+#define FOR_EACH_LANE(M, K) LANE_UPTO_31(M, K)
+#elif SUBBLOCK == 32
+#define FOR_EACH_LANE(M, K) LANE_UPTO_32(M, K)
+#else
+#error "SUBBLOCK must be 1..32"
+#endif
+
+#endif

@@ -1,0 +1,277 @@
+"""Pure-Python reference model of the switch's aggregation state machine (docs/protocol.md
+section 5): the oracle in tests, and a fake switch for worker development.
+
+Two entry points:
+  * `receive(src_ip, src_port, payload)` -> Outcome with deliveries as (ip, port, payload):
+    what a worker's UDP socket would see (a fake switch).
+  * `process(ingress_port, frame)` -> list of (egress_port, frame): byte-exact frames, as the P4
+    program emits them (the oracle for p4sim runs). Only aggregation frames are modelled.
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import constants as C
+from .constants import AggEvent, DropReason, Flags, Mode, MsgType
+from .frames import ipv4_checksum, ip_int, ip_str, mac_bytes
+from .wire import DEFAULT_LAYOUT, HEADER_DTYPE, Header, Layout
+
+
+@dataclasses.dataclass
+class Job:
+    job_id: int
+    slot_base: int
+    slot_count: int
+    num_workers: int
+    mode: Mode = Mode.DENSE
+    mcast_grp: int = 0
+
+
+@dataclasses.dataclass
+class WorkerAddr:
+    job_id: int
+    rank: int
+    ip: str
+    port: int
+    mac: str = "00:00:00:00:00:00"
+    switch_port: int = 0
+
+
+@dataclasses.dataclass
+class Delivery:
+    """One result leaving the switch."""
+    rank: int
+    ip: str
+    port: int
+    payload: bytes
+    unicast: bool
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What the switch did with one packet: a drop reason, or an event and its deliveries."""
+    drop: Optional[DropReason] = None
+    event: Optional[AggEvent] = None
+    deliveries: List[Delivery] = dataclasses.field(default_factory=list)
+
+
+class SwitchModel:
+    """The aggregation part of p4src/p4reduce.p4, register for register."""
+
+    def __init__(self, layout: Layout = DEFAULT_LAYOUT, slots: int = C.SLOTS,
+                 max_workers: int = C.MAX_WORKERS):
+        self.layout = layout
+        self.slots = slots
+        self.max_workers = max_workers
+        size = 2 * slots
+        self.seen = np.zeros(size, np.uint64)
+        self.count = np.zeros(size, np.int64)
+        self.round_offset = np.zeros(size, np.int64)
+        self.union_bitmap = np.zeros(size, np.int64)
+        self.min_next = np.zeros(size, np.int64)
+        self.max_exp = np.zeros(size, np.int64)
+        self.lanes = np.zeros((size, layout.lanes), np.int64)
+        self.jobs: Dict[int, Job] = {}
+        self.workers: Dict[Tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
+        self.drop_counts = np.zeros(C.DROP_REASONS_SIZE, np.int64)
+        self.event_counts = np.zeros(C.AGG_EVENTS_SIZE, np.int64)
+
+    # ---- control plane ----------------------------------------------------------------------
+    def add_job(self, job_id: int, slot_base: int, slot_count: int, num_workers: int,
+                mode: Mode = Mode.DENSE, mcast_grp: int = 0) -> Job:
+        if slot_base + slot_count > self.slots:
+            raise ValueError(f"job {job_id}: slots [{slot_base}, {slot_base + slot_count}) exceed SLOTS={self.slots}")
+        if not 1 <= num_workers <= self.max_workers:
+            raise ValueError(f"job {job_id}: num_workers={num_workers} must be 1..{self.max_workers}")
+        job = Job(job_id, slot_base, slot_count, num_workers, Mode(mode), mcast_grp)
+        self.jobs[job_id] = job
+        self.clear_slots(slot_base, slot_count)
+        return job
+
+    def add_worker(self, job_id: int, rank: int, ip: str, port: int, mac: str = "00:00:00:00:00:00",
+                   switch_port: int = 0) -> WorkerAddr:
+        addr = WorkerAddr(job_id, rank, ip, port, mac, switch_port)
+        self.workers[(ip_int(ip), port, job_id)] = addr
+        return addr
+
+    def clear_slots(self, slot_base: int, slot_count: int) -> None:
+        """The controller's duty before a job uses slots: clear seen and count of both copies."""
+        sl = slice(2 * slot_base, 2 * (slot_base + slot_count))
+        self.seen[sl] = 0
+        self.count[sl] = 0
+
+    def worker_of(self, job_id: int, rank: int) -> WorkerAddr:
+        for addr in self.workers.values():
+            if addr.job_id == job_id and addr.rank == rank:
+                return addr
+        raise KeyError(f"job {job_id} has no worker of rank {rank}")
+
+    # ---- data plane -------------------------------------------------------------------------
+    def receive(self, src_ip: str, src_port: int, payload: bytes) -> Outcome:
+        """A payload as sent by a worker's UDP socket (lengths and checksum are right by construction)."""
+        return self._aggregate(ip_int(src_ip), src_port, payload, lengths_ok=True, checksum_ok=True)
+
+    def process(self, ingress_port: int, frame: bytes) -> List[Tuple[int, bytes]]:
+        """An aggregation frame -> the frames the P4 program emits, as (egress_port, bytes)."""
+        eth, ip, udp = frame[:14], frame[14:34], frame[34:42]
+        if len(frame) < 42 or struct.unpack("!H", eth[12:14])[0] != 0x0800 or ip[0] != 0x45 \
+                or ip[9] != 17 or struct.unpack("!H", udp[2:4])[0] != C.AGG_UDP_PORT:
+            raise ValueError("SwitchModel.process models aggregation frames only (IPv4 IHL 5, UDP to AGG_UDP_PORT)")
+        total = struct.unpack("!H", ip[2:4])[0]
+        ulen = struct.unpack("!H", udp[4:6])[0]
+        payload = frame[42:]
+        lengths_ok = total == C.IPV4_HEADER_BYTES + ulen and len(frame) == 14 + total
+        checksum_ok = ipv4_checksum(ip) == 0
+        if len(payload) >= C.HEADER_BYTES:
+            bitmap = Header.unpack(payload).bitmap & self.layout.full_bitmap
+            lengths_ok = lengths_ok and ulen == C.UDP_HEADER_BYTES + self.layout.payload_bytes(bitmap)
+        src_ip = int.from_bytes(ip[12:16], "big")
+        src_port = struct.unpack("!H", udp[0:2])[0]
+        outcome = self._aggregate(src_ip, src_port, payload, lengths_ok, checksum_ok)
+        frames = []
+        for d in outcome.deliveries:
+            if d.unicast:
+                port, dst_mac = ingress_port, eth[6:12]
+            else:
+                addr = self.worker_of(d_job(d), d.rank)
+                port, dst_mac = addr.switch_port, mac_bytes(addr.mac)
+            frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload)))
+        return frames
+
+    def _aggregate(self, src_ip: int, src_port: int, payload: bytes, lengths_ok: bool,
+                   checksum_ok: bool) -> Outcome:
+        lay = self.layout
+        if len(payload) < C.HEADER_BYTES:
+            return self._drop(DropReason.TRUNCATED)
+        h = Header.unpack(payload)
+        if len(payload) < lay.payload_bytes(h.bitmap & lay.full_bitmap):
+            return self._drop(DropReason.TRUNCATED)
+        if not checksum_ok:
+            return self._drop(DropReason.BAD_CHECKSUM)
+        if h.msg_type != MsgType.CONTRIB:
+            return self._drop(DropReason.BAD_TYPE)
+        job = self.jobs.get(h.job_id)
+        if job is None:
+            return self._drop(DropReason.UNKNOWN_JOB)
+        worker = self.workers.get((src_ip, src_port, h.job_id))
+        if worker is None:
+            return self._drop(DropReason.UNKNOWN_WORKER)
+        if h.rank != worker.rank:
+            return self._drop(DropReason.BAD_RANK)
+        if worker.rank >= job.num_workers or worker.rank >= self.max_workers:
+            return self._drop(DropReason.RANK_RANGE)
+        if h.slot >= job.slot_count:
+            return self._drop(DropReason.SLOT_RANGE)
+        if h.bitmap & ~lay.full_bitmap or (job.mode == Mode.DENSE and h.bitmap != lay.full_bitmap):
+            return self._drop(DropReason.BAD_BITMAP)
+        if not lengths_ok or len(payload) != lay.payload_bytes(h.bitmap):
+            return self._drop(DropReason.BAD_LENGTH)
+
+        i = 2 * (job.slot_base + h.slot) + h.ver
+        me = np.uint64(1 << h.rank)
+        n = job.num_workers
+        if self.seen[i] & me:
+            if self.count[i] == 0:
+                self.event_counts[AggEvent.RESULT_UNICAST] += 1
+                out = self._result(h, i, job, Flags.RETX, h.rank)
+                return Outcome(event=AggEvent.RESULT_UNICAST,
+                               deliveries=[Delivery(h.rank, ip_str(src_ip), src_port, out, True)])
+            return self._drop(DropReason.DUPLICATE_PENDING)
+        first = self.count[i] == 0
+        if not first and h.offset != self.round_offset[i]:
+            return self._drop(DropReason.OFFSET_MISMATCH)
+        self.seen[i ^ 1] &= ~me
+        self.seen[i] |= me
+        old_union = 0 if first else int(self.union_bitmap[i])
+        block = np.zeros(lay.lanes, np.int64)
+        _, data = _decode_lanes(payload, h.bitmap, lay)
+        block[:] = data
+        for k in range(lay.num_subblocks):
+            if not h.bitmap >> k & 1:
+                continue
+            sl = slice(k * lay.subblock, (k + 1) * lay.subblock)
+            if old_union >> k & 1:
+                self.lanes[i, sl] = np.clip(self.lanes[i, sl] + block[sl], C.LANE_MIN, C.LANE_MAX)
+            else:
+                self.lanes[i, sl] = block[sl]
+        self.union_bitmap[i] = old_union | h.bitmap
+        self.min_next[i] = h.next_offset if first else min(int(self.min_next[i]), h.next_offset)
+        self.max_exp[i] = h.exponent if first else max(int(self.max_exp[i]), h.exponent)
+        if first:
+            self.round_offset[i] = h.offset
+        self.count[i] = (self.count[i] + 1) % n
+        if self.count[i] != 0:
+            self.event_counts[AggEvent.ABSORBED] += 1
+            return Outcome(event=AggEvent.ABSORBED)
+        self.event_counts[AggEvent.RESULT_MULTICAST] += 1
+        deliveries = []
+        for rank in range(n):
+            try:
+                addr = self.worker_of(job.job_id, rank)
+            except KeyError:
+                self.drop_counts[DropReason.NO_WORKER_ADDR] += 1
+                continue
+            deliveries.append(Delivery(rank, addr.ip, addr.port, self._result(h, i, job, Flags.NONE, rank), False))
+        return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=deliveries)
+
+    def _result(self, h: Header, i: int, job: Job, flags: int, rank: int) -> bytes:
+        """The result payload of register index i, as seen by worker `rank`."""
+        lay = self.layout
+        union = int(self.union_bitmap[i])
+        nxt = int(self.min_next[i])
+        flags = int(flags) | (Flags.EOT if nxt == C.NEXT_NONE else 0)
+        out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
+                     count=job.num_workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
+                     next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union)
+        body = self.lanes[i].reshape(lay.num_subblocks, lay.subblock)
+        present = [k for k in range(lay.num_subblocks) if union >> k & 1]
+        return out.pack() + body[present].astype(">i4").tobytes()
+
+    def _drop(self, reason: DropReason) -> Outcome:
+        self.drop_counts[reason] += 1
+        return Outcome(drop=reason)
+
+    # ---- inspection -------------------------------------------------------------------------
+    def slot_sum(self, job_id: int, slot: int, ver: int) -> np.ndarray:
+        """The aggregate a slot copy holds (zeros outside its union bitmap)."""
+        job = self.jobs[job_id]
+        i = 2 * (job.slot_base + slot) + ver
+        out = self.lanes[i].copy().reshape(self.layout.num_subblocks, self.layout.subblock)
+        for k in range(self.layout.num_subblocks):
+            if not int(self.union_bitmap[i]) >> k & 1:
+                out[k] = 0
+        return out.reshape(-1).astype(np.int32)
+
+
+def d_job(d: Delivery) -> int:
+    return int(np.frombuffer(d.payload[:C.HEADER_BYTES], HEADER_DTYPE)[0]["job_id"])
+
+
+def _decode_lanes(payload: bytes, bitmap: int, lay: Layout) -> Tuple[int, np.ndarray]:
+    block = np.zeros((lay.num_subblocks, lay.subblock), np.int64)
+    present = [k for k in range(lay.num_subblocks) if bitmap >> k & 1]
+    if present:
+        data = np.frombuffer(payload, ">i4", offset=C.HEADER_BYTES, count=len(present) * lay.subblock)
+        block[present] = data.reshape(len(present), lay.subblock)
+    return len(present), block.reshape(-1)
+
+
+def _result_frame(eth: bytes, ip: bytes, dst_mac: bytes, dst_ip: int, dst_port: int,
+                  payload: bytes) -> bytes:
+    """The contribution's frame rewritten into a result, exactly as the P4 program does it."""
+    udp_len = C.UDP_HEADER_BYTES + len(payload)
+    total = C.IPV4_HEADER_BYTES + udp_len
+    src_mac, src_ip = eth[0:6], ip[16:20]
+    new_ip = bytearray(ip)
+    new_ip[2:4] = struct.pack("!H", total)
+    new_ip[8] = C.RESULT_TTL
+    new_ip[10:12] = b"\0\0"
+    new_ip[12:16] = src_ip
+    new_ip[16:20] = dst_ip.to_bytes(4, "big")
+    new_ip[10:12] = struct.pack("!H", ipv4_checksum(bytes(new_ip)))
+    udp = struct.pack("!HHHH", C.AGG_UDP_PORT, dst_port, udp_len, 0)
+    return dst_mac + src_mac + eth[12:14] + bytes(new_ip) + udp + payload

@@ -1,0 +1,55 @@
+"""Result aggregation: slowest-worker completion time, per-worker bytes, consistency checks."""
+import pytest
+
+from bench import aggregate
+
+
+def rec(rank, times, tx, rx, reps=None, verified=True):
+    return {"rank": rank, "times_s": times, "reps": reps or len(times), "verified": verified,
+            "mismatches": 0 if verified else 3,
+            "counters": {"tx_bytes": tx, "rx_bytes": rx, "tx_packets": 10 * len(times), "rx_packets": 0}}
+
+
+def test_completion_is_slowest_worker_per_rep_then_median():
+    records = [rec(0, [1.0, 5.0, 2.0], 300, 600), rec(1, [3.0, 1.0, 2.5], 900, 300)]
+    cell = aggregate.aggregate_cell(records, tensor_bytes=100)
+    assert aggregate.per_rep_completion(records) == [3.0, 5.0, 2.5]
+    assert cell["time_s"]["median"] == 3.0
+    assert cell["time_s"]["min"] == 2.5 and cell["time_s"]["max"] == 5.0
+    # bytes per worker per allreduce: 300/3=100 and 900/3=300 -> mean 200
+    assert cell["wire_tx_bytes_per_worker"]["per_worker"] == [100, 300]
+    assert cell["wire_tx_bytes_per_worker"]["mean"] == 200
+    assert cell["wire_rx_bytes_per_worker"]["mean"] == 150
+    assert cell["wire_bytes_per_worker"] == 350
+    assert cell["tx_over_tensor"] == 2.0
+    assert cell["verified"] is True
+    assert cell["throughput_gbps"] == pytest.approx(100 * 8 / 3.0 / 1e9)
+
+
+def test_one_wrong_worker_marks_cell_unverified():
+    cell = aggregate.aggregate_cell([rec(0, [1.0], 1, 1), rec(1, [1.0], 1, 1, verified=False)],
+                                    tensor_bytes=4)
+    assert cell["verified"] is False and cell["mismatches"] == 3
+
+
+def test_server_bytes_are_per_round():
+    server = {"rounds": 4, "counters": {"tx_bytes": 4000, "rx_bytes": 2000}}
+    cell = aggregate.aggregate_cell([rec(0, [1.0], 1, 1), rec(1, [1.0], 1, 1)], tensor_bytes=4,
+                                    server=server)
+    assert cell["server_wire_tx_bytes"] == 1000 and cell["server_wire_rx_bytes"] == 500
+
+
+@pytest.mark.parametrize("records,msg", [
+    ([], "no worker records"),
+    ([rec(0, [1.0], 1, 1), rec(1, [1.0, 2.0], 1, 1)], "different repetition counts"),
+    ([rec(0, [1.0], 1, 1), rec(2, [1.0], 1, 1)], "ranks are not 0..1"),
+    ([{"rank": 0, "times_s": [1.0]}], "lacks counters, verified, reps"),
+])
+def test_inconsistent_records_are_rejected(records, msg):
+    with pytest.raises(aggregate.AggregationError, match=msg):
+        aggregate.aggregate_cell(records, tensor_bytes=4)
+
+
+def test_speedup():
+    assert aggregate.speedup(10.0, 2.5) == 4.0
+    assert aggregate.speedup(None, 1.0) is None and aggregate.speedup(1.0, 0) is None

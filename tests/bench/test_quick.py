@@ -1,0 +1,98 @@
+"""`python -m bench --quick` end to end in Mininet: the harness runs and its numbers are plausible."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench import results
+
+pytestmark = pytest.mark.root
+
+TENSOR_BYTES = 64 * 1024 * 4
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--no-progress", "--out", str(out),
+                           "--name", "quick"], capture_output=True, text=True, timeout=290)
+    doc_path = out / "quick.json"
+    assert doc_path.exists(), f"no result JSON; stderr:\n{proc.stderr[-3000:]}"
+    return proc, results.load(doc_path), out
+
+
+def test_exit_status_and_printed_table(quick_run):
+    proc, doc, _ = quick_run
+    assert proc.returncode == 0, f"{results.problems(doc)}\n{proc.stderr[-2000:]}"
+    assert "== allreduce" in proc.stdout and "time/allreduce" in proc.stdout
+    assert "gloo" in proc.stdout and "ps-tcp" in proc.stdout
+
+
+def test_document_describes_machine_and_grid(quick_run):
+    _, doc, out = quick_run
+    assert doc["schema"] == "p4reduce-bench/1" and doc["mode"] == "quick"
+    m = doc["machine"]
+    assert m["cores"] >= 1 and m["cpu_model"] and m["kernel"] and m["python"].count(".") == 2
+    assert doc["grid"]["workers"] == [4] and doc["grid"]["sizes"] == [65536]
+    assert (out / "latest-quick.json").exists()
+    assert json.loads((out / "latest-quick.json").read_text())["created"] == doc["created"]
+
+
+def _cells(doc, system):
+    return [c for c in doc["sections"]["allreduce"]["cells"] if c["system"] == system]
+
+
+@pytest.mark.parametrize("system,min_tx_ratio,max_tx_ratio", [
+    # ring allreduce sends 2(N-1)/N of the tensor; a parameter-server worker sends it once
+    ("gloo", 1.5, 2.2),
+    ("ps-tcp", 1.0, 1.4),
+])
+def test_baselines_measured_with_plausible_numbers(quick_run, system, min_tx_ratio, max_tx_ratio):
+    _, doc, _ = quick_run
+    cells = _cells(doc, system)
+    assert {c["link"] for c in cells} == {"unshaped", "100mbit-1ms"}
+    for c in cells:
+        assert c["status"] == "ok", c
+        assert c["verified"] and c["workers"] == 4 and c["reps"] == 3
+        assert c["tensor_bytes"] == TENSOR_BYTES
+        tx = c["wire_tx_bytes_per_worker"]
+        # counters, not computation: at least the payload, at most payload plus header overhead
+        assert min_tx_ratio * TENSOR_BYTES <= tx["min"] and tx["max"] <= max_tx_ratio * TENSOR_BYTES, tx
+        assert c["wire_rx_bytes_per_worker"]["min"] >= TENSOR_BYTES
+        assert c["packets_tx_per_worker"] > 0
+        assert 0 < c["time_s"]["min"] <= c["time_s"]["median"] <= c["time_s"]["max"] < 30
+    shaped = next(c for c in cells if c["link"] == "100mbit-1ms")
+    # at 100 Mbit/s a worker cannot push its bytes faster than the link allows
+    assert shaped["time_s"]["min"] >= shaped["wire_tx_bytes_per_worker"]["max"] * 8 / 100e6 * 0.9
+
+
+def test_parameter_server_link_carries_every_worker(quick_run):
+    _, doc, _ = quick_run
+    for c in _cells(doc, "ps-tcp"):
+        assert c["server_wire_tx_bytes"] >= 4 * TENSOR_BYTES
+        assert c["server_wire_rx_bytes"] >= 4 * TENSOR_BYTES
+
+
+def test_p4reduce_measured_or_skipped_with_reason(quick_run):
+    _, doc, _ = quick_run
+    for section in ("allreduce", "sparsity"):
+        for c in doc["sections"][section]["cells"]:
+            if c["system"] != "p4reduce":
+                continue
+            if c["status"] == "skipped":
+                assert c["error"]
+                continue
+            assert c["status"] == "ok" and c["verified"] and c["switch"] == "p4", c
+            assert c["wire_tx_bytes_per_worker"]["min"] >= c["density"] * TENSOR_BYTES
+            assert c["time_s"]["median"] > 0
+
+
+def test_charts_written(quick_run):
+    _, doc, _ = quick_run
+    charts = doc["charts"]
+    assert any(p.endswith("allreduce-time.png") for p in charts)
+    assert any(p.endswith("allreduce-bytes.png") for p in charts)
+    for p in charts:
+        with open(p, "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,61 @@
+"""Benchmark tensors (exact sums, block densities), grid validation and CLI argument errors."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bench import grid, tensors
+
+
+@pytest.mark.parametrize("world,size,density", [(4, 1000, 1.0), (8, 4096, 0.25), (3, 777, 0.01)])
+def test_expected_sum_is_the_exact_sum(world, size, density):
+    parts = [tensors.make_tensor(r, size, density=density, block=32) for r in range(world)]
+    exact = np.sum(np.stack(parts).astype(np.int64), axis=0)
+    assert np.array_equal(tensors.expected_sum(world, size, density=density, block=32), exact)
+    assert parts[0].dtype == np.float32 and not np.array_equal(parts[0], parts[1])
+
+
+@pytest.mark.parametrize("density", [0.5, 0.1, 0.01])
+def test_density_is_a_fraction_of_whole_blocks_shared_by_all_ranks(density):
+    size, block = 32 * 1000, 32
+    a = tensors.make_tensor(0, size, density=density, block=block).reshape(-1, block)
+    b = tensors.make_tensor(5, size, density=density, block=block).reshape(-1, block)
+    nz_a = np.any(a != 0, axis=1)
+    assert np.array_equal(nz_a, np.any(b != 0, axis=1))
+    assert nz_a.sum() == round(density * 1000)
+
+
+def test_bad_tensor_arguments():
+    with pytest.raises(ValueError, match="density"):
+        tensors.make_tensor(0, 10, density=0)
+    with pytest.raises(ValueError, match="size"):
+        tensors.make_tensor(0, 0)
+
+
+def test_grids_are_valid_and_quick_is_small():
+    full, quick = grid.full_grid(), grid.quick_grid()
+    full.validate()
+    quick.validate()
+    assert full.workers == (4, 8) and full.sizes[0] == 64 * 1024 and full.sizes[-1] == 16 * 1024 * 1024
+    assert full.densities == (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
+    assert quick.workers == (4,) and quick.sizes == (64 * 1024,) and quick.reps <= 3
+
+
+def test_grid_validation_names_the_problem():
+    g = grid.quick_grid()
+    g.links = ("fast",)
+    g.densities = (0.0,)
+    with pytest.raises(ValueError, match="unknown link setting 'fast'.*density 0.0"):
+        g.validate()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--links", "fast"], "unknown link setting 'fast'"),
+    (["--sizes", "12Q"], "not a count: '12Q'"),
+    (["--sections", "everything"], "unknown section 'everything'"),
+])
+def test_cli_rejects_bad_arguments_clearly(args, msg):
+    proc = subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert msg in proc.stderr and "Traceback" not in proc.stderr

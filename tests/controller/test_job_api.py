@@ -1,0 +1,200 @@
+"""Job API over real HTTP on loopback, with the JobManager in bookkeeping mode (no switch):
+validation, explicit errors, join by name only, idempotent create, leases."""
+import json
+import time
+import urllib.request
+
+import pytest
+
+from controller.api_client import JobApiClient, JobApiError
+from controller.api_server import JobApi, JobApiServer
+from controller.jobs import JobManager, LeaseReaper
+from controller.slots import SlotPool
+from controller.topology import from_dict
+
+TOPO = from_dict({
+    "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
+    "hosts": {"h1": {"ip": "127.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1},
+              "h2": {"ip": "10.0.0.2", "mac": "00:00:00:00:00:02", "switch": "s1", "port": 2}},
+})
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture
+def served():
+    clock = FakeClock()
+    mgr = JobManager(SlotPool(128), topology=TOPO, default_workers=2, default_lease_s=5.0,
+                     join_timeout_s=30.0, clock=clock)
+    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
+    yield JobApiClient(server.address), mgr, clock, server
+    server.stop()
+
+
+def raw(server, method, path, data=None, headers=None):
+    req = urllib.request.Request(f"http://{server.address}{path}", data=data, method=method,
+                                 headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read()), r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read()), e.headers
+
+
+def err(excinfo):
+    return excinfo.value.status, excinfo.value.code, excinfo.value.field, excinfo.value.message
+
+
+def test_join_with_only_a_name(served):
+    client, mgr, clock, _ = served
+    info = client.join("demo")  # ip from the connection, mac from the topology, defaults for the rest
+    assert info["rank"] == 0
+    job = info["job"]
+    assert job["name"] == "demo" and job["workers"] == 2 and job["state"] == "waiting"
+    assert job["members"][0]["ip"] == "127.0.0.1" and job["members"][0]["mac"] == "00:00:00:00:00:01"
+    assert job["members"][0]["udp_port"] == 48879 and job["members"][0]["port"] == 1
+    assert job["switch"] == {"ip": "10.0.0.254", "udp_port": 48879, "mac": "00:00:00:00:01:fe"}
+    assert job["slots"]["count"] == 64 and job["lanes"] == 32
+    # a restarted worker (same ip and port) gets its rank back
+    assert client.join("demo")["rank"] == 0
+    second = client.join("demo", ip="10.0.0.2")
+    assert second["rank"] == 1 and second["job"]["state"] == "running"
+    with pytest.raises(JobApiError) as e:
+        client.join("demo", ip="10.0.0.2", udp_port=5000)
+    assert err(e)[:2] == (409, "job_full")
+
+
+def test_create_is_idempotent_and_conflicts_are_explicit(served):
+    client, mgr, _, _ = served
+    a = client.create("j", 4, mode="sparse", slots=32)
+    assert a["slots"] == {"base": 0, "count": 32} and a["mode"] == "sparse"
+    assert client.create("j", 4, mode="sparse", slots=32)["job_id"] == a["job_id"]
+    with pytest.raises(JobApiError) as e:
+        client.create("j", 3, mode="sparse", slots=32)
+    assert err(e)[:2] == (409, "job_exists") and "workers=4" in e.value.message
+    with pytest.raises(JobApiError) as e:
+        client.join("j", workers=2)
+    assert err(e)[:3] == (409, "job_exists", "workers")
+    b = client.create("k", 2, slots=96)
+    assert b["slots"] == {"base": 32, "count": 96}
+    with pytest.raises(JobApiError) as e:
+        client.create("full", 2, slots=1)
+    assert err(e)[:2] == (409, "no_free_slots") and "0 of 128 are free" in e.value.message
+    client.end("j")
+    assert client.create("full", 2, slots=8)["slots"]["base"] == 0
+    with pytest.raises(JobApiError) as e:
+        client.job("j")
+    assert err(e)[:2] == (409, "job_ended")
+    with pytest.raises(JobApiError) as e:
+        client.job("never")
+    assert err(e)[:2] == (404, "no_such_job")
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ({"name": "x", "workers": 0}, "workers", "1..32"),
+    ({"name": "x", "workers": "4"}, "workers", "integer"),
+    ({"name": "x", "workers": True}, "workers", "integer"),
+    ({"name": "x", "workers": 2, "mode": "fast"}, "mode", "dense, sparse"),
+    ({"name": "x", "workers": 2, "slots": 0}, "slots", "1..128"),
+    ({"name": "x", "workers": 2, "slots": 1000}, "slots", "1..128"),
+    ({"name": "x", "workers": 2, "lease_s": -1}, "lease_s", "number"),
+    ({"name": "bad name!", "workers": 2}, "name", "A-Za-z0-9"),
+    ({"workers": 2}, "name", "required"),
+    ({"name": "x", "workers": 2, "wrokers": 3}, "wrokers", "unknown field"),
+])
+def test_create_rejects_bad_fields(served, body, field, words):
+    _, mgr, _, server = served
+    status, obj, headers = raw(server, "POST", "/v1/jobs", json.dumps(body).encode())
+    assert status == 400, obj
+    assert obj["error"]["code"] == "bad_field" and obj["error"]["field"] == field
+    assert words in obj["error"]["message"]
+    assert headers["X-P4reduce-Api"] == "1"
+    assert mgr.list() == [] and mgr.pool.free == 128  # nothing half-created
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"ip": "10.0.0.300"}, "ip"), ({"mac": "zz"}, "mac"), ({"udp_port": 70000}, "udp_port"),
+    ({"rank": 5}, "rank"), ({"rank": -1}, "rank"), ({"ip": "10.9.9.9"}, "mac"), ({"color": 1}, "color"),
+])
+def test_join_rejects_bad_fields(served, body, field):
+    client, mgr, _, _ = served
+    client.create("j", 2)
+    with pytest.raises(JobApiError) as e:
+        client.join("j", **body)
+    assert err(e)[:3] == (400, "bad_field", field)
+    assert mgr.list()[0]["joined"] == 0
+
+
+def test_malformed_requests(served):
+    _, _, _, server = served
+    assert raw(server, "POST", "/v1/jobs", b"{not json")[:2][1]["error"]["code"] == "bad_json"
+    status, obj, _ = raw(server, "POST", "/v1/jobs", b"[1, 2]")
+    assert status == 400 and "JSON object" in obj["error"]["message"]
+    status, obj, _ = raw(server, "GET", "/v1/nothing")
+    assert status == 404 and obj["error"]["code"] == "not_found"
+    status, obj, _ = raw(server, "GET", "/v1/jobs/x/join")
+    assert status == 405 and obj["error"]["code"] == "method_not_allowed" and "POST" in obj["error"]["message"]
+    status, obj, _ = raw(server, "POST", "/v1/jobs", b"x" * 70000)
+    assert status == 413 and obj["error"]["code"] == "too_large"
+    status, obj, _ = raw(server, "POST", "/v1/jobs/x/heartbeat", b"{}")
+    assert status == 400 and obj["error"]["field"] == "rank"
+
+
+def test_heartbeat_leave_and_rank_errors(served):
+    client, mgr, clock, _ = served
+    client.create("j", 2)
+    r0 = client.join("j", ip="10.0.0.2")["rank"]
+    with pytest.raises(JobApiError) as e:
+        client.join("j", ip="127.0.0.1", rank=r0)
+    assert err(e)[:2] == (409, "rank_taken")
+    with pytest.raises(JobApiError) as e:
+        client.heartbeat("j", 1)
+    assert err(e)[:2] == (404, "no_such_rank")
+    assert client.heartbeat("j", r0) == {"state": "waiting", "lease_s": 5.0, "joined": 1, "workers": 2}
+    out = client.leave("j", r0)
+    assert out["left"] == r0 and out["job"]["state"] == "ended"
+    assert mgr.pool.free == 128 and mgr.list() == []
+
+
+def test_lease_expiry_reclaims_the_job(served):
+    client, mgr, clock, _ = served
+    client.create("j", 2, slots=16)
+    client.create("other", 1, slots=16)
+    client.join("j", ip="10.0.0.2")
+    client.join("j", ip="127.0.0.1")
+    client.join("other", ip="10.0.0.2")
+    clock.t += 3
+    client.heartbeat("j", 0)
+    client.heartbeat("other", 0)
+    clock.t += 3  # rank 1 of j silent for 6 s > 5 s lease; everyone else heard from 3 s ago
+    assert mgr.reap() == ["j"]
+    with pytest.raises(JobApiError) as e:
+        client.heartbeat("j", 0)
+    assert err(e)[:2] == (409, "job_ended") and "rank 1 silent" in e.value.message
+    assert [j["name"] for j in client.jobs()] == ["other"]
+    assert mgr.pool.free == 128 - 16
+    # a job nobody joins is reclaimed after the join timeout
+    client.create("idle", 1, slots=8)
+    clock.t += 31
+    assert set(mgr.reap()) == {"idle", "other"}
+    assert mgr.pool.free == 128
+
+
+def test_reaper_thread_reclaims_in_real_time():
+    mgr = JobManager(SlotPool(8), topology=TOPO, default_workers=1, default_lease_s=0.3)
+    reaper = LeaseReaper(mgr, period=0.05).start()
+    try:
+        mgr.join("j", ip="10.0.0.2")
+        deadline = time.monotonic() + 5
+        while mgr.jobs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not mgr.jobs and mgr.pool.free == 8
+        assert "lease expired" in mgr.ended["j"][0]
+    finally:
+        reaper.stop()

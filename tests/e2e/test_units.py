@@ -1,0 +1,87 @@
+"""The parts of mininet_topos that need no root: command lines, options, state files, addressing."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mininet_topos import runstate
+from mininet_topos.addressing import host_address
+from mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
+from mininet_topos.target import SwitchCommand, find_target, target_name
+
+
+def test_switch_command_matches_simple_switch_grpc_layout():
+    cmd = SwitchCommand(ports=[(1, "s1-eth1"), (2, "s1-eth2")], device_id=3, grpc_addr="127.0.0.1:9560",
+                        thrift_port=9091, log_file="logs/s1.log", pcap_dir="pcaps")
+    argv = cmd.argv(["simple_switch_grpc"])
+    assert argv == ["simple_switch_grpc", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "3",
+                    "--thrift-port", "9091", "--log-file", "logs/s1.log", "--pcap=pcaps", "--no-p4",
+                    "--", "--grpc-server-addr", "127.0.0.1:9560", "--cpu-port", "64"]
+    with_program = SwitchCommand(ports=[], device_id=0, grpc_addr="a:1", thrift_port=1, log_file="l",
+                                 json_path="build/p.json", cpu_port=None).argv(["x"])
+    assert with_program[-4:] == ["build/p.json", "--", "--grpc-server-addr", "a:1"]
+
+
+def test_find_target_prefers_override_and_falls_back_to_p4sim(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("P4REDUCE_SWITCH", raising=False)
+    assert target_name(find_target("auto")) == "p4sim-switch"
+    fake = tmp_path / "simple_switch_grpc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert find_target("auto") == [str(fake)]
+    assert target_name(find_target("p4sim")) == "p4sim-switch"
+    with pytest.raises(RuntimeError, match="not found"):
+        find_target("no-such-switch-binary")
+
+
+def test_link_options_validate_their_arguments():
+    with pytest.raises(LinkOptionError, match="--loss"):
+        LinkOptions(loss_pct=100)
+    with pytest.raises(LinkOptionError, match="--delay"):
+        LinkOptions(delay="fast")
+    with pytest.raises(LinkOptionError, match="--bw"):
+        LinkOptions(bw_mbps=0)
+    assert not LinkOptions().shaped and LinkOptions(loss_pct=0.5).shaped
+
+
+def test_nft_loss_script_drops_the_requested_fraction_per_interface():
+    script = nft_loss_script(["h1-eth0", "s1-eth1"], 2.5, table="t")
+    assert script.startswith("table netdev t {")
+    assert script.count("hook egress") == 2
+    assert 'device "s1-eth1"' in script and "numgen random mod 10000 < 250 counter drop" in script
+
+
+def test_address_plan():
+    a = host_address(3)
+    assert (a.name, a.ip, a.mac, a.cidr) == ("h3", "10.0.0.3", "00:00:00:00:00:03", "10.0.0.3/24")
+    assert host_address(250).mac == "00:00:00:00:00:fa"
+    with pytest.raises(ValueError, match="host index 0"):
+        host_address(0)
+
+
+def test_stop_signals_only_recorded_processes_that_are_still_the_same(tmp_path):
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        forged = dict(runstate.process_record(bystander.pid, "reused pid"), cmdline="some other program")
+        state = tmp_path / "state.json"
+        runstate.write_state([runstate.process_record(mine.pid, "switch s1"), forged], [], [], state)
+        assert json.loads(state.read_text())["processes"][0]["pid"] == mine.pid
+        assert runstate.stop_recorded(state, log=lambda *_: None) == 1
+        assert mine.wait(5) is not None
+        assert bystander.poll() is None            # its command line did not match: untouched
+        assert not state.exists()
+        assert runstate.stop_recorded(state, log=lambda *_: None) == 0
+    finally:
+        for p in (mine, bystander):
+            p.kill()
+            p.wait()
+
+
+def test_cli_rejects_bad_arguments_clearly():
+    out = subprocess.run([sys.executable, "-m", "mininet_topos", "run", "--topo", "ring"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "invalid choice: 'ring'" in out.stderr
+    assert "Traceback" not in out.stderr

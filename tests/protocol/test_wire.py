@@ -1,0 +1,97 @@
+"""numpy codec: round trips, batch vs single, strictness."""
+import numpy as np
+import pytest
+
+from protocol import constants as C
+from protocol.wire import (HEADER_DTYPE, Header, Layout, WireError, bitmap_of, decode, decode_batch,
+                           encode, encode_batch, header_array)
+
+
+def random_block(rng, density):
+    block = rng.integers(C.LANE_MIN, C.LANE_MAX, C.LANES, dtype=np.int64, endpoint=True).astype(np.int32)
+    keep = rng.random(C.NUM_SUBBLOCKS) < density
+    return (block.reshape(C.NUM_SUBBLOCKS, C.SUBBLOCK) * keep[:, None]).reshape(-1).astype(np.int32)
+
+
+def test_header_layout_is_20_bytes_big_endian():
+    h = Header(msg_type=2, flags=3, job_id=0x1234, rank=7, count=9, ver=1, slot=0x0155,
+               offset=0x01020304, next_offset=0xA0B0C0D0, exponent=131, reserved=0, bitmap=0x000B)
+    raw = h.pack()
+    assert raw.hex() == "0203" "1234" "07" "09" "8155" "01020304" "a0b0c0d0" "83" "00" "000b"
+    assert Header.unpack(raw) == h
+
+
+@pytest.mark.parametrize("density", [0.0, 0.3, 0.7, 1.0])
+def test_round_trip_keeps_exactly_the_bitmap_subblocks(density):
+    rng = np.random.default_rng(int(density * 10))
+    for _ in range(50):
+        block = random_block(rng, density)
+        bitmap = int(bitmap_of(block))
+        h = Header(job_id=rng.integers(0, 65536), rank=3, slot=rng.integers(0, 32768), ver=1,
+                   offset=rng.integers(0, 2**32), bitmap=bitmap)
+        payload = encode(h, block)
+        assert len(payload) == 20 + bin(bitmap).count("1") * C.SUBBLOCK_BYTES
+        h2, block2 = decode(payload)
+        assert h2 == h
+        np.testing.assert_array_equal(block2, block)
+
+
+def test_bitmap_of_marks_nonzero_subblocks():
+    block = np.zeros(C.LANES, np.int32)
+    block[C.SUBBLOCK * 2 + 3] = -1
+    assert int(bitmap_of(block)) == 0b0100
+    assert int(bitmap_of(np.ones(C.LANES, np.int32))) == C.full_bitmap()
+    rows = np.zeros((3, C.LANES), np.int32)
+    rows[1, 0] = 5
+    assert bitmap_of(rows).tolist() == [0, 1, 0]
+
+
+def test_absent_subblocks_are_not_sent_even_if_nonzero():
+    block = np.arange(1, C.LANES + 1, dtype=np.int32)
+    payload = encode(Header(bitmap=0b0010), block)
+    _, got = decode(payload)
+    want = np.zeros(C.LANES, np.int32)
+    want[C.SUBBLOCK:2 * C.SUBBLOCK] = block[C.SUBBLOCK:2 * C.SUBBLOCK]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_batch_encode_equals_single_encode_and_decodes_back():
+    rng = np.random.default_rng(7)
+    blocks = np.stack([random_block(rng, 0.5) for _ in range(40)])
+    headers = [Header(job_id=1, rank=i % 8, slot=i, offset=i * 32, bitmap=int(bitmap_of(b)))
+               for i, b in enumerate(blocks)]
+    batch = encode_batch(header_array(headers), blocks)
+    assert batch == [encode(h, b) for h, b in zip(headers, blocks)]
+    hdrs, lanes = decode_batch(batch)
+    np.testing.assert_array_equal(lanes, blocks)
+    assert hdrs.dtype == HEADER_DTYPE
+    assert hdrs["slot_ver"].tolist() == list(range(40))
+
+
+def test_strict_errors_name_the_problem():
+    with pytest.raises(WireError, match="shorter than the 20-byte header"):
+        decode(b"\x01" * 10)
+    payload = encode(Header(bitmap=0b11), np.ones(C.LANES, np.int32))
+    with pytest.raises(WireError, match="needs 84"):
+        decode(payload[:-1])
+    with pytest.raises(WireError, match="needs 84"):
+        decode(payload + b"\0")
+    with pytest.raises(WireError, match="beyond"):
+        encode(Header(bitmap=1 << C.NUM_SUBBLOCKS), np.ones(C.LANES, np.int32))
+    with pytest.raises(WireError, match="slot=40000"):
+        Header(slot=40000).pack()
+    with pytest.raises(WireError, match="int32"):
+        encode(Header(bitmap=1), np.full(C.LANES, 2**31, np.int64))
+
+
+def test_other_layouts():
+    lay = Layout(lanes=64, subblock=4)
+    assert lay.num_subblocks == 16 and lay.full_bitmap == 0xFFFF
+    block = np.arange(64, dtype=np.int32)
+    block[:4] = 0
+    h = Header(bitmap=int(bitmap_of(block, lay)))
+    assert h.bitmap == 0xFFFE
+    _, got = decode(encode(h, block, lay), lay)
+    np.testing.assert_array_equal(got, block)
+    with pytest.raises(WireError, match="1..16"):
+        Layout(lanes=64, subblock=2)

@@ -1,0 +1,180 @@
+"""UDP streaming against protocol.model served as a fake switch on 127.0.0.1: exact integer sums,
+float error bounds, loss/duplicates/reordering, sparse skipping, dead peers and a vanished switch."""
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from protocol import constants as C
+from protocol import wire
+from worker import quantize as qz
+from worker.communicator import Communicator
+from worker.fakeswitch import FakeSwitch, Impairments
+from worker.reducer import AggregationError
+from worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
+
+FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
+
+
+def _run(sw, n, slots, fns, sparse=False, job_id=7, retry=FAST, ranks=None):
+    """Start n reducers registered with the fake switch; run fns[r](reducer) for ranks in ``ranks``."""
+    sw.add_job(job_id, n, slots, sparse=sparse)
+    reds = []
+    for r in range(n):
+        red = UdpReducer(JobParams(job_id, r, n, slots, "127.0.0.1", sw.addr[1], sparse=sparse, name="unit"),
+                         bind=("127.0.0.1", 0), retry=retry)
+        sw.add_worker(job_id, r, "127.0.0.1", red.local_port)
+        reds.append(red)
+    out, errs = {}, {}
+
+    def body(r):
+        try:
+            out[r] = fns(reds[r])
+        except Exception as e:  # noqa: BLE001 - checked by the tests
+            errs[r] = e
+    threads = [threading.Thread(target=body, args=(r,)) for r in (ranks if ranks is not None else range(n))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    for red in reds:
+        red.close()
+    return out, errs, reds
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("impair", [Impairments(), Impairments(0.1, 0.1, 0.1, 0.1, seed=3)],
+                         ids=["clean", "lossy"])
+def test_int32_sums_are_exact(sparse, impair):
+    n = 4
+    rng = np.random.default_rng(1)
+    xs = [rng.integers(-2**20, 2**20, size=(37, 101), dtype=np.int32) for _ in range(n)]
+    if sparse:
+        for x in xs:
+            x[5:30] = 0
+    with FakeSwitch(impair=impair) as sw:
+        out, errs, reds = _run(sw, n, 16, lambda red: Communicator(red).allreduce(xs[red.rank]), sparse=sparse)
+    assert not errs
+    want = np.sum([x.astype(np.int64) for x in xs], axis=0)
+    for r in range(n):
+        assert out[r].dtype == np.int32 and np.array_equal(out[r], want)
+    if impair.loss_up:
+        assert sum(red.stats.retransmissions for red in reds) > 0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_within_the_quantization_bound_and_same_on_every_worker(sparse):
+    n = 3
+    rng = np.random.default_rng(2)
+    xs = [(rng.standard_normal(2000) * 10.0 ** rng.integers(-3, 3, 2000)).astype(np.float32) for _ in range(n)]
+    with FakeSwitch(impair=Impairments(0.05, 0.05, 0.05, 0.05, seed=9)) as sw:
+        out, errs, _ = _run(sw, n, 8, lambda red: Communicator(red).allreduce(xs[red.rank]), sparse=sparse)
+    assert not errs
+    exact = np.sum([x.astype(np.float64) for x in xs], axis=0)
+    exps = np.max([qz.propose_exponents(x, C.LANES) for x in xs], axis=0)
+    bound = qz.error_bound(exps, n, C.LANES, exact.size) + np.abs(exact) * 2.0**-23
+    for r in range(n):
+        assert np.array_equal(out[r], out[0])
+        assert np.all(np.abs(out[r] - exact) <= bound)
+
+
+def test_sparse_mode_skips_blocks_that_are_zero_everywhere():
+    n, slots = 4, 8
+    size = C.LANES * 400
+    xs = [np.zeros(size, np.int32) for _ in range(n)]
+    xs[0][C.LANES * 5 + 3] = 1           # block 5: one non-zero sub-block, on one worker
+    xs[3][C.LANES * 333] = 2             # block 333: another worker
+    with FakeSwitch() as sw:
+        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), sparse=True)
+    assert not errs
+    assert out[1][C.LANES * 5 + 3] == 1 and out[1][C.LANES * 333] == 2 and np.count_nonzero(out[1]) == 2
+    # one packet per stream to start, plus the two non-zero blocks: not 400
+    for red in reds:
+        assert red.stats.packets_sent <= slots + 2
+    # the non-zero sub-block travels alone: 8 lanes, not 32
+    assert reds[0].bytes_sent < (slots + 2) * (62 + 4 * C.SUBBLOCK) + 1
+
+
+def test_many_calls_of_different_sizes_keep_slot_versions_in_step():
+    n = 2
+    rng = np.random.default_rng(4)
+    sizes = [1, 31, 32, 33, 500, 7, 4096]
+    xs = {s: [rng.integers(-100, 100, s).astype(np.int32) for _ in range(n)] for s in sizes}
+
+    def fn(red):
+        return [red.sum_int32(xs[s][red.rank]) for s in sizes]
+    with FakeSwitch(impair=Impairments(0.05, 0.05, 0.1, 0.1, seed=5)) as sw:
+        out, errs, _ = _run(sw, n, 4, fn)
+    assert not errs
+    for i, s in enumerate(sizes):
+        assert np.array_equal(out[0][i], xs[s][0] + xs[s][1])
+
+
+def test_dead_peer_gives_a_clear_error_within_the_deadline():
+    retry = RetryPolicy(timeout=0.02, max_timeout=0.1, deadline=1.0)
+    t0 = time.monotonic()
+    with FakeSwitch() as sw:
+        out, errs, _ = _run(sw, 3, 4, lambda red: red.sum_int32(np.ones(1000, np.int32)), retry=retry,
+                            ranks=[0, 1])  # rank 2 never shows up
+    elapsed = time.monotonic() - t0
+    assert set(errs) == {0, 1} and not out
+    msg = str(errs[0])
+    assert isinstance(errs[0], AggregationError)
+    assert "job unit (id 7) rank 0: slot " in msg and "offset" in msg and "peer" in msg
+    assert elapsed < 1.0 + 1.5
+
+
+def test_switch_gone_gives_a_clear_error():
+    retry = RetryPolicy(timeout=0.02, max_timeout=0.1, deadline=0.8)
+    sw = FakeSwitch().start()
+    sw.stop()  # nothing listens at its address any more
+    red = UdpReducer(JobParams(1, 0, 1, 4, "127.0.0.1", sw.addr[1], name="gone"), bind=("127.0.0.1", 0), retry=retry)
+    t0 = time.monotonic()
+    with pytest.raises(AggregationError, match=r"job gone \(id 1\) rank 0: slot \d .*switch is gone"):
+        red.sum_int32(np.ones(100, np.int32))
+    assert time.monotonic() - t0 < 2.5
+    red.close()
+
+
+def test_mismatched_tensor_sizes_fail_instead_of_hanging():
+    retry = RetryPolicy(timeout=0.02, max_timeout=0.1, deadline=1.0)
+    with FakeSwitch() as sw:
+        out, errs, _ = _run(sw, 2, 4, lambda red: red.sum_int32(np.ones(32 * (3 + 10 * red.rank), np.int32)),
+                            retry=retry)
+    assert errs and all(isinstance(e, AggregationError) for e in errs.values())
+
+
+def test_packets_follow_the_wire_format():
+    """What a worker sends decodes with protocol.wire and matches section 7 of the protocol."""
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(2)
+    job = JobParams(9, 1, 2, 4, "127.0.0.1", sink.getsockname()[1], sparse=True, name="fmt")
+    red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=5, deadline=0.3))
+    x = np.zeros(32 * 10, np.int32)
+    x[32 * 6 + 9] = -5                       # block 6 (stream 2), sub-block 1
+    t = threading.Thread(target=lambda: pytest.raises(AggregationError, red.sum_int32, x))
+    t.start()
+    got = {}
+    for _ in range(4):
+        data = sink.recv(2048)
+        h, lanes = wire.decode(data)
+        got[h.slot] = (h, lanes)
+    t.join()
+    red.close()
+    sink.close()
+    for s in range(4):
+        h, lanes = got[s]
+        assert (h.msg_type, h.job_id, h.rank, h.ver, h.offset) == (C.MsgType.CONTRIB, 9, 1, 0, 32 * s)
+    assert got[2][0].next_offset == 32 * 6 and got[2][0].bitmap == 0
+    assert got[0][0].next_offset == C.NEXT_NONE and got[0][0].flags & C.Flags.EOT
+
+
+def test_next_nonzero_per_stream():
+    nz = np.array([0, 1, 0, 0, 1, 1, 0, 1], bool)  # 3 streams: 0->{0,3,6} 1->{1,4,7} 2->{2,5}
+    first, after = next_nonzero(nz, 3)
+    assert list(first) == [-1, 1, 5]
+    assert list(after) == [-1, 4, 5, -1, 7, -1, -1, -1]

@@ -1,0 +1,81 @@
+"""The worker agent: join a job, then allreduce numpy arrays through the switch.
+
+    from worker import Agent
+    with Agent("10.0.0.100:8090", "demo", compressor="fixedpoint") as agent:
+        total = agent.allreduce(np.ones(1000, np.float32))       # sum over the job's workers
+        fut = agent.allreduce_async(grad, average=True)          # concurrent.futures.Future
+
+Calls run one at a time, in submission order, on one background thread (every worker must issue
+the same sequence of allreduces).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import socket
+
+import numpy as np
+
+from .communicator import Communicator
+from .compressors import make_compressor
+from .job import JobSession
+from .memory import ErrorFeedback, NoMemory
+from .streaming import RetryPolicy, UdpReducer
+
+
+class Agent:
+    """A joined worker with a UDP reducer and a compressor pipeline."""
+
+    def __init__(self, controller: str, job: str, compressor: str = "fixedpoint",
+                 error_feedback: bool | None = None, seed: int | None = None, bind_ip: str = "0.0.0.0",
+                 udp_port: int = 0, advertise_ip: str | None = None, switch_addr: tuple[str, int] | None = None,
+                 retry: RetryPolicy | None = None, compressor_options: dict | None = None, **join):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self.sock.bind((bind_ip, udp_port))
+        except OSError as e:
+            self.sock.close()
+            raise OSError(f"cannot bind the worker's UDP socket to {bind_ip}:{udp_port}: {e}") from None
+        port = self.sock.getsockname()[1]
+        try:
+            self.session = JobSession(controller, job, udp_port=port, ip=advertise_ip, **join)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.params = self.session.params(switch_addr)
+        if retry is None:  # give up well before the controller would reclaim the job
+            retry = RetryPolicy(deadline=max(1.0, self.session.lease_s))
+        self.reducer = UdpReducer(self.params, sock=self.sock, retry=retry)
+        comp, ef = make_compressor(compressor, seed=self.params.job_id if seed is None else seed,
+                                   rank=self.params.rank, **(compressor_options or {}))
+        use_ef = ef if error_feedback is None else error_feedback
+        self.communicator = Communicator(self.reducer, comp, ErrorFeedback() if use_ef else NoMemory())
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"agent-{job}-{self.rank}")
+
+    @property
+    def rank(self) -> int:
+        return self.params.rank
+
+    @property
+    def n_workers(self) -> int:
+        return self.params.n_workers
+
+    def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
+        """Sum (or mean) over the job's workers; float32 compressed, int32 exact. Blocks."""
+        return self.allreduce_async(array, average, key).result()
+
+    def allreduce_async(self, array, average: bool = False, key: str = "") -> concurrent.futures.Future:
+        """Like :meth:`allreduce`, returning a Future; the array is copied now."""
+        a = np.array(array, copy=True)
+        return self._pool.submit(self.communicator.allreduce, a, average, key)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.session.close()
+        self.reducer.close()
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

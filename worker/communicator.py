@@ -1,0 +1,59 @@
+"""The Communicator: compressor + error-feedback memory + reducer = one gradient allreduce.
+
+    compensated   = memory.compensate(g)
+    source, ctx   = compressor.compress(compensated, reducer)     # collective index agreement
+    sums, exps    = reducer.aggregate(source)                     # exponent max + integer sum
+    memory.update(compensated, compressor.contribution(source.sent))  # residual = what was lost
+    result        = compressor.finish(compressor.decompress(sums) / N)
+
+int32 tensors skip compression and are summed exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compressors import Compressor, FixedPoint
+from .memory import ErrorFeedback, NoMemory
+from .reducer import Reducer
+
+
+class Communicator:
+    """Allreduce of float32 (compressed) and int32 (exact) arrays of any shape over a Reducer."""
+
+    def __init__(self, reducer: Reducer, compressor: Compressor | None = None,
+                 memory: ErrorFeedback | NoMemory | None = None):
+        self.reducer = reducer
+        self.compressor = compressor or FixedPoint()
+        self.memory = memory or NoMemory()
+
+    @property
+    def n_workers(self) -> int:
+        return self.reducer.n_workers
+
+    def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
+        """Sum (or mean with ``average``) over workers; same shape as ``array``.
+
+        float32 goes through the compressor (other float dtypes are computed in float32 and cast
+        back); int32 is summed exactly (``average`` floor-divides).
+        """
+        a = np.asarray(array)
+        if a.dtype == np.int32:
+            total = self.reducer.sum_int32(a.reshape(-1)).reshape(a.shape)
+            return total // np.int32(self.n_workers) if average else total
+        if not np.issubdtype(a.dtype, np.floating):
+            raise TypeError(f"allreduce supports float32 and int32 arrays, got dtype {a.dtype}")
+        x = a.astype(np.float32, copy=False).reshape(-1)
+        comp = self.memory.compensate(x, key)
+        src, ctx = self.compressor.compress(comp, self.reducer, key)
+        sums, ctx.exponents = self.reducer.aggregate(src)
+        if self.compressor.needs_contribution or not isinstance(self.memory, NoMemory):
+            sent = src.sent if src.sent is not None else np.zeros_like(sums)
+            self.memory.update(comp, self.compressor.contribution(sent, ctx, key), key)
+        total = self.compressor.decompress(sums, ctx)
+        n = np.float32(self.n_workers)
+        if type(self.compressor).finish is Compressor.finish:
+            out = total / n if average else total
+        else:
+            mean = self.compressor.finish(total / n, ctx, key)
+            out = mean if average else mean * n
+        return out.astype(a.dtype, copy=False).reshape(a.shape)

@@ -1,0 +1,99 @@
+"""protocol.model.SwitchModel served over UDP: a fake switch for tests and local demos.
+
+Workers talk to it exactly as to the real switch (plain UDP to its address). It can impair the
+traffic, with a seeded RNG so tests are repeatable: drop contributions or results, duplicate
+results, and reorder results (hold one back and deliver it after the next).
+"""
+from __future__ import annotations
+
+import random
+import socket
+import threading
+from dataclasses import dataclass
+
+from protocol.constants import Mode
+from protocol.model import SwitchModel
+
+
+@dataclass
+class Impairments:
+    loss_up: float = 0.0       # probability a contribution is lost on its way to the switch
+    loss_down: float = 0.0     # probability a result is lost on its way to a worker
+    duplicate: float = 0.0     # probability a result is delivered twice
+    reorder: float = 0.0       # probability a result is held back behind the next one
+    seed: int = 0
+
+
+class FakeSwitch:
+    """A thread answering UDP aggregation packets with protocol.model's state machine."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
+                 model: SwitchModel | None = None):
+        self.model = model or SwitchModel()
+        self.impair = impair or Impairments()
+        self._rng = random.Random(self.impair.seed)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock.bind((host, port))
+        self.sock.settimeout(0.1)
+        self.addr = self.sock.getsockname()
+        self._held: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="fakeswitch", daemon=True)
+        self.received = 0
+
+    def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False, slot_base: int = 0):
+        self.model.add_job(job_id, slot_base, slot_count, n_workers, Mode.SPARSE if sparse else Mode.DENSE)
+
+    def add_worker(self, job_id: int, rank: int, ip: str, port: int):
+        self.model.add_worker(job_id, rank, ip, port)
+
+    def start(self) -> "FakeSwitch":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _deliver(self, payload: bytes, dest) -> None:
+        imp = self._rng
+        if imp.random() < self.impair.loss_down:
+            return
+        copies = 2 if imp.random() < self.impair.duplicate else 1
+        if imp.random() < self.impair.reorder:
+            self._held.append((payload, dest))
+            return
+        for _ in range(copies):
+            self.sock.sendto(payload, dest)
+        while self._held:
+            self.sock.sendto(*self._held.pop(0))
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, (ip, port) = self.sock.recvfrom(65536)
+            except socket.timeout:
+                while self._held:  # nothing else is coming: release what was held back
+                    self.sock.sendto(*self._held.pop(0))
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    return
+                continue
+            self.received += 1
+            if self._rng.random() < self.impair.loss_up:
+                continue
+            with_lock = self.model.receive(ip, port, data)
+            for d in with_lock.deliveries:
+                try:
+                    self._deliver(d.payload, (d.ip, d.port))
+                except OSError:
+                    pass

@@ -1,0 +1,120 @@
+"""What the network offers a worker: block-wise integer sums with a shared exponent per block.
+
+The switch (docs/protocol.md) sums packets of ``lanes`` int32 values and, per packet, returns the
+maximum of the exponents the workers proposed. A :class:`Reducer` is one worker's handle on that.
+What a worker contributes to one aggregation is a :class:`BlockSource`: per block, the exponent it
+needs (``proposals``), whether the block may hold non-zeros (``nonzero``, for sparse mode), and an
+``encode`` callback that turns blocks into int32 lanes *once the agreed exponents are known* (on
+the wire they arrive piggybacked on the previous round's result, so encoding is lazy).
+
+Every worker of a job calls the same sequence of ``aggregate`` calls with sources of the same
+number of blocks; each returns the element-wise sums (saturating int32, like the switch) and the
+agreed exponents. Compressors only use this interface, so the same code runs on the in-process
+simulated switch (:mod:`worker.simswitch`) and over UDP (:mod:`worker.streaming`).
+"""
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from . import quantize as qz
+
+try:  # the wire's packet size; the protocol package owns it
+    from protocol.constants import LANES as DEFAULT_LANES
+except ImportError:  # pragma: no cover - protocol/ is part of the project
+    DEFAULT_LANES = 32
+
+
+class AggregationError(RuntimeError):
+    """The job cannot complete an aggregation (peer gone, switch gone, mismatched calls)."""
+
+
+class BlockSource(abc.ABC):
+    """One worker's contribution to one aggregation, in blocks of ``lanes`` int32 values."""
+
+    n_blocks: int
+    #: int8 exponent each block needs (see worker.quantize), or None for exact integer data
+    proposals: np.ndarray | None = None
+    #: bool per block: False = certainly all zero after encoding (sparse mode skips it)
+    nonzero: np.ndarray
+
+    #: int32 (n_blocks, lanes): what :meth:`take` handed out so far (error feedback's reference)
+    sent: np.ndarray | None = None
+
+    @abc.abstractmethod
+    def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
+        """int32 lanes, shape (len(blocks), lanes), of the given block indices, scaled by the
+        agreed exponents (one per block; None for exact integer data)."""
+
+    def take(self, blocks: np.ndarray, exponents: np.ndarray | None, lanes: int) -> np.ndarray:
+        """:meth:`encode` and remember the result in :attr:`sent` (reducers call this)."""
+        out = np.asarray(self.encode(blocks, exponents), dtype=np.int32).reshape(len(blocks), lanes)
+        if self.sent is None:
+            self.sent = np.zeros((self.n_blocks, lanes), np.int32)
+        self.sent[blocks] = out
+        return out
+
+
+class IntSource(BlockSource):
+    """Exact int32 data: no exponent, passed through unchanged."""
+
+    def __init__(self, values: np.ndarray, lanes: int):
+        self.blocks = qz.blocks_of(np.ascontiguousarray(values, dtype=np.int32), lanes)
+        self.n_blocks = self.blocks.shape[0]
+        self.proposals = None
+        self.nonzero = self.blocks.any(axis=1)
+
+    def encode(self, blocks, exponents):
+        return self.blocks[blocks]
+
+
+class QuantizedSource(BlockSource):
+    """float32 data in fixed point with the shared per-block exponent (worker.quantize)."""
+
+    def __init__(self, x: np.ndarray, lanes: int, n_workers: int, rng: np.random.Generator | None = None):
+        x = np.asarray(x, dtype=np.float32).reshape(-1)
+        self.blocks = qz.blocks_of(x, lanes)
+        self.n_blocks = self.blocks.shape[0]
+        self.proposals = qz.propose_exponents(x, lanes)
+        self.nonzero = self.proposals != qz.EXP_MIN
+        self.n_workers = n_workers
+        self.rng = rng
+
+    def encode(self, blocks, exponents):
+        return qz.quantize_blocks(self.blocks[blocks], exponents, self.n_workers, self.rng)
+
+
+class Reducer(abc.ABC):
+    """One worker's handle on the switch."""
+
+    rank: int
+    n_workers: int
+    lanes: int = DEFAULT_LANES
+    #: bytes this worker put (or would put) on the wire, headers included
+    bytes_sent: int = 0
+
+    @abc.abstractmethod
+    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
+        """(sums int32 of shape (n_blocks, lanes), agreed exponents int8 (n_blocks,) or None)."""
+
+    def sum_int32(self, values: np.ndarray) -> np.ndarray:
+        """Exact element-wise sum over workers of a flat int32 array."""
+        values = np.asarray(values).reshape(-1)
+        sums, _ = self.aggregate(IntSource(values, self.lanes))
+        return sums.reshape(-1)[: values.size]
+
+    def sum_fixed_point(self, x: np.ndarray, rng: np.random.Generator | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Fixed-point sum of flat float32 ``x``: (int32 sums, flat, of x.size; agreed exponents)."""
+        x = np.asarray(x, dtype=np.float32).reshape(-1)
+        sums, exps = self.aggregate(QuantizedSource(x, self.lanes, self.n_workers, rng))
+        return sums.reshape(-1)[: x.size], exps
+
+    def close(self) -> None:
+        """Release sockets/threads; the default has nothing to release."""
+
+
+def saturate_int32(total: np.ndarray) -> np.ndarray:
+    """int64 sums -> int32 saturating like the switch's ``|+|``."""
+    return np.clip(np.asarray(total, dtype=np.int64), -2**31, 2**31 - 1).astype(np.int32)

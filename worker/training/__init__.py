@@ -1,0 +1,1 @@
+"""Training integrations: a numpy training loop (digits demo) and a PyTorch DDP comm hook."""

@@ -75,6 +75,9 @@ def aggregate_cell(records: List[dict], *, tensor_bytes: int,
         "verified": all(r["verified"] for r in records),
         "mismatches": sum(r.get("mismatches", 0) for r in records),
     }
+    wrong = [{"rank": r["rank"], **r["first_mismatches"]} for r in records if r.get("first_mismatches")]
+    if wrong:
+        out["first_mismatches"] = wrong
     if server is not None:
         rounds = server.get("rounds") or 1
         out["server_wire_tx_bytes"] = server["counters"]["tx_bytes"] / rounds

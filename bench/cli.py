@@ -67,6 +67,8 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, help="kill a cell running longer (s)")
     p.add_argument("--switch", choices=SWITCH_CHOICES, default="auto",
                    help="data path: the P4 switch (auto when available) or a Linux bridge (baselines only)")
+    p.add_argument("--program", type=pathlib.Path,
+                   help="BMv2 JSON of the aggregation program, P4Info beside it (default build/p4reduce.json)")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="results directory")
     p.add_argument("--name", help="result file stem (default: bench-<mode>-<timestamp>)")
     p.add_argument("--no-charts", action="store_true")
@@ -85,6 +87,8 @@ def parse_args(argv):
     if args.workers:
         grid.sparsity_workers = args.workers[0]
     grid.switch = args.switch
+    if args.program:
+        grid.program = str(args.program.resolve())
     try:
         grid.validate()
     except ValueError as exc:

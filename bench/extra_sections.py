@@ -1,8 +1,10 @@
 """Sections measured by other components' benchmark scripts, run as subprocesses.
 
 ``bench/switch_rate.py`` (engine) and ``bench/worker_encode.py`` (worker) are called with
-``python -m MODULE --json [--quick]`` and must print one JSON document as the last line of stdout.
-A missing script or a failed run is recorded in the section, never fatal to the whole run.
+``python -m MODULE --json`` (plus ``--quick`` in quick mode when the script's --help offers it, else
+a short ``--seconds``) and must print one JSON document as the last line of stdout. A missing
+script or a failed run is recorded in the section, never fatal to the whole run. Figures named
+``*_pps`` become chart rows.
 """
 from __future__ import annotations
 
@@ -15,13 +17,28 @@ import sys
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
 
-def run_module(module: str, quick: bool, timeout: float) -> dict:
-    """Run ``python -m module --json [--quick]``; return its JSON document or a failure record."""
+def _options(module: str, env: dict) -> str:
+    """The module's --help text (to see which options it offers)."""
+    try:
+        return subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
+                              text=True, timeout=60, cwd=BENCH_DIR.parent, env=env).stdout
+    except subprocess.TimeoutExpired:
+        return ""
+
+
+def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 1.0) -> dict:
+    """Run ``python -m module --json ...``; return its JSON document or a failure record."""
     script = BENCH_DIR / (module.rsplit(".", 1)[-1] + ".py")
     if not script.exists():
         return {"status": "skipped", "error": f"{script.relative_to(BENCH_DIR.parent)} not present"}
-    cmd = [sys.executable, "-m", module, "--json"] + (["--quick"] if quick else [])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", module, "--json"]
+    if quick:
+        options = _options(module, env)
+        if "--quick" in options:
+            cmd.append("--quick")
+        elif "--seconds" in options:
+            cmd += ["--seconds", str(quick_seconds)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               cwd=BENCH_DIR.parent, env=env)
@@ -42,13 +59,22 @@ def run_module(module: str, quick: bool, timeout: float) -> dict:
                          + (f": {tail}" if tail else "")}
     doc.setdefault("status", "ok")
     doc["command"] = " ".join(["python", *cmd[1:]])
+    if "rows" not in doc:
+        rows = [{"case": key[:-4].replace("_", " "), "pps": value} for key, value in doc.items()
+                if key.endswith("_pps") and isinstance(value, (int, float))]
+        if rows:
+            doc["rows"] = rows
     return doc
 
 
 def run_switch_rate(grid, progress) -> dict:
     from bench import switch_compare
-    result = {"embedded": run_module("bench.switch_rate", grid.mode == "quick",
-                                     timeout=300 if grid.mode == "quick" else 3600)}
+    embedded = run_module("bench.switch_rate", grid.mode == "quick",
+                          timeout=300 if grid.mode == "quick" else 3600)
+    for row in embedded.get("rows", []):
+        program = embedded.get("aggregation_program") if row["case"] == "aggregation" else None
+        row["case"] = f"p4sim in-process {row['case']}" + (f" [{program}]" if program else "")
+    result = {"embedded": embedded}
     result.update(switch_compare.compare(grid, progress))
     return result
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, asdict
 from typing import List, Tuple
 
 from bench.links import LINKS
+from bench.program import DEFAULT as DEFAULT_PROGRAM
 
 KI, MI = 1 << 10, 1 << 20
 FULL_SIZES = (64 * KI, 256 * KI, 1 * MI, 4 * MI, 16 * MI)
@@ -30,6 +31,7 @@ class Grid:
     cell_timeout_s: float         # kill a cell that runs longer than this
     sections: Tuple[str, ...] = SECTIONS
     switch: str = "auto"
+    program: str = str(DEFAULT_PROGRAM)   # BMv2 JSON (P4Info beside it) of the aggregation program
 
     def as_dict(self) -> dict:
         return asdict(self)

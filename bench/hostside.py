@@ -35,12 +35,18 @@ def measure(*, system: str, rank: int, world: int, iface: str, size: int, reps: 
     barrier()  # every peer has its result, so every byte of the timed loop has left this host
     after = counters.read_proc(iface)
     delta = after - before
-    mismatches = int(np.count_nonzero(np.asarray(result).reshape(-1) != expected))
+    flat = np.asarray(result).reshape(-1)
+    wrong = np.flatnonzero(flat != expected)
+    mismatches = int(wrong.size)
     record = {
         "system": system, "rank": rank, "world": world, "iface": iface, "size": size,
         "reps": reps, "warmup": warmup, "times_s": times,
         "counters": delta.as_dict(), "verified": mismatches == 0, "mismatches": mismatches,
     }
+    if mismatches:  # enough to start debugging from, not the whole tensor
+        first = wrong[:5].tolist()
+        record["first_mismatches"] = {"index": first, "got": flat[first].tolist(),
+                                      "expected": expected[first].tolist()}
     if extra:
         record.update(extra)
     return record

@@ -14,14 +14,16 @@ import pathlib
 import socket
 from typing import List, Optional
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PROGRAM = REPO / "build" / "p4reduce.json"
+from bench import program as progmod
+
+REPO = progmod.REPO
 PREFIX = "b"
 LOG_DIR = REPO / "logs" / "bench"
 RUN_DIR = REPO / "run" / "bench"
+SWITCH_LOG_LEVEL = "warn"
 
 
-def unavailable_reason(program: pathlib.Path = PROGRAM) -> Optional[str]:
+def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> Optional[str]:
     """None when a P4 star can be built; otherwise why not, in words."""
     for module, what in (("mininet_topos.session", "mininet_topos' session"),
                          ("controller.__main__", "the controller's `python -m controller`")):
@@ -30,12 +32,7 @@ def unavailable_reason(program: pathlib.Path = PROGRAM) -> Optional[str]:
                 return f"{what} is missing"
         except ImportError:
             return f"{what} is missing"
-    if not program.is_file():
-        return f"{program.relative_to(REPO)} not built (run `make build`)"
-    p4info = program.with_name(program.stem + ".p4info.txtpb")
-    if not p4info.is_file():
-        return f"{p4info.relative_to(REPO)} not built (run `make build`)"
-    return None
+    return progmod.unavailable_reason(program)
 
 
 def free_port() -> int:
@@ -60,10 +57,10 @@ def link_options(setting):
 class P4Net:
     """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
 
-    def __init__(self, hosts: int, link, program: pathlib.Path = PROGRAM):
+    def __init__(self, hosts: int, link, program: pathlib.Path = progmod.DEFAULT):
         self.nhosts = hosts
         self.link = link
-        self.program = program
+        self.program = pathlib.Path(program)
         self.session = None
         self.api_addr: Optional[str] = None
 
@@ -78,6 +75,10 @@ class P4Net:
                                program=str(self.program), api_port=api_port, grpc_base=grpc_port,
                                thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
                                pcap_dir=None, run_dir=str(RUN_DIR))
+        # A switch logging every packet (BMv2's and p4sim's default with --log-file: trace) runs
+        # several times slower; the benchmark measures the switch, not its logging.
+        for name in self.session.network.topo.switches():
+            self.session.network.topo.nodeInfo(name)["log_level"] = SWITCH_LOG_LEVEL
         self.api_addr = self.session.api_addr
         try:
             self.session.start()
@@ -99,7 +100,7 @@ class P4Net:
         sw = self.session.network.switches[0]
         info = sw.describe()
         return (f"P4 switch {sw.name}: {info.get('target')} running "
-                f"{self.program.relative_to(REPO)}, programmed by the controller")
+                f"{progmod.display(self.program)}, programmed by the controller")
 
 
 def p4reduce_unavailable_reason() -> Optional[str]:
@@ -116,6 +117,6 @@ def p4reduce_jobs(bn, size, reps, warmup, density):
     job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
     return [HostJob(h, "bench.p4reduce_worker",
                     ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
-                     "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),
+                     "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h), "--ip", bn.ip(h),
                      "--size", size, "--reps", reps, "--warmup", warmup])
             for r, h in enumerate(bn.workers)]

@@ -20,7 +20,7 @@ from bench import hostside, tensors
 
 def unavailable_reason() -> Optional[str]:
     """None when the worker package offers the network allreduce this script drives."""
-    for module in ("worker.agent", "worker.streaming"):
+    for module in ("worker.agent", "worker.streaming", "worker.job"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"the worker package has no {module} yet (network allreduce API)"
@@ -38,6 +38,7 @@ def parse_args(argv=None):
     p.add_argument("--mode", choices=("dense", "sparse"), default="dense")
     p.add_argument("--density", type=float, default=1.0)
     p.add_argument("--iface", required=True)
+    p.add_argument("--ip", help="this host's data IP, told to the controller (default: as it sees us)")
     p.add_argument("--size", type=int, required=True)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
@@ -51,8 +52,24 @@ def parse_args(argv=None):
 
 
 def connect(args):
-    """(allreduce(array) -> array, barrier(), close(), lanes) from the worker package."""
-    raise NotImplementedError(unavailable_reason() or "worker API adapter not written")
+    """(allreduce(array) -> array, barrier(), close(), lanes) from the worker package's Agent.
+
+    The barrier is a one-element allreduce through the switch: it returns once every worker has
+    contributed, which is all the measurement loop needs.
+    """
+    from worker.agent import Agent
+    agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world, mode=args.mode,
+                  wait_timeout=args.timeout, advertise_ip=args.ip)
+    if agent.rank != args.rank or agent.n_workers != args.world:
+        agent.close()
+        raise RuntimeError(f"joined as rank {agent.rank} of {agent.n_workers}, "
+                           f"expected rank {args.rank} of {args.world}")
+    token = np.zeros(1, dtype=np.int32)
+
+    def barrier():
+        agent.allreduce(token)
+
+    return agent.allreduce, barrier, agent.close, int(agent.params.lanes)
 
 
 def main(argv=None) -> int:

@@ -43,7 +43,8 @@ def format_table(headers: Sequence[str], rows: List[Sequence[str]]) -> str:
 def _status(cell) -> str:
     if cell["status"] == "ok":
         return "ok"
-    return f"{cell['status']}: {cell.get('error', '')}"[:70]
+    text = " ".join(f"{cell['status']}: {cell.get('error', '')}".split())
+    return text if len(text) <= 90 else text[:87] + "..."
 
 
 def allreduce_table(cells: List[dict]) -> str:

@@ -41,56 +41,76 @@ def _skip_all(system, bn, sizes, reason, section, density, tick) -> List[dict]:
     return out
 
 
-def run_allreduce(grid: Grid, progress: bool) -> Dict:
-    """p4reduce dense vs the baselines, for every worker count, link setting and size."""
-    cells, networks = [], []
-    total = len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
-    with _progress(total, "allreduce", progress) as bar:
+def _network_plan(grid: Grid) -> List[tuple]:
+    """(workers, link) networks to build, each used by every Mininet section that needs it."""
+    plan = []
+    if "allreduce" in grid.sections:
+        plan += [(w, l) for w in grid.workers for l in grid.links]
+    if "sparsity" in grid.sections:
+        plan += [(grid.sparsity_workers, l) for l in grid.sparsity_links]
+    return list(dict.fromkeys(plan))
+
+
+def run_mininet_sections(grid: Grid, progress: bool) -> Dict[str, Dict]:
+    """p4reduce dense vs the baselines (allreduce) and p4reduce sparse vs dense (sparsity).
+
+    One network per (workers, link) pair serves both sections, so each pair starts the P4
+    switch and the controller once.
+    """
+    out = {s: {"cells": [], "networks": []} for s in ("allreduce", "sparsity") if s in grid.sections}
+    total = 0
+    if "allreduce" in out:
+        total += len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
+    if "sparsity" in out:
+        total += len(grid.sparsity_links) * len(grid.densities)
+    p4reduce = SYSTEMS["p4reduce"]
+    with _progress(total, "benchmarks", progress) as bar:
         tick = _tick(bar)
-        for workers in grid.workers:
-            for link in grid.links:
-                with BenchNet(workers, LINKS[link], grid.switch) as bn:
-                    networks.append(bn.describe())
+        for workers, link in _network_plan(grid):
+            try:
+                bn_cm = BenchNet(workers, LINKS[link], grid.switch, grid.program)
+                bn = bn_cm.__enter__()
+            except Exception as exc:  # the network itself failed: every cell it would serve fails
+                err = f"network ({workers} workers, {link}) did not start: {type(exc).__name__}: {exc}"
+                for section in out:
+                    out[section].setdefault("errors", []).append(err)
+                continue
+            try:
+                if "allreduce" in out and workers in grid.workers and link in grid.links:
+                    out["allreduce"]["networks"].append(bn.describe())
                     for name in grid.systems:
                         system = SYSTEMS[name]
                         reason = system.unavailable_reason(bn)
                         if reason:
-                            cells += _skip_all(system, bn, grid.sizes, reason, "allreduce", 1.0, tick)
+                            out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason,
+                                                                   "allreduce", 1.0, tick)
                             continue
-                        cells += cellmod.run_sizes(bn, system, grid.sizes, reps=grid.reps,
-                                                   warmup=grid.warmup, budget=grid.cell_budget_s,
-                                                   timeout=grid.cell_timeout_s, tick=tick)
-    return {"cells": cells, "networks": networks}
+                        out["allreduce"]["cells"] += cellmod.run_sizes(
+                            bn, system, grid.sizes, reps=grid.reps, warmup=grid.warmup,
+                            budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, tick=tick)
+                if "sparsity" in out and workers == grid.sparsity_workers and link in grid.sparsity_links:
+                    out["sparsity"]["networks"].append(bn.describe())
+                    reason = p4reduce.unavailable_reason(bn)
+                    for density in sorted(grid.densities, reverse=True):
+                        if reason:
+                            out["sparsity"]["cells"] += _skip_all(p4reduce, bn, [grid.sparsity_size],
+                                                                  reason, "sparsity", density, tick)
+                            continue
+                        cell = cellmod.run_cell(bn, p4reduce, size=grid.sparsity_size, reps=grid.reps,
+                                                warmup=grid.warmup, timeout=grid.cell_timeout_s,
+                                                density=density, section="sparsity")
+                        out["sparsity"]["cells"].append(cell)
+                        tick(cell)
+            finally:
+                bn_cm.__exit__(None, None, None)
+    for result in out.values():
+        if result.get("errors"):
+            result["status"] = "failed"
+            result["error"] = "; ".join(result["errors"])
+    return out
 
 
-def run_sparsity(grid: Grid, progress: bool) -> Dict:
-    """p4reduce sparse at each block density vs p4reduce dense, same size and workers."""
-    cells, networks = [], []
-    system = SYSTEMS["p4reduce"]
-    total = len(grid.sparsity_links) * len(grid.densities)
-    with _progress(total, "sparsity", progress) as bar:
-        tick = _tick(bar)
-        for link in grid.sparsity_links:
-            with BenchNet(grid.sparsity_workers, LINKS[link], grid.switch) as bn:
-                networks.append(bn.describe())
-                reason = system.unavailable_reason(bn)
-                for density in sorted(grid.densities, reverse=True):
-                    if reason:
-                        cells += _skip_all(system, bn, [grid.sparsity_size], reason, "sparsity",
-                                           density, tick)
-                        continue
-                    cell = cellmod.run_cell(bn, system, size=grid.sparsity_size, reps=grid.reps,
-                                            warmup=grid.warmup, timeout=grid.cell_timeout_s,
-                                            density=density, section="sparsity")
-                    cells.append(cell)
-                    tick(cell)
-    return {"cells": cells, "networks": networks}
-
-
-SECTION_RUNNERS: Dict[str, Callable] = {
-    "allreduce": run_allreduce,
-    "sparsity": run_sparsity,
-}
+MININET_SECTIONS = ("allreduce", "sparsity")
 
 
 def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
@@ -107,12 +127,25 @@ def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
         "sections": {},
     }
     from bench import extra_sections
-    runners = dict(SECTION_RUNNERS, **extra_sections.RUNNERS)
-    for section in grid.sections:
+    mininet = [s for s in grid.sections if s in MININET_SECTIONS]
+    if mininet:
         t0 = time.time()
         try:
-            result = runners[section](grid, progress)
-        except Exception as exc:  # one broken section must not lose the others' numbers
+            results = run_mininet_sections(grid, progress)
+        except Exception as exc:  # noqa: BLE001 - keep the other sections' numbers
+            results = {s: {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "cells": []}
+                       for s in mininet}
+        for section, result in results.items():
+            result.setdefault("status", "ok")
+            result["elapsed_s"] = round(time.time() - t0, 2)  # shared networks: shared time
+            doc["sections"][section] = result
+    for section in grid.sections:
+        if section in MININET_SECTIONS:
+            continue
+        t0 = time.time()
+        try:
+            result = extra_sections.RUNNERS[section](grid, progress)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
             result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         result.setdefault("status", "ok")
         result["elapsed_s"] = round(time.time() - t0, 2)

@@ -28,7 +28,7 @@ class TopologyError(RuntimeError):
 class BenchNet:
     """Context manager: ``with BenchNet(4, SHAPED) as bn: bn.workers, bn.server, bn.iface(h)``."""
 
-    def __init__(self, workers: int, link: LinkSetting, switch: str = "auto"):
+    def __init__(self, workers: int, link: LinkSetting, switch: str = "auto", program=None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if switch not in SWITCH_CHOICES:
@@ -36,6 +36,8 @@ class BenchNet:
         self.nworkers = workers
         self.link = link
         self.switch_choice = switch
+        from bench import program as progmod
+        self.program = program or progmod.DEFAULT
         self.switch_kind: Optional[str] = None
         self.switch_detail = ""
         self.net = None
@@ -50,7 +52,7 @@ class BenchNet:
         try:
             if self.switch_choice in ("auto", P4):
                 from bench import p4net
-                reason = p4net.unavailable_reason()
+                reason = p4net.unavailable_reason(self.program)
                 if reason is None:
                     self._start_p4(p4net)
                 elif self.switch_choice == P4:
@@ -98,7 +100,7 @@ class BenchNet:
             "Linux bridge (kernel forwarding)"
 
     def _start_p4(self, p4net) -> None:
-        self.p4 = p4net.P4Net(self.nworkers + 1, self.link)
+        self.p4 = p4net.P4Net(self.nworkers + 1, self.link, self.program)
         self.net = self.p4.start()
         hosts = self.p4.hosts
         self.workers, self.server = hosts[:-1], hosts[-1]

@@ -19,9 +19,9 @@ import uuid
 from typing import List, Optional
 
 from bench import aggtraffic
+from bench import program as progmod
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PROGRAM = REPO / "build" / "p4reduce.json"
+PROGRAM = progmod.DEFAULT
 JOB_ID = 1
 MCAST_GROUP = 1
 SERVICE = aggtraffic.Service(ip="10.0.0.254", mac="00:00:00:00:01:fe")
@@ -133,7 +133,7 @@ class VethRig:
         from protocol import constants as C
         from protocol import p4names as P
 
-        p4info = self.program.with_name(self.program.stem + ".p4info.txtpb")
+        p4info = progmod.p4info_for(self.program)
         self.conn = SwitchConnection(self.grpc_addr, device_id=0, election_id=1)
         self.conn.connect(timeout=30)
         idx = self.conn.push_pipeline(str(p4info), str(self.program))

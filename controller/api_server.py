@@ -18,12 +18,8 @@ API_VERSION = "1"
 MAX_BODY = 64 * 1024
 
 CREATE_FIELDS = {"name", "workers", "mode", "slots", "lease_s"}
-JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots"}
+JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots", "switch_port"}
 RANK_FIELDS = {"rank"}
-
-
-class ApiError(ControllerError):
-    pass
 
 
 def _fields(body, allowed, required=()):
@@ -96,7 +92,8 @@ class JobApi:
         _fields(body, JOIN_FIELDS)
         rank, job = self.manager.join(name, ip=body.get("ip"), udp_port=body.get("udp_port"),
                                       mac=body.get("mac"), rank=body.get("rank"), workers=body.get("workers"),
-                                      mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer)
+                                      mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer,
+                                      switch_port=body.get("switch_port"))
         return 200, {"rank": rank, "job": job}
 
     def heartbeat(self, body, peer, name):

@@ -119,7 +119,7 @@ def build_parser():
 def open_inspector(args, need_registers=False):
     from controller.connection import SwitchConnection
     from controller.errors import SwitchError
-    from controller.inspect import SwitchInspector
+    from controller.inspection import SwitchInspector
     from controller.registers import open_register_access
     conn = SwitchConnection(args.grpc_addr, args.device_id, 1).connect(args.wait, arbitrate=False,
                                                                        report=lambda m: None)
@@ -226,6 +226,7 @@ def cmd_serve(args):
         if ctl.resumed:
             log.info("resumed %d job(s) from the switch: %s", len(ctl.resumed), ", ".join(ctl.resumed))
         stop.wait()
+        log.info("stopping; jobs stay on the switch and a restarted controller resumes them")
     except KeyboardInterrupt:
         pass
     finally:

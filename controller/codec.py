@@ -10,6 +10,21 @@ import re
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 
 
+def parse_ipv4(value, what="address"):
+    """Dotted-quad string of an IPv4 address, or ValueError naming `what`."""
+    try:
+        return str(ipaddress.IPv4Address(str(value)))
+    except ValueError:
+        raise ValueError(f"{what}: {value!r} is not an IPv4 address") from None
+
+
+def parse_mac(value, what="MAC"):
+    """Lower-case aa:bb:cc:dd:ee:ff, or ValueError naming `what`."""
+    if not isinstance(value, str) or not _MAC.match(value) or "-" in value:
+        raise ValueError(f"{what}: {value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
+    return value.lower()
+
+
 def parse_int(value, bitwidth=None, what="value"):
     """int from an int, MAC, IPv4, '0x..' or decimal string; checked against `bitwidth`."""
     if isinstance(value, bool):

@@ -21,7 +21,6 @@ BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 def forwarding_entries(topology, switch_name, index):
     """(description, entity) pairs this switch needs; skips tables the program lacks."""
-    sw = topology.switches[switch_name]
     out = []
     has_routes = index.has("table", p4names.IPV4_ROUTES)
     has_l2 = index.has("table", p4names.L2_FORWARD)
@@ -69,7 +68,6 @@ def forwarding_entries(topology, switch_name, index):
     if not has_routes and not has_l2:
         log.warning("switch %s: the program has neither %s nor %s; only explicit entries installed",
                     switch_name, p4names.IPV4_ROUTES, p4names.L2_FORWARD)
-    del sw
     return out
 
 

@@ -10,6 +10,7 @@ import threading
 import time
 
 from controller import defaults
+from controller.codec import parse_ipv4, parse_mac
 from controller.errors import BadRequest, Conflict, ControllerError, NotFound
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -187,19 +188,23 @@ class JobManager:
 
     # -- join ----------------------------------------------------------------------------------
     def join(self, name, ip=None, udp_port=None, mac=None, rank=None, workers=None, mode=None, slots=None,
-             peer_ip=None):
+             peer_ip=None, switch_port=None):
         """Admit a worker (creating the job if needed). Returns (rank, job_json)."""
         self._check_name(name)
-        ip = ip if ip is not None else peer_ip
+        if ip is None and peer_ip is not None:
+            caller = self.topology.host_by_source(peer_ip) if self.topology is not None else None
+            ip = caller.ip if caller is not None else peer_ip
         if ip is None:
             raise BadRequest("field 'ip': required (could not tell the worker's address)", field="ip")
-        from controller.topology import TopologyError, _ip, _mac
         try:
-            ip = _ip(ip, "field 'ip'")
-            if mac is not None:
-                mac = _mac(mac, "field 'mac'")
-        except TopologyError as e:
-            raise BadRequest(str(e), field="mac" if "mac" in str(e) else "ip") from None
+            ip = parse_ipv4(ip, "field 'ip'")
+        except ValueError as e:
+            raise BadRequest(str(e), field="ip") from None
+        if mac is not None:
+            try:
+                mac = parse_mac(mac, "field 'mac'")
+            except ValueError as e:
+                raise BadRequest(str(e), field="mac") from None
         host = self.topology.host_by_ip(ip) if self.topology is not None else None
         if mac is None:
             if host is None:
@@ -207,10 +212,13 @@ class JobManager:
             mac = host.mac
         udp_port = defaults.udp_port() if udp_port is None else _check_int(udp_port, "udp_port", 1, 65535)
         port = None
-        if self.topology is not None and host is not None:
+        if switch_port is not None:
+            port = _check_int(switch_port, "switch_port", 0, 510)
+        elif self.topology is not None and host is not None:
             port = self.topology.next_hop_port(self.topology.aggregation_switch.name, host)
         if self.programmer is not None and port is None:
-            raise BadRequest(f"field 'ip': the topology has no switch port towards {ip}", field="ip")
+            raise BadRequest(f"field 'switch_port': required, the topology has no switch port towards {ip}",
+                             field="switch_port")
         with self.lock:
             if name not in self.jobs:
                 self.create(name, workers, mode, slots)
@@ -338,7 +346,13 @@ class JobManager:
                 job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
                           rec.get("lease_s", self.default_lease_s), now, time.time())
                 for m in rec.get("members", []):
-                    job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], m["mac"], m.get("port"), now)
+                    mac, port = m.get("mac"), m.get("port")
+                    host = self.topology.host_by_ip(m["ip"]) if self.topology is not None else None
+                    if host is not None:  # entries partly lost: the topology fills the gaps
+                        mac = mac or host.mac
+                        if port is None:
+                            port = self.topology.next_hop_port(self.topology.aggregation_switch.name, host)
+                    job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
                 job.update_state()
                 self.jobs[job.name] = job
                 self.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "

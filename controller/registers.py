@@ -6,7 +6,6 @@ implements both. `open_register_access()` tries P4Runtime first and falls back t
 switch answers UNIMPLEMENTED.
 """
 import grpc
-from p4.v1 import p4runtime_pb2
 
 from controller.codec import decode, encode
 from controller.connection import Update, update
@@ -117,7 +116,7 @@ class ThriftRegisters:
     def fill(self, name, start, stop, value=0):
         full = self._full(name)
         self._call(f"register_write_range {full}[{start}:{stop}]", self.client.bm_register_write_range,
-                   0, full, start, stop - 1, value)
+                   0, full, start, stop, value)  # BMv2: end is exclusive
 
     def close(self):
         self._transport.close()
@@ -141,5 +140,3 @@ def open_register_access(conn, thrift_addr=None, probe_register=None):
     host, _, port = thrift_addr.rpartition(":") if isinstance(thrift_addr, str) else ("127.0.0.1", "", thrift_addr)
     return ThriftRegisters(host or "127.0.0.1", int(port), conn.index)
 
-
-__all__ = ["P4RuntimeRegisters", "ThriftRegisters", "open_register_access", "p4runtime_pb2"]

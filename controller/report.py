@@ -1,7 +1,7 @@
-"""Text rendering of what controller/inspect.py gathers (the CLI's and the shell's output)."""
+"""Text rendering of what controller/inspection.py gathers (the CLI's and the shell's output)."""
 from protocol import constants
 
-from controller.inspect import format_value
+from controller.inspection import format_value
 
 
 def jobs_text(jobs):

@@ -6,7 +6,9 @@ The Mininet topology writes one (run/topology.json); people may write one by han
       s1: {grpc_addr: "127.0.0.1:9559", device_id: 0, thrift_port: 9090,
            ip: "10.0.0.254", mac: "00:00:00:00:01:fe", aggregate: true}
     hosts:
-      h1: {ip: "10.0.0.1", mac: "00:00:00:00:00:01", switch: s1, port: 1}
+      h1: {ip: "10.0.0.1", mac: "00:00:00:00:00:01", switch: s1, port: 1,
+           api_source: "127.100.0.1"}   # optional: the job-API relay's address for this host
+    service: {ip: "10.0.0.254", mac: "00:00:00:00:01:fe"}   # optional: the aggregating switch's
     links:            # switch-to-switch links (optional)
       - {a: s1, a_port: 5, b: s2, b_port: 1}
     entries:          # extra table entries (optional), p4runtime-shell value syntax
@@ -16,16 +18,12 @@ The Mininet topology writes one (run/topology.json); people may write one by han
 Every problem is reported as "FILE: object.field: what is wrong".
 """
 import collections
-import ipaddress
 import json
 import pathlib
-import re
 
 import yaml
 
-from controller.codec import parse_int
-
-_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+from controller.codec import parse_int, parse_ipv4, parse_mac
 
 
 class TopologyError(ValueError):
@@ -41,8 +39,9 @@ class Switch:
 
 
 class Host:
-    def __init__(self, name, ip, mac, switch, port):
+    def __init__(self, name, ip, mac, switch, port, api_source=None):
         self.name, self.ip, self.mac, self.switch, self.port = name, ip, mac, switch, port
+        self.api_source = api_source  # address the job-API relay calls from on this host's behalf
 
 
 class Topology:
@@ -67,6 +66,13 @@ class Topology:
             if h.ip == ip:
                 return h
         return None
+
+    def host_by_source(self, addr):
+        """The host a job-API request came from: its own IP, or the relay address standing for it."""
+        for h in self.hosts.values():
+            if h.api_source == addr:
+                return h
+        return self.host_by_ip(addr)
 
     def next_hop_port(self, switch, host):
         """Port of `switch` on a shortest path to `host` (None if unreachable)."""
@@ -100,15 +106,16 @@ def _require(obj, key, where):
 
 def _ip(value, where):
     try:
-        return str(ipaddress.IPv4Address(str(value)))
-    except ValueError:
-        raise TopologyError(f"{where}: {value!r} is not an IPv4 address") from None
+        return parse_ipv4(value, where)
+    except ValueError as e:
+        raise TopologyError(str(e)) from None
 
 
 def _mac(value, where):
-    if not isinstance(value, str) or not _MAC.match(value):
-        raise TopologyError(f"{where}: {value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
-    return value.lower()
+    try:
+        return parse_mac(value, where)
+    except ValueError as e:
+        raise TopologyError(str(e)) from None
 
 
 def _int(value, where, lo=0, hi=None):
@@ -125,8 +132,8 @@ def from_dict(data, source="topology"):
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: expected a mapping with 'switches' and 'hosts'")
     raw_switches = data.get("switches") or {}
-    if isinstance(raw_switches, list):  # also accept a list of {name: ...}
-        raw_switches = {s.get("name"): s for s in raw_switches}
+    if isinstance(raw_switches, list):  # also accept a list of {name: ...} (mininet_topos writes that)
+        raw_switches = {s.get("name") if isinstance(s, dict) else None: s for s in raw_switches}
     if not raw_switches:
         raise TopologyError(f"{source}: no switches")
     switches = []
@@ -143,6 +150,11 @@ def from_dict(data, source="topology"):
             mac=_mac(s["mac"], f"{where}.mac") if s.get("mac") else None,
             aggregate=bool(s.get("aggregate", False)),
             cpu_port=_int(s["cpu_port"], f"{where}.cpu_port") if s.get("cpu_port") is not None else None))
+    service = data.get("service") or {}
+    if service:  # mininet_topos' description: where workers send, owned by the aggregating switch
+        agg = next((s for s in switches if s.aggregate), switches[0])
+        agg.ip = agg.ip or _ip(_require(service, "ip", f"{source}: service"), f"{source}: service.ip")
+        agg.mac = agg.mac or _mac(_require(service, "mac", f"{source}: service"), f"{source}: service.mac")
     names = {s.name for s in switches}
     raw_hosts = data.get("hosts") or {}
     if isinstance(raw_hosts, list):
@@ -158,7 +170,8 @@ def from_dict(data, source="topology"):
         if sw not in names:
             raise TopologyError(f"{where}.switch: no switch named {sw!r}")
         hosts.append(Host(name, ip, _mac(_require(h, "mac", where), f"{where}.mac"), sw,
-                          _int(_require(h, "port", where), f"{where}.port", 0, 510)))
+                          _int(_require(h, "port", where), f"{where}.port", 0, 510),
+                          _ip(h["api_source"], f"{where}.api_source") if h.get("api_source") else None))
     links = []
     for i, link in enumerate(data.get("links") or []):
         where = f"{source}: links[{i}]"

@@ -38,7 +38,7 @@ def phases(args) -> List[Phase]:
 
 def worker_command(session, phase: Phase, host, timeout: float) -> List[str]:
     return [sys.executable, "-m", "mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
-            "--job", phase.name, "--workers", str(len(session.network.hosts)),
+            "--job", phase.name, "--workers", str(len(session.network.hosts)), "--advertise-ip", host.IP(),
             "--timeout", str(timeout)] + phase.args
 
 
@@ -141,11 +141,12 @@ def main(args) -> int:
 
 
 def add_arguments(parser):
-    parser.add_argument("--elements", type=int, default=262144,
-                        help="int32 elements per tensor (default %(default)s, 1 MiB)")
-    parser.add_argument("--tensors", type=int, default=4, help="tensors per worker and phase (default %(default)s)")
+    parser.add_argument("--elements", type=int, default=65536,
+                        help="int32 elements per tensor (default %(default)s, 256 KiB)")
+    parser.add_argument("--tensors", type=int, default=2, help="tensors per worker and phase (default %(default)s)")
     parser.add_argument("--density", type=float, default=0.05,
-                        help="fraction of non-zero 8-element sub-blocks in the sparse phase (default %(default)s)")
+                        help="fraction of non-zero packet-sized blocks per worker in the sparse phase "
+                             "(default %(default)s)")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="bound on each phase, seconds (default %(default)s)")

@@ -181,12 +181,54 @@ class _BmvFormatter(logging.Formatter):
         return text
 
 
-def _trace_sink():
-    logger = logging.getLogger("p4sim.trace")
+class TraceSink:
+    """Fast writer for the engine's per-packet trace lines (one call per line).
 
-    def trace(line):
-        logger.log(TRACE, "%s", line)
-    return trace
+    Bypasses the logging machinery: lines go straight to the log streams with a BMv2-like prefix
+    (time cached per millisecond) and are flushed by a background timer and at shutdown, so a
+    traced switch still moves thousands of packets per second."""
+
+    def __init__(self, streams, flush_interval=0.2):
+        self.streams = list(streams)
+        self._ms = -1
+        self._prefix = ""
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, args=(flush_interval,),
+                                         name="p4sim-trace-flush", daemon=True)
+        self._flusher.start()
+
+    def __call__(self, line):
+        now = time.time()
+        ms = int(now * 1000)
+        if ms != self._ms:
+            self._ms = ms
+            self._prefix = f"[{time.strftime('%H:%M:%S', time.localtime(now))}.{ms % 1000:03d}] [bmv2] [T] [thread "
+        text = f"{self._prefix}{threading.get_ident() % 100000}] {line}\n"
+        for stream in self.streams:
+            try:
+                stream.write(text)
+            except (OSError, ValueError):
+                pass
+
+    def flush(self):
+        for stream in self.streams:
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _flush_loop(self, interval):
+        while not self._stop.wait(interval):
+            self.flush()
+
+    def close(self):
+        self._stop.set()
+        self.flush()
+
+
+def trace_streams():
+    """The streams of the root logger's handlers (console and/or log file)."""
+    return [h.stream for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
 
 
 def run(options, target, ready=None, stop_event=None):
@@ -199,9 +241,8 @@ def run(options, target, ready=None, stop_event=None):
     stop_event = stop_event or threading.Event()
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
                              target.drop_port)
-    if tracing:
-        trace = _trace_sink()
-
+    trace = TraceSink(trace_streams()) if tracing else None
+    if trace is not None:
         def attach_trace(engine):
             if engine is not None:
                 engine.trace = trace
@@ -229,6 +270,8 @@ def run(options, target, ready=None, stop_event=None):
     finally:
         loop.stop()
         server.stop()
+        if trace is not None:
+            trace.close()
     return 0
 
 

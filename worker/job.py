@@ -7,11 +7,15 @@ background, and leaves on :meth:`close`.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 from controller.api_client import JobApiClient, JobApiError
 
 from .streaming import JobParams
+
+
+JOB_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # docs/job-api.md
 
 
 class JobJoinError(RuntimeError):
@@ -36,6 +40,8 @@ class JobSession:
     def __init__(self, controller: str, name: str, udp_port: int | None = None, ip: str | None = None,
                  rank: int | None = None, workers: int | None = None, mode: str | None = None,
                  slots: int | None = None, wait_timeout: float = 60.0, timeout: float = 10.0):
+        if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
+            raise JobJoinError(f"job name {name!r} is invalid: it must match [A-Za-z0-9_.-]{{1,64}}")
         self.controller = controller
         self.name = name
         self.client = JobApiClient(controller, timeout=timeout)

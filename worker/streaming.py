@@ -22,7 +22,7 @@ import select
 import socket
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -74,7 +74,6 @@ class StreamStats:
     results: int = 0
     ignored: int = 0          # duplicates, stale results, packets of other jobs
     send_errors: int = 0
-    rounds: dict = field(default_factory=dict)
 
 
 def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,9 @@ Action calls are inlined (their parameters substituted), ``if`` becomes ``_jump_
 as p4c does, and v1model extern calls map to BMv2 primitives.
 """
 from . import ast as A
-from .bmv2_expr import b2d, hexstr, op, param, mask_of
+import copy
+
+from .bmv2_expr import LocRef, b2d, has_cond, hexstr, op, param, mask_of
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc, STANDARD_METADATA
 from .diagnostics import CompileError, Unsupported
 from .externs import HASH_ALGOS
@@ -45,7 +47,7 @@ class PrimitiveLowering:
         elif isinstance(s, A.CallStmt):
             self.call(s.call, out)
         elif isinstance(s, A.If):
-            cond = b2d(self.xl.bool(s.cond))
+            cond = b2d(self.xl.bool(self.hoist(s.cond, out)))
             jz = {"op": "_jump_if_zero", "parameters": [param(cond), None]}
             out.append(jz)
             self.stmt(s.then, out)
@@ -64,9 +66,58 @@ class PrimitiveLowering:
         else:
             raise Unsupported(f"{type(s).__name__} statement inside an action", s.pos)
 
+    # ---- ?: lowering: evaluate conditionals into temps with jumps, as p4c does in actions
+    def hoist(self, e, out):
+        """Return e with every ?: replaced by a temp computed (lazily, by branching) into ``out``."""
+        if not has_cond(e):
+            return e
+        if isinstance(e, A.Cond):
+            c = self.hoist(e.cond, out)
+            tmp = self.b.storage.add_scalar("tmp", e.type)
+            jz = {"op": "_jump_if_zero", "parameters": [param(b2d(self.xl.bool(c))), None]}
+            out.append(jz)
+            a = self.hoist(e.then, out)
+            out.append(prim("assign", [tmp.json(), param(self.xl.data(a))]))
+            j = {"op": "_jump", "parameters": [None]}
+            out.append(j)
+            jz["parameters"][1] = hexstr(len(out))
+            b = self.hoist(e.els, out)
+            out.append(prim("assign", [tmp.json(), param(self.xl.data(b))]))
+            j["parameters"][0] = hexstr(len(out))
+            return LocRef(tmp, e.type, e.pos)
+        if isinstance(e, A.Binary) and e.op in ("&&", "||") and has_cond(e.right):
+            # keep short-circuit order: compute the right side only when needed
+            tmp = self.b.storage.add_scalar("tmp", e.type)
+            l = self.hoist(e.left, out)
+            out.append(prim("assign", [tmp.json(), param(self.xl.data(l))]))
+            lj = b2d(self.xl.bool(l))
+            if e.op == "||":
+                lj = op("^", lj, hexstr(1, 1))
+            jz = {"op": "_jump_if_zero", "parameters": [param(lj), None]}
+            out.append(jz)
+            r = self.hoist(e.right, out)
+            out.append(prim("assign", [tmp.json(), param(self.xl.data(r))]))
+            jz["parameters"][1] = hexstr(len(out))
+            return LocRef(tmp, e.type, e.pos)
+        n = copy.copy(e)
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if isinstance(v, A.Expr):
+                setattr(n, f, self.hoist(v, out))
+            elif isinstance(v, list):
+                setattr(n, f, [self.hoist(x, out) if isinstance(x, A.Expr) else
+                               (self._hoist_arg(x, out) if isinstance(x, A.Arg) else x) for x in v])
+        return n
+
+    def _hoist_arg(self, a, out):
+        b = copy.copy(a)
+        b.expr = self.hoist(a.expr, out)
+        return b
+
     # ---- assignment
     def assign(self, lhs, rhs, out, pos, loc=None):
         xl = self.xl
+        rhs = self.hoist(rhs, out)
         if isinstance(lhs, A.Slice):
             base = xl.field_loc(lhs.expr)
             w = lhs.expr.type.width
@@ -110,6 +161,9 @@ class PrimitiveLowering:
 
     # ---- calls
     def call(self, c, out):
+        if any(has_cond(a.expr) for a in c.args):
+            c = copy.copy(c)
+            c.args = [self._hoist_arg(a, out) for a in c.args]
         k = c.kind
         xl = self.xl
         a = [x.expr for x in c.args]

@@ -10,6 +10,30 @@ from .diagnostics import CompileError, Unsupported
 from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, IntT, StackT, StructT
 
 
+class LocRef(A.Expr):
+    """An expression that reads a storage location directly (temps made by the lowering)."""
+    _fields = ()
+
+    def __init__(self, loc, type_, pos=None):
+        self.loc, self.type, self.pos, self.ref = loc, type_, pos, None
+
+
+def has_cond(e):
+    """Whether e contains a ?: (BMv2 targets commonly lack the '?:' operator; we branch instead)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Cond):
+            return True
+        for f in getattr(n, "_fields", ()):
+            v = getattr(n, f, None)
+            if isinstance(v, A.Node):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, A.Node))
+    return False
+
+
 def hexstr(value, width=None):
     if value < 0:
         return {"type": "hexstr", "value": "-0x" + format(-value, "x")}
@@ -71,6 +95,8 @@ class ExprLowering:
 
     # ---- l-values
     def loc(self, e):
+        if isinstance(e, LocRef):
+            return e.loc
         if isinstance(e, A.Name):
             s = e.ref
             key = id(s.decl)
@@ -263,6 +289,9 @@ class ExprLowering:
                 raise Unsupported("isValid on header stack next/last", e.pos)
             return d2b({"type": "field", "value": [base.name, "$valid$"]})
         raise Unsupported("this call inside an expression", e.pos)
+
+    def x_LocRef(self, e):
+        return self._field(e.loc, e)
 
     def x_StrLit(self, e):
         return {"type": "string", "value": e.value}

@@ -4,7 +4,7 @@ from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, hexstr, param
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
-from .types import BoolT, HeaderT, StackT, StructT
+from .types import BitsT, BoolT, HeaderT, StackT, StructT
 
 
 def range_to_masks(lo, hi, w):
@@ -106,7 +106,20 @@ class ParserBuilder:
                 and isinstance(k.expr.expr.type, StackT):
             st = self.xl.field_loc(k.expr.expr)
             return {"type": "stack_field", "value": [st.name, k.member]}
+        if isinstance(k, A.Member) and isinstance(k.expr, A.Call) and \
+                k.expr.kind == ("method", "packet_in", "lookahead"):
+            off = 0
+            for n, ft, _ in k.expr.type.fields:
+                if n == k.member:
+                    break
+                off += ft.width
+            tmp = self.b.storage.add_scalar("tmp", k.type)
+            ops.append({"parameters": [tmp.json(), {"type": "lookahead", "value": [off, k.type.width]}],
+                        "op": "set"})
+            return tmp.json()
         if isinstance(k, A.Call) and k.kind == ("method", "packet_in", "lookahead"):
+            if not isinstance(k.type, BitsT):
+                raise Unsupported("lookahead of a whole header as a select key (select on its fields)", k.pos)
             tmp = self.b.storage.add_scalar("tmp", k.type)
             ops.append({"parameters": [tmp.json(), {"type": "lookahead", "value": [0, k.type.width]}],
                         "op": "set"})

@@ -6,7 +6,7 @@ by keyless ``tbl_*`` tables (as p4c does); ``if`` becomes a conditional node; ``
 """
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
-from .bmv2_expr import ExprLowering, hexstr
+from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
 from .bmv2_storage import FieldLoc, HdrLoc
 from .checker import anno_str
 from .diagnostics import CompileError, Unsupported
@@ -29,10 +29,14 @@ def expr_text(e):
 
 
 def _simple(s):
-    if isinstance(s, (A.Assign, A.VarDecl, A.ConstDecl, A.Empty, A.Exit)):
+    if isinstance(s, A.Assign):
+        return not _has_apply(s.rhs)
+    if isinstance(s, A.VarDecl):
+        return s.init is None or not _has_apply(s.init)
+    if isinstance(s, (A.ConstDecl, A.Empty, A.Exit)):
         return True
     if isinstance(s, A.CallStmt):
-        return s.call.kind[0] != "apply"
+        return s.call.kind[0] not in ("apply", "action")
     return False
 
 
@@ -133,6 +137,29 @@ class PipelineBuilder:
                 "next_tables": next_tables, "default_entry": default}
 
     def node(self, s, nxt):
+        if isinstance(s, A.CallStmt) and s.call.kind[0] == "action":
+            return self.flush([s], nxt)
+        if isinstance(s, (A.Assign, A.VarDecl)):
+            # x = [!]t.apply().hit/miss: the table's hit/miss successors assign true/false
+            lhs = s.lhs if isinstance(s, A.Assign) else A.Name(s.name, pos=s.pos)
+            rhs = s.rhs if isinstance(s, A.Assign) else s.init
+            ap = _apply_of(rhs)
+            if ap is None:
+                raise Unsupported("a table apply inside a complex expression (assign "
+                                  "'t.apply().hit' on its own, or use it in an 'if')", rhs.pos)
+            table, what, neg = ap
+            val = (what == "hit") != neg
+            outs = []
+            for v in (val, not val):
+                lit = A.BoolLit(v, pos=rhs.pos)
+                lit.type = rhs.type
+                st = A.Assign(lhs, lit, pos=s.pos)
+                if isinstance(s, A.VarDecl):
+                    st = A.VarDecl(s.tref, s.name, lit, pos=s.pos)
+                    st.vtype = s.vtype
+                    self.b.storage.locs[id(st)] = self.b.storage.locs[id(s)]
+                outs.append(self.flush([st], nxt))
+            return self.table(table, {"__HIT__": outs[0], "__MISS__": outs[1]}, None, hitmiss=True)
         if isinstance(s, A.CallStmt):
             t = s.call.kind[1]
             return self.table(t, {r.name: nxt for r in t.action_list}, nxt)
@@ -145,6 +172,17 @@ class PipelineBuilder:
                 hit_first = (what == "hit") != neg
                 hit, miss = (tnext, fnext) if hit_first else (fnext, tnext)
                 return self.table(table, {"__HIT__": hit, "__MISS__": miss}, None, hitmiss=True)
+            if has_cond(s.cond):
+                # compute the condition (with its ?:) into a temp first, then branch on the temp
+                tmp = self.b.storage.add_scalar("tmp", s.cond.type)
+                cond = LocRef(tmp, s.cond.type, s.cond.pos)
+                pre = A.Assign(cond, s.cond, pos=s.cond.pos)
+                name = f"node_{self.b.next_id('node_name')}"
+                c = {"name": name, "id": self.b.next_id("conditional"),
+                     "source_info": self.b.src(s.cond.pos, None),
+                     "expression": self.xl.bool(cond), "true_next": tnext, "false_next": fnext}
+                self.conditionals.append(c)
+                return self.flush([pre], name)
             if _has_apply(s.cond):
                 raise Unsupported("a table apply inside a complex condition (use "
                                   "'if (t.apply().hit)' or a switch on action_run)", s.cond.pos)

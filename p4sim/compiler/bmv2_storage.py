@@ -76,6 +76,10 @@ class Storage:
         return FieldLoc("scalars", name, t)
 
     def add_header(self, base, t, metadata=False):
+        if not metadata and t.width() % 8:
+            from .diagnostics import CompileError
+            raise CompileError(f"header '{t.name}' is {t.width()} bits long; BMv2 needs headers to be a "
+                               f"whole number of bytes", getattr(t, "pos", None))
         name = self.unique(base)
         self.headers.append((name, self.header_type(t), metadata))
         return HdrLoc(name, t)

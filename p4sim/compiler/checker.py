@@ -90,6 +90,7 @@ class Checker:
         g = self.globals
         if isinstance(d, A.HeaderDecl):
             t = HeaderT(d.name, annos=d.annos)
+            t.pos = d.pos
             self._declare_type(d.name, t, d.pos)
             for f in d.fields:
                 ft = self.resolve_type(f.tref)
@@ -220,6 +221,11 @@ class Checker:
             raise CompileError(f"{what} must be a compile-time integer constant", e.pos)
         return v.value
 
+    def warn(self, pos, msg):
+        w = f"{pos.file}:{pos.line}:{pos.col}: warning: {msg}" if pos else f"warning: {msg}"
+        if w not in self.prog.warnings:
+            self.prog.warnings.append(w)
+
     # ------------------------------------------------------------------ coercion
     def coerce(self, e, t, pos=None):
         """Convert expression ``e`` to type ``t`` where P4 allows it implicitly; error otherwise."""
@@ -229,6 +235,11 @@ class Checker:
         if isinstance(e.type, IntT):
             if isinstance(t, BitsT):
                 if isinstance(e, A.IntLit):
+                    lo = -(1 << (t.width - 1)) if t.signed else -(1 << (t.width - 1)) if False else 0
+                    hi = (1 << (t.width - 1)) - 1 if t.signed else (1 << t.width) - 1
+                    if not (lo if t.signed else -((1 << t.width) - 1)) <= e.value <= hi:
+                        self.warn(e.pos, f"value {e.value} does not fit in {t}; it is truncated to "
+                                         f"{F.normalize(e.value, t)}")
                     return F.int_lit(e.value, t, e.pos)
                 e.type = t
                 return e
@@ -650,8 +661,8 @@ class Checker:
                 if not e.type_args or len(e.type_args) != 1:
                     raise CompileError("lookahead needs one type argument, e.g. lookahead<bit<8>>()", e.pos)
                 t = self.resolve_type(e.type_args[0])
-                if not isinstance(t, BitsT):
-                    raise Unsupported(f"lookahead of {t} (only bit<N>)", e.pos)
+                if not isinstance(t, (BitsT, HeaderT)):
+                    raise Unsupported(f"lookahead of {t} (only bit<N> or a header type)", e.pos)
                 e.type = t
             else:
                 a[0].expr = self.coerce(self.expr(a[0].expr, scope, BitsT(32)), BitsT(32))
@@ -794,6 +805,7 @@ class Checker:
             if isinstance(s.lhs.type, StructLikeT) or isinstance(s.rhs, A.ListExpr):
                 raise Unsupported("assignment of whole structs/headers or lists", s.pos)
             s.rhs = self.coerce(self.expr(s.rhs, scope, s.lhs.type), s.lhs.type, s.rhs.pos)
+            self._applies_in(s.rhs, ctx)
         elif isinstance(s, A.CallStmt):
             s.call = self.expr(s.call, scope)
             if not isinstance(s.call, A.Call):
@@ -821,6 +833,7 @@ class Checker:
                 raise Unsupported("local header stack variable", s.pos)
             if s.init is not None:
                 s.init = self.coerce(self.expr(s.init, scope, t), t, s.init.pos)
+                self._applies_in(s.init, ctx)
             s.vtype = t
             scope.add(Sym("local", s.name, s, t), s.pos)
             self.locals_out.append(s)
@@ -872,6 +885,13 @@ class Checker:
                     raise CompileError("tables can only be applied in a control's apply block", node.pos)
                 self._note_apply(node.kind[1], node.pos)
         return c
+
+    def _applies_in(self, e, ctx):
+        for node in _walk(e):
+            if isinstance(node, A.Call) and getattr(node, "kind", None) and node.kind[0] == "apply":
+                if ctx != "control":
+                    raise CompileError("tables can only be applied in a control's apply block", node.pos)
+                self._note_apply(node.kind[1], node.pos)
 
     def _note_apply(self, table, pos):
         if getattr(table, "applied_at", None) is not None and table.applied_at is not pos:
@@ -969,6 +989,11 @@ class Checker:
             t.default = self._table_action_call(t, t.default, names, scope, "default_action")
         else:
             na = scope.lookup("NoAction")
+            if "NoAction" not in names:
+                # as p4c: the implicit default NoAction joins the table's actions, default-only
+                ref = A.ActionRef("NoAction", [], [A.Annotation("defaultonly", [], pos=t.pos)], pos=t.pos)
+                ref.decl = na.decl
+                t.action_list.append(ref)
             t.default = A.Call(A.Name("NoAction"), None, [], pos=t.pos)
             t.default.kind, t.default.type = ("action", na.decl), VoidT()
             t.default.implicit = True
@@ -985,7 +1010,11 @@ class Checker:
                 en.call = self._table_action_call(t, call, names, scope, "entry action")
                 if en.priority is not None:
                     en.priority = self.const_int(en.priority, scope, "entry priority")
+                    if en.priority < 0:
+                        raise CompileError("entry priority must not be negative", en.pos)
                 prios.append(en.priority)
+            if any(p is None for p in prios) and any(p is not None for p in prios):
+                raise Unsupported("mixing const entries with and without 'priority ='", t.pos)
 
     def _table_action_call(self, t, v, names, scope, what):
         if isinstance(v, A.Name):
@@ -1000,7 +1029,7 @@ class Checker:
                                f"{'s' if len(decl.params) != 1 else ''}, {len(v.args)} given", v.pos)
         for a, p in zip(v.args, decl.params):
             a.expr = self.coerce(self.expr(a.expr, scope, p.ptype), p.ptype, a.pos)
-            if not F.is_const(a.expr):
+            if not F.is_const(a.expr) and not isinstance(a.expr, A.TypeMember):
                 raise CompileError(f"argument '{p.name}' of {what} must be a compile-time constant", a.pos)
         v.kind, v.type = ("action", decl), VoidT()
         return v
@@ -1167,15 +1196,18 @@ class Checker:
             blocks.append(t.decl)
         seen = set()
         for b in blocks:
-            if id(b) in seen:
-                raise Unsupported(f"using '{b.name}' twice in V1Switch", m.pos)
+            if id(b) in seen and not (isinstance(b, A.ControlDecl) and not b.body.stmts and not b.locals):
+                raise Unsupported(f"using '{b.name}' twice in V1Switch (except an empty control)", m.pos)
             seen.add(id(b))
         self._check_signature(blocks)
         self.prog.parser = blocks[0]
         self.parser_decl(blocks[0])
+        done = set()
         for role, b in zip(roles[1:], blocks[1:]):
             b.role = role
-            self.control_decl(b, "deparser" if role == "deparser" else "control")
+            if id(b) not in done:
+                self.control_decl(b, "deparser" if role == "deparser" else "control")
+                done.add(id(b))
             setattr(self.prog, role, b)
         self.prog.main = m
 

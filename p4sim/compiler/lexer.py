@@ -24,6 +24,8 @@ def scan_type_names(text):
         n = next(g for g in m.groups() if g)
         names.add(n)
     names.discard("void")
+    # v1model externs outside the subset still parse as types, so the checker can name them
+    names.update(("meter", "direct_meter", "action_profile", "action_selector", "Checksum16"))
     return names
 
 

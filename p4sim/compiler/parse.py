@@ -15,21 +15,19 @@ from .lexer import TypeNamePostLex, scan_type_names
 
 _GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
 _parser = None
-_postlex = None
 
 
 def _get_parser():
-    global _parser, _postlex
+    """The LALR parser (built once per process; lark caches the grammar analysis on disk)."""
+    global _parser
     if _parser is None:
-        _postlex = TypeNamePostLex()
+        opts = dict(parser="lalr", lexer="basic", postlex=TypeNamePostLex(), propagate_positions=True,
+                    maybe_placeholders=True)
         cache = os.path.join(tempfile.gettempdir(), f"p4sim-grammar-{os.getuid()}.cache")
         try:
-            _parser = Lark.open(_GRAMMAR, parser="lalr", lexer="basic", postlex=_postlex,
-                                propagate_positions=True, maybe_placeholders=True, cache=cache)
-        except Exception:  # unreadable/corrupt cache: build without it
-            _parser = Lark.open(_GRAMMAR, parser="lalr", lexer="basic", postlex=_postlex,
-                                propagate_positions=True, maybe_placeholders=True)
-            _postlex = _parser.options.postlex
+            _parser = Lark.open(_GRAMMAR, cache=cache, **opts)
+        except Exception:  # unreadable or stale cache: build without it
+            _parser = Lark.open(_GRAMMAR, **opts)
     return _parser
 
 

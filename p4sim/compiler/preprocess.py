@@ -31,7 +31,7 @@ class Source:
         return Pos(self.main_file, line, col)
 
 
-def preprocess(path, include_dirs=(), defines=(), cpp=None):
+def preprocess(path, include_dirs=(), defines=(), undefines=(), cpp=None):
     """Preprocess ``path``; raise CompileError with cpp's own message if it fails."""
     cpp = cpp or shutil.which("cpp")
     if cpp is None:
@@ -41,9 +41,12 @@ def preprocess(path, include_dirs=(), defines=(), cpp=None):
     cmd = [cpp, "-undef", "-nostdinc", "-x", "assembler-with-cpp", "-I", INCLUDE_DIR]
     for d in include_dirs:
         cmd += ["-I", d]
+    cmd += ["-D__p4sim__", "-D__TARGET_BMV2__", "-D__v1model_version=20200408"]
     for d in defines:
         cmd += ["-D", d]
-    cmd += ["-D__p4sim__", "-D__TARGET_BMV2__", "-D__v1model_version=20200408", path]
+    for u in undefines:
+        cmd += ["-U", u]
+    cmd.append(path)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         msg = proc.stderr.strip() or f"cpp failed with exit code {proc.returncode}"

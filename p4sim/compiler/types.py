@@ -93,7 +93,7 @@ class StructLikeT(NamedT):
 
 class HeaderT(StructLikeT):
     def width(self):
-        return sum(t.width for _, t, _ in self.fields)
+        return sum(width_of(t) or 0 for _, t, _ in self.fields)
 
 
 class StructT(StructLikeT):
@@ -156,8 +156,8 @@ def width_of(t):
         return t.width
     if isinstance(t, BoolT):
         return 1
-    if isinstance(t, EnumT) and t.underlying is not None:
-        return t.underlying.width
+    if isinstance(t, EnumT):
+        return t.underlying.width if t.underlying is not None else 32
     if isinstance(t, ErrorT):
         return 32
     return None

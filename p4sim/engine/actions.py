@@ -99,7 +99,6 @@ class PrimitiveGen:
         pad = " " * ind
         op = p.get("op")
         ps = p.get("parameters", [])
-        x = self.x
         try:
             handler = getattr(self, "p_" + op)
         except (AttributeError, TypeError):
@@ -109,6 +108,11 @@ class PrimitiveGen:
     def p_assign(self, ps, pad, out, ind):
         lv = self.x.lvalue(ps[0])
         src = self.x.int_expr(ps[1])
+        rng = self.x.value_range(ps[1])
+        if rng is not None and rng[0] >= (-(1 << (lv.width - 1)) if lv.signed else 0) \
+                and rng[1] <= (1 << lv.width) - 1:
+            out.append(f"{pad}f[{lv.slot}] = {src}")  # already a value the field keeps as is
+            return
         if ps[1].get("type") == "hexstr" and not lv.signed:
             out.append(f"{pad}f[{lv.slot}] = {parse_hexstr(ps[1]['value']) & ((1 << lv.width) - 1)}")
         elif ps[1].get("type") == "field" and not self.x.lvalue(ps[1]).signed and \
@@ -171,7 +175,12 @@ class PrimitiveGen:
         lv = self.x.lvalue(ps[0])
         reg = self._named("register_array", self.prog.registers, ps[1])
         idx = self.x.int_expr(ps[2])
-        self.assign(lv, f"_reg_get(R_{reg.id}, {idx})", pad, out)
+        out.append(f"{pad}_i = {idx}")
+        value = f"(R_{reg.id}[_i] if 0 <= _i < {reg.size} else 0)"
+        if reg.width <= lv.width:  # cells are unsigned and narrower: every field keeps them as is
+            out.append(f"{pad}f[{lv.slot}] = {value}")
+        else:
+            self.assign(lv, value, pad, out)
 
     def p_register_write(self, ps, pad, out, ind):
         reg = self._named("register_array", self.prog.registers, ps[0])

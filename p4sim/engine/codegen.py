@@ -3,6 +3,11 @@
 The generated module works on the flat slot list `f` (see program.py).  Table lookups go through
 `tables.Table` objects placed in the namespace, so control-plane changes never need recompiling.
 A traced variant (with `TR(...)` calls) is generated only when a trace callback is set.
+
+Backend seam: `Switch` only needs an object like `Compiled` -- parse(f, data) -> bytes parsed,
+verify_checksums(f, payload), ingress(f), egress(f), update_checksums(f, payload), deparse(f) ->
+header bytes, plus `actions` {id: fn(f, args)} and `nodes` {name: fn} for binding table entries.
+A native backend can provide the same over the same slot layout.
 """
 import random
 import struct
@@ -485,7 +490,9 @@ class CodeGen:
             self.w(f"def {names[c['name']]}(f):")
             if tr:
                 self.w(f"    r = {cond}")
-                self.w(f"    TR(\"Condition '{c['name']}' is %s\" % ('true' if r else 'false'))")
+                frag = (c.get("source_info") or {}).get("source_fragment")
+                label = f"Condition '{c['name']}'" + (f" ({frag})" if frag else "")
+                self.w(f"    TR({label!r} + (' is true' if r else ' is false'))")
                 self.w(f"    return {ref(c.get('true_next'))} if r else {ref(c.get('false_next'))}")
             else:
                 self.w(f"    return {ref(c.get('true_next'))} if {cond} else {ref(c.get('false_next'))}")
@@ -504,14 +511,17 @@ class CodeGen:
             ident = names[tj["name"]]
             self.w(f"def {ident}(f):")
             de = info.default_entry
-            inline = (not info.keys and de is not None and (de.action_const or de.action_entry_const)
-                      and not info.direct_counter)
+            # keyless table whose default entry the control plane cannot change: p4c's wrapper
+            # around a direct action call
+            inline = (not info.keys and de is not None and not info.direct_counter and
+                      (de.action_entry_const or (de.action_const and not prog.actions[de.action_id].params)))
             if inline:
                 # compiler-made wrapper around one action call: run the action body in place
                 nxt = table.next_name_for(de.action, hit=False)
                 if tr:
                     self.w(f"    TR(\"Applying table '{info.name}'\")")
-                    self.w(f"    TR(\"Action entry is {de.action} - {de.args}\")")
+                    args = ", ".join(hex(a) for a in de.args)
+                    self.w(f"    TR({f'Action entry is {de.action} - {args}'!r})")
                 gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}",
                                    "return None", tr)
                 for line in gen.body(self.prog_action_json(de.action_id).get("primitives", []), 4):

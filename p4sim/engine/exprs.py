@@ -207,11 +207,11 @@ class ExprGen:
                 return f"_{op}({a}, {w})", INT
             m = (1 << width) - 1
             if op == "usat_cast":
-                return f"_clamp({a}, 0, {m})", INT
+                return self.clamp_code(a, 0, m), INT
             s = 1 << (width - 1)
             if op == "two_comp_mod":
                 return f"((({a}) + {s} & {m}) - {s})", INT
-            return f"_clamp({a}, {-s}, {s - 1})", INT
+            return self.clamp_code(a, -s, s - 1), INT
         if op == "last_stack_index":
             st = self.stack(right)
             return f"(f[{st.next_slot}] - 1)", INT
@@ -226,6 +226,27 @@ class ExprGen:
         if op == "valid_union":
             self.err("header unions are not supported")
         self.err(f"unsupported expression operator {op!r}")
+
+    _temps = [0]
+
+    def clamp_code(self, a, lo, hi):
+        """Inline saturation (no function call): lo if a < lo else hi if a > hi else a."""
+        self._temps[0] += 1
+        t = f"_t{self._temps[0]}"
+        return f"({lo} if ({t} := {a}) < {lo} else ({hi} if {t} > {hi} else {t}))"
+
+    def value_range(self, node):
+        """(lo, hi) bounds of an rvalue when cheaply known (saturating casts, registers), else None."""
+        if node.get("type") == "expression":
+            v = node["value"]
+            v = v if "op" in v else v.get("value", {})
+            op = v.get("op")
+            if op in ("sat_cast", "usat_cast") and v.get("right", {}).get("type") == "hexstr":
+                w = parse_hexstr(v["right"]["value"])
+                if op == "usat_cast":
+                    return 0, (1 << w) - 1
+                return -(1 << (w - 1)), (1 << (w - 1)) - 1
+        return None
 
     def cond(self, node):
         code, kind = self.rv(node)

@@ -189,7 +189,7 @@ def load_json(source):
         return source
     if isinstance(source, (bytes, bytearray)):
         source = source.decode("utf-8")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and not source.lstrip()[:1] in ("{", "[")):
         path = os.fspath(source)
         try:
             with open(path, encoding="utf-8") as fh:
@@ -239,7 +239,6 @@ def _layout(prog, data):
                 raise ProgramError(f"header type {ht['name']}: variable-length field {name!r} is not supported")
             fields.append((name, int(width), signed))
         htypes[ht["name"]] = fields
-    headers = {h["name"]: h for h in data.get("headers", [])}
     by_id = {h["id"]: h for h in data.get("headers", [])}
     slot = 0
     in_stack = {}
@@ -292,7 +291,6 @@ def _layout(prog, data):
         prog.hidden[name] = slot
         slot += 1
     prog.nslots = slot
-    del headers
 
 
 def _objects(prog, data):
@@ -323,6 +321,9 @@ def _objects(prog, data):
     direct_m = {m.binding: m.name for m in prog.meters.values() if m.direct}
     for pipe in data.get("pipelines", []):
         for t in pipe.get("tables", []):
+            if t.get("type", "simple") != "simple":
+                raise ProgramError(f"table {t['name']}: implementation {t['type']!r} (action profiles/"
+                                   f"selectors) is not supported")
             keys = []
             for k in t.get("key", []):
                 mt = k["match_type"]

@@ -11,8 +11,8 @@ from collections import deque
 
 from .codegen import AssertFail, CodeGen
 from .errors import EngineError, NotFoundError, ProgramError
-from .program import build_program, load_json
-from .tables import Table, TableEntry
+from .program import build_program, load_json, parse_hexstr
+from .tables import Entry, Table, TableEntry
 from .values import parse_match, parse_value
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
@@ -151,7 +151,8 @@ class Switch:
             return out
 
     def _run(self, port, data, out):
-        work = deque([(True, port, data, NORMAL, None, 0)])
+        # jobs: (True, ingress_port, bytes, instance_type, preserved) or (False, state, payload)
+        work = deque([(True, port, data, NORMAL, None)])
         passes = 0
         tr = self._trace is not None
         while work:
@@ -165,7 +166,7 @@ class Switch:
             if job[0]:
                 self._ingress(job[1], job[2], job[3], job[4], work, tr)
             else:
-                self._egress(job[1], job[2], job[3], work, out, tr)
+                self._egress(job[1], job[2], work, out, tr)
 
     def _preserve(self, dst, src, fl_id):
         for slot in self._field_lists.get(fl_id, ()):
@@ -212,11 +213,11 @@ class Switch:
                         g[h["truncate"]] = plen
                     if tr:
                         self._tr(f"Cloning packet at ingress to port {eport} (session {f[h['clone_session']]})")
-                    work.append((False, g, data, INGRESS_CLONE, None, 0))
+                    work.append((False, g, data))
         if f[h["resubmit"]]:
             if tr:
                 self._tr("Resubmitting packet")
-            work.append((True, port, data, RESUBMIT, (f, f[h["resubmit_field_list"]]), 0))
+            work.append((True, port, data, RESUBMIT, (f, f[h["resubmit_field_list"]])))
             return
         mgid = f[s["mcast_grp"]]
         if mgid:
@@ -233,7 +234,7 @@ class Switch:
                 g[s["egress_port"]] = eport
                 g[s["egress_rid"]] = rid
                 g[s["instance_type"]] = REPLICATION
-                work.append((False, g, payload, REPLICATION, None, 0))
+                work.append((False, g, payload))
             return
         espec = f[s["egress_spec"]]
         if espec == self.drop_port:
@@ -244,9 +245,9 @@ class Switch:
         f[s["egress_port"]] = espec
         if tr:
             self._tr(f"Egress port is {espec}")
-        work.append((False, f, payload, NORMAL, None, 0))
+        work.append((False, f, payload))
 
-    def _egress(self, f, payload, itype, work, out, tr):
+    def _egress(self, f, payload, work, out, tr):
         s, h, code = self._s, self._prog.hidden, self._code
         f[h["exit"]] = 0
         f[h["clone_pending"]] = 0
@@ -282,7 +283,7 @@ class Switch:
                         g[h["truncate"]] = plen
                     if tr:
                         self._tr(f"Cloning packet at egress to port {eport} (session {f[h['clone_session']]})")
-                    work.append((False, g, payload, EGRESS_CLONE, None, 0))
+                    work.append((False, g, payload))
         if f[s["egress_spec"]] == self.drop_port:
             self.stats["dropped"] += 1
             if tr:
@@ -293,7 +294,7 @@ class Switch:
         if f[h["recirculate"]]:
             if tr:
                 self._tr(f"Recirculating packet ({len(pkt)} bytes)")
-            work.append((True, 0, pkt, RECIRC, (f, f[h["recirculate_field_list"]]), 0))
+            work.append((True, 0, pkt, RECIRC, (f, f[h["recirculate_field_list"]])))
             return
         trunc = f[h["truncate"]]
         if trunc and trunc < len(pkt):
@@ -415,7 +416,6 @@ class Switch:
         """Handle of the entry with exactly this match key (and priority), or None."""
         with self.lock:
             t = self._table(table)
-            from .tables import Entry
             probe = Entry(-1, tuple(self._match(t, match)), None, (), self._priority(t, priority)
                           if t.info.needs_priority and priority is not None else 0)
             t._key(probe)
@@ -609,5 +609,4 @@ class Switch:
 
 
 def _hx(text):
-    from .program import parse_hexstr
     return parse_hexstr(text)

@@ -76,6 +76,13 @@ class AfPacketPort:
                         data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
             return data
 
+    def exists(self) -> bool:
+        """Whether the interface is still there (veths vanish when their peer is deleted)."""
+        try:
+            return socket.if_nametoindex(self.interface) == self.ifindex
+        except OSError:
+            return False
+
     def send(self, frame: bytes):
         try:
             self.sock.send(frame)

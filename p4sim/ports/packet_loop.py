@@ -62,9 +62,19 @@ class PacketLoop:
             for fd, mask in events:
                 if fd == self._wake_r:
                     continue
-                port = by_fd[fd]
-                if mask & (select.POLLERR | select.POLLNVAL):
-                    port.receive()  # clears the error; the interface may have gone away
+                port = by_fd.get(fd)
+                if port is None:
+                    continue
+                if mask & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                    port.receive()  # reading clears a pending socket error
+                    if not port.exists():
+                        # the interface was deleted (e.g. Mininet tearing links down first):
+                        # stop polling it instead of spinning on its error state
+                        log.warning("port %d: interface '%s' is gone; no longer polled",
+                                    port.number, port.interface)
+                        poller.unregister(fd)
+                        del by_fd[fd]
+                        continue
                 for _ in range(BATCH):
                     frame = port.receive()
                     if frame is None:

@@ -4,6 +4,7 @@ Per role, the connected stream with the highest election id is the primary; ever
 of that role is a backup. Writes and SetForwardingPipelineConfig must carry the primary's
 election id. Every change of primary is announced to all streams of the role.
 """
+import itertools
 import logging
 import queue
 import threading
@@ -24,11 +25,10 @@ def election_value(election_id) -> int:
 class StreamSession:
     """One StreamChannel: its arbitration data and the queue of messages to send it."""
 
-    _ids = 0
+    _ids = itertools.count(1)
 
     def __init__(self, peer: str = ""):
-        StreamSession._ids += 1
-        self.id = StreamSession._ids
+        self.id = next(StreamSession._ids)
         self.peer = peer
         self.role: Optional[str] = None   # set by the first arbitration message
         self.role_message = p4runtime_pb2.Role()

@@ -10,8 +10,8 @@ from typing import Callable, Iterator, List, Optional
 
 from p4.v1 import p4runtime_pb2
 
-from . import counters, registers
-from .errors import P4RuntimeError, failed_precondition, invalid, unimplemented
+from . import counters, registers, rollback
+from .errors import P4RuntimeError, aborted_error, failed_precondition, invalid, unimplemented
 from .pipeline import Pipeline
 from .pre import Replication
 from .tables import Tables
@@ -149,19 +149,43 @@ class Device:
             raise failed_precondition("no forwarding pipeline config has been set "
                                       "(SetForwardingPipelineConfig first)")
 
-    def write(self, updates) -> List[Optional[P4RuntimeError]]:
-        """Apply updates in order; returns None or the error per update (CONTINUE_ON_ERROR)."""
+    def write(self, updates, atomic: bool = False) -> List[Optional[P4RuntimeError]]:
+        """Apply updates in order; returns None or the error per update.
+
+        Not atomic (CONTINUE_ON_ERROR): every update is tried. Atomic (ROLLBACK_ON_ERROR,
+        DATAPLANE_ATOMIC): the first failure undoes the updates already applied; the others are
+        reported ABORTED."""
         with self.lock:
             self._require_pipeline()
             results = []
+            undo = []
             with self.engine.lock:
                 for update in updates:
                     try:
+                        if atomic:
+                            before = rollback.undo_updates(self, update)
                         self._write_one(update.type, update.entity)
                         results.append(None)
+                        if atomic:
+                            undo.append(before)
                     except P4RuntimeError as exc:
                         results.append(exc)
+                        if atomic:
+                            self._roll_back(undo)
+                            aborted = aborted_error("rolled back: another update of the "
+                                                    "atomic batch failed")
+                            return [r if r is not None else aborted for r in results] + \
+                                [aborted_error("not applied: an earlier update of the atomic "
+                                               "batch failed")] * (len(updates) - len(results))
             return results
+
+    def _roll_back(self, undo):
+        for updates in reversed(undo):
+            for update in updates:
+                try:
+                    self._write_one(update.type, update.entity)
+                except P4RuntimeError as exc:  # should not happen: state was read just before
+                    log.error("rollback step failed: %s", exc)
 
     def _write_one(self, update_type, entity: p4runtime_pb2.Entity):
         if update_type == p4runtime_pb2.Update.UNSPECIFIED:

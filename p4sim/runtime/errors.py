@@ -53,6 +53,10 @@ def resource_exhausted(message):
     return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
+def aborted_error(message):
+    return P4RuntimeError(grpc.StatusCode.ABORTED, message)
+
+
 def internal(message):
     return P4RuntimeError(grpc.StatusCode.INTERNAL, message)
 

@@ -51,6 +51,7 @@ class TableInfo:
     direct_counter_id: Optional[int] = None
     direct_meter_id: Optional[int] = None
     implementation_id: int = 0
+    supports_idle_timeout: bool = False
 
     @property
     def needs_priority(self) -> bool:
@@ -173,7 +174,8 @@ class P4InfoIndex:
                 [r.id for r in table.action_refs if r.scope == p4info_pb2.ActionRef.DEFAULT_ONLY],
                 [r.id for r in table.action_refs if r.scope == p4info_pb2.ActionRef.TABLE_ONLY],
                 table.const_default_action_id, table.is_const_table, table.size,
-                implementation_id=table.implementation_id)
+                implementation_id=table.implementation_id,
+                supports_idle_timeout=table.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL)
             for resource in table.direct_resource_ids:
                 if resource in self.direct_counters:
                     info.direct_counter_id = resource

@@ -7,7 +7,6 @@ the CPU port, as on BMv2. Frames the pipeline sends to the CPU port start with t
 header, which becomes PacketIn metadata.
 """
 import logging
-import threading
 from typing import Callable, List, Optional, Tuple
 
 from p4.v1 import p4runtime_pb2
@@ -62,12 +61,11 @@ class PacketPath:
         self.arbitration = arbitration
         self.port_sink: Optional[Callable[[int, bytes], None]] = None  # front-panel output
         self.packet_in_listeners: List[Callable[[int, bytes], None]] = []  # raw CPU frames
-        self.stats_lock = threading.Lock()
+        # diagnostics only: updated without a lock (a rare lost increment does not matter)
         self.stats = {"in": 0, "out": 0, "to_cpu": 0, "dropped": 0, "errors": 0}
 
     def _count(self, key, n=1):
-        with self.stats_lock:
-            self.stats[key] += n
+        self.stats[key] += n
 
     def inject(self, port: int, frame: bytes) -> List[Tuple[int, bytes]]:
         """Run one frame arriving on `port`; returns the engine's (port, bytes) output list."""

@@ -41,9 +41,12 @@ def read(pipeline, engine, entry: p4runtime_pb2.RegisterEntry) -> Iterator[p4run
     for info in infos:
         name = pipeline.registers[info.id]
         indices = _indices(info, entry) if entry.register_id else range(info.size)
+        what = f"register '{info.name}'"
         with engine.lock:  # one consistent snapshot of the array
-            values = [call_engine(f"register '{info.name}'", engine.register_read, name, i)
-                      for i in indices]
+            if len(indices) == 1:
+                values = [call_engine(what, engine.register_read, name, indices[0])]
+            else:
+                values = list(call_engine(what, engine.register_read, name, None))[:len(indices)]
         for index, value in zip(indices, values):
             out = p4runtime_pb2.RegisterEntry(register_id=info.id)
             out.index.index = index

@@ -28,8 +28,12 @@ class P4RuntimeServer:
         self.arbitration = Arbitration(device_id)
         self.packet_path = PacketPath(self.device, self.arbitration)
         self.service = P4RuntimeService(self.device, self.packet_path, self.arbitration)
+        # no SO_REUSEPORT: a second switch on the same address must fail, not share the port
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
-                                                              thread_name_prefix="p4rt"))
+                                                              thread_name_prefix="p4rt"),
+                                   options=[("grpc.so_reuseport", 0),
+                                            ("grpc.max_receive_message_length", 256 << 20),
+                                            ("grpc.max_send_message_length", 256 << 20)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
         self.port = None
 

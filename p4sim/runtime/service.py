@@ -60,9 +60,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if request.role_id:
                 raise unimplemented("Write: role_id is deprecated, use role (a name)")
             self.arbitration.check_primary(request.election_id, request.role, "Write")
-            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-                raise unimplemented("Write: only CONTINUE_ON_ERROR atomicity is supported")
-            results = self.device.write(request.updates)
+            atomic = request.atomicity in (p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                                           p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
+            if not atomic and request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise invalid(f"Write: unknown atomicity {request.atomicity}")
+            results = self.device.write(request.updates, atomic=atomic)
         except P4RuntimeError as error:
             self._abort(context, error)
             return

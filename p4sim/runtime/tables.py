@@ -63,8 +63,14 @@ class Tables:
             raise invalid(f"table '{table.name}': priority must be 0 (only exact/lpm fields)")
         if priority < 0 or priority >= 1 << 31:
             raise invalid(f"table '{table.name}': priority {priority} is out of range")
-        if table.needs_priority is False and entry.priority == 0:
-            pass
+        if entry.idle_timeout_ns and not table.supports_idle_timeout:
+            raise invalid(f"table '{table.name}': idle_timeout_ns is set but the table does not "
+                          f"support idle timeout")
+        if entry.HasField("counter_data") and not table.direct_counter_id:
+            raise invalid(f"table '{table.name}': counter_data given but the table has no "
+                          f"direct counter")
+        if entry.HasField("meter_config"):
+            raise unimplemented(f"table '{table.name}': meter_config (direct meters) is not supported")
         store = self.entries[table.id]
         ident = (key, priority)
         binding = self.pipeline.tables[table.id]
@@ -84,6 +90,7 @@ class Tables:
             store[ident] = InstalledEntry(handle, key, priority, action_id, params,
                                           entry.controller_metadata, entry.metadata,
                                           entry.idle_timeout_ns)
+            self._set_counter_data(table, handle, entry)
         elif update_type == MODIFY:
             installed = store.get(ident)
             if installed is None:
@@ -95,6 +102,7 @@ class Tables:
             installed.action_id, installed.params = action_id, params
             installed.controller_metadata = entry.controller_metadata
             installed.metadata = entry.metadata
+            self._set_counter_data(table, installed.handle, entry)
         elif update_type == DELETE:
             installed = store.get(ident)
             if installed is None:
@@ -103,6 +111,14 @@ class Tables:
             del store[ident]
         else:
             raise invalid(f"{what}: unknown update type {update_type}")
+
+    def _set_counter_data(self, table, handle, entry):
+        """An INSERT/MODIFY carrying counter_data sets the entry's direct counter."""
+        if not entry.HasField("counter_data"):
+            return
+        call_engine(f"table '{table.name}' direct counter", self.engine.direct_counter_write,
+                    self.pipeline.tables[table.id].json_name, handle,
+                    entry.counter_data.packet_count, entry.counter_data.byte_count)
 
     def _write_default(self, update_type, table: TableInfo, entry):
         what = f"table '{table.name}' default entry"
@@ -127,10 +143,9 @@ class Tables:
     def read(self, request: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.TableEntry]:
         if request.table_id:
             tables = [self.pipeline.index.table(request.table_id)]
+        elif len(request.match):
+            raise invalid("TableEntry read: a match key needs a table_id")
         else:
-            if len(request.match) or request.is_default_action:
-                if not request.is_default_action:
-                    raise invalid("TableEntry read: a match key needs a table_id")
             tables = list(self.pipeline.index.tables.values())
         want_counters = request.HasField("counter_data")
         for table in tables:

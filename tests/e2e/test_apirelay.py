@@ -29,7 +29,7 @@ class EchoPeer(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix):
+def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix, tmp_path):
     port = free_port_block(1)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), EchoPeer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -44,11 +44,12 @@ def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix):
         relay.add_host(f"/proc/{h1.pid}/ns/net", 1)
         relay.add_host(f"/proc/{h2.pid}/ns/net", 2)
         big = "x" * 200000          # larger than one socket buffer: the relay streams both ways
+        (tmp_path / "body").write_text(big)
         for host, index in ((h1, 1), (h2, 2)):
-            out = host.cmd(f"curl -s -m 5 -XPOST --data-binary @- http://127.0.0.1:{port}/v1/x <<< '{big}'")
+            out = host.cmd(f"curl -s -m 5 -XPOST --data-binary @{tmp_path / 'body'} http://127.0.0.1:{port}/v1/x")
             answer = json.loads(out)
             assert answer["peer"] == api_source(index)
-            assert answer["body"].strip() == big
+            assert answer["body"] == big
         # Nothing listens on that port in a namespace the relay was not given.
         assert h1.cmd(f"curl -s -m 2 -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port + 1}/") == "000"
     finally:

@@ -1,6 +1,7 @@
 """PacketOut/PacketIn through the CPU port with @controller_header metadata, and the ACL test
 program's ternary/range/optional entries, priorities and const entries."""
 import json
+import time
 
 import grpc
 import pytest
@@ -56,11 +57,9 @@ def test_packet_in_carries_ingress_port_metadata(harness, acl):
 def test_packet_out_goes_to_the_port_in_its_metadata(harness, acl):
     harness.sent.clear()
     acl.packet_out(frame(), metadata=[(1, b"\x02"), (2, b"\x00")])
-    for _ in range(100):
-        if harness.sent:
-            break
-        import time
-        time.sleep(0.02)
+    deadline = time.time() + 5
+    while not harness.sent and time.time() < deadline:
+        time.sleep(0.01)
     assert harness.sent == [(2, frame())]
 
 
@@ -149,3 +148,27 @@ def test_packet_out_without_cpu_port_is_failed_precondition():
         assert "cpu-port" in info.value.message
     finally:
         server.stop(0)
+
+
+def test_p4runtime_shell_packet_out_and_packet_in(harness, tmp_path):
+    from types import SimpleNamespace
+    from .shell_fixture import shell_session
+    json_path, p4info_path = acl_program.write_files(tmp_path)
+    program = SimpleNamespace(p4info_path=p4info_path, json_path=json_path)
+    with shell_session(harness, program) as sh:
+        entry = sh.TableEntry("MyIngress.acl")(action="MyIngress.to_cpu")
+        entry.match["hdr.ethernet.etype"] = "0x0900..0x09ff"
+        entry.priority = 10
+        entry.insert()
+        sniffer = sh.PacketIn()
+        harness.sent.clear()
+        sh.PacketOut(frame(), egress_port="3").send()
+        deadline = time.time() + 5
+        while (3, frame()) not in harness.sent and time.time() < deadline:
+            time.sleep(0.01)
+        assert harness.sent == [(3, frame())]
+        harness.inject(4, frame(etype="0905"))
+        got = list(sniffer.sniff(timeout=2))
+        assert len(got) == 1
+        assert got[0].packet.payload == frame(etype="0905")
+        assert {m.metadata_id: m.value for m in got[0].packet.metadata}[1] == b"\x04"

@@ -169,3 +169,24 @@ def test_unsupported_entities_are_unimplemented(fwd):
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     errors = failed_write(client, update("INSERT", action_profile_member=p4runtime_pb2.ActionProfileMember()))
     assert errors[0][1] == code_pb2.UNIMPLEMENTED
+
+
+def test_insert_with_counter_data_and_idle_timeout_checks(fwd):
+    client, ids = fwd
+    entry = route_entry(ids, b"\x0a\x01\x00\x00", 16)
+    entry.counter_data.packet_count, entry.counter_data.byte_count = 7, 700
+    client.write(update("INSERT", table_entry=entry))
+    direct = p4runtime_pb2.DirectCounterEntry()
+    direct.table_entry.CopyFrom(route_entry(ids, b"\x0a\x01\x00\x00", 16))
+    direct.table_entry.ClearField("action")
+    (read,) = client.read(Entity(direct_counter_entry=direct))
+    assert (read.direct_counter_entry.data.packet_count, read.direct_counter_entry.data.byte_count) == (7, 700)
+    no_counter = l2_entry(ids)
+    no_counter.counter_data.packet_count = 1
+    timed = l2_entry(ids, dst=b"\x05")
+    timed.idle_timeout_ns = 10**9
+    errors = failed_write(client, update("INSERT", table_entry=no_counter),
+                          update("INSERT", table_entry=timed))
+    assert [e[1] for e in errors] == [code_pb2.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT]
+    assert "direct counter" in errors[0][2] and "idle" in errors[1][2]
+    assert client.read(Entity(table_entry=TableEntry(table_id=ids["Ing.l2"]))) == []

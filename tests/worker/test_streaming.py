@@ -153,16 +153,17 @@ def test_packets_follow_the_wire_format():
     sink.bind(("127.0.0.1", 0))
     sink.settimeout(2)
     job = JobParams(9, 1, 2, 4, "127.0.0.1", sink.getsockname()[1], sparse=True, name="fmt")
-    red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=5, deadline=0.3))
+    red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.3, deadline=0.2))
     x = np.zeros(32 * 10, np.int32)
     x[32 * 6 + 9] = -5                       # block 6 (stream 2), sub-block 1
     t = threading.Thread(target=lambda: pytest.raises(AggregationError, red.sum_int32, x))
     t.start()
-    got = {}
+    got, raw = {}, {}
     for _ in range(4):
         data = sink.recv(2048)
         h, lanes = wire.decode(data)
         got[h.slot] = (h, lanes)
+        raw[h.slot] = data
     t.join()
     red.close()
     sink.close()
@@ -170,6 +171,10 @@ def test_packets_follow_the_wire_format():
         h, lanes = got[s]
         assert (h.msg_type, h.job_id, h.rank, h.ver, h.offset) == (C.MsgType.CONTRIB, 9, 1, 0, 32 * s)
     assert got[2][0].next_offset == 32 * 6 and got[2][0].bitmap == 0
+    # the scapy layer (debugging, pcaps) dissects the same bytes
+    from protocol.scapy_layer import P4Reduce
+    pkt = P4Reduce(raw[2])
+    assert (pkt.slot, pkt.next_offset, pkt.bitmap, pkt.job_id) == (2, 32 * 6, 0, 9)
     assert got[0][0].next_offset == C.NEXT_NONE and got[0][0].flags & C.Flags.EOT
 
 

@@ -18,7 +18,7 @@ COMPRESSORS = {
     "fixedpoint": (lambda seed, rank, **kw: FixedPoint(**kw), False),
     "fixedpoint-sr": (lambda seed, rank, **kw: FixedPoint(stochastic=True, seed=[seed, rank], **kw), False),
     "terngrad": (lambda seed, rank, **kw: Ternary("terngrad", seed=[seed, rank], **kw), False),
-    "3lc": (lambda seed, rank, sparsity_multiplier=1.5, **kw: Ternary("3lc", sparsity_multiplier, **kw), True),
+    "3lc": (lambda seed, rank, sparsity_multiplier=1.0, **kw: Ternary("3lc", sparsity_multiplier, **kw), True),
     "topk": (lambda seed, rank, **kw: TopKBlocks(**kw), True),
     "randomk": (lambda seed, rank, **kw: RandomKBlocks(seed=seed, **kw), True),
     "threshold": (lambda seed, rank, **kw: ThresholdBlocks(**kw), True),

@@ -25,7 +25,7 @@ class Diana(Compressor):
 
     needs_contribution = True
 
-    def __init__(self, inner: Compressor | None = None, alpha: float = 0.2):
+    def __init__(self, inner: Compressor | None = None, alpha: float = 0.05):
         if not 0 < alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1], got {alpha}")
         self.inner = inner or Ternary("terngrad")

@@ -5,6 +5,7 @@ import time
 import urllib.request
 
 import pytest
+from protocol import constants
 
 from controller.api_client import JobApiClient, JobApiError
 from controller.api_server import JobApi, JobApiServer
@@ -58,9 +59,9 @@ def test_join_with_only_a_name(served):
     job = info["job"]
     assert job["name"] == "demo" and job["workers"] == 2 and job["state"] == "waiting"
     assert job["members"][0]["ip"] == "127.0.0.1" and job["members"][0]["mac"] == "00:00:00:00:00:01"
-    assert job["members"][0]["udp_port"] == 48879 and job["members"][0]["port"] == 1
-    assert job["switch"] == {"ip": "10.0.0.254", "udp_port": 48879, "mac": "00:00:00:00:01:fe"}
-    assert job["slots"]["count"] == 64 and job["lanes"] == 32
+    assert job["members"][0]["udp_port"] == constants.AGG_UDP_PORT and job["members"][0]["port"] == 1
+    assert job["switch"] == {"ip": "10.0.0.254", "udp_port": constants.AGG_UDP_PORT, "mac": "00:00:00:00:01:fe"}
+    assert job["slots"]["count"] == 64 and job["lanes"] == constants.LANES
     # a restarted worker (same ip and port) gets its rank back
     assert client.join("demo")["rank"] == 0
     second = client.join("demo", ip="10.0.0.2")
@@ -198,3 +199,24 @@ def test_reaper_thread_reclaims_in_real_time():
         assert "lease expired" in mgr.ended["j"][0]
     finally:
         reaper.stop()
+
+
+def test_mininet_description_and_relay_source_address():
+    """mininet_topos writes lists, a `service` address and per-host relay sources (api_source)."""
+    topo = from_dict({
+        "version": 1, "topology": "star", "service": {"ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"},
+        "switches": [{"name": "s1", "grpc_addr": "127.0.0.1:9559", "aggregate": True, "ports": []}],
+        "hosts": [{"name": "h1", "ip": "10.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1,
+                   "api_source": "127.0.0.1", "pid": 1},
+                  {"name": "h2", "ip": "10.0.0.2", "mac": "00:00:00:00:00:02", "switch": "s1", "port": 2,
+                   "api_source": "127.100.0.2"}],
+        "links": []})
+    mgr = JobManager(SlotPool(16), topology=topo, default_workers=2)
+    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
+    try:
+        info = JobApiClient(server.address).join("j")  # arrives from 127.0.0.1 = h1's relay source
+        member = info["job"]["members"][0]
+        assert (member["ip"], member["mac"], member["port"]) == ("10.0.0.1", "00:00:00:00:00:01", 1)
+        assert info["job"]["switch"]["ip"] == "10.0.0.254"
+    finally:
+        server.stop()

@@ -1,0 +1,35 @@
+"""The compiled aggregation program a benchmark runs: BMv2 JSON plus its P4Info beside it.
+
+Default: what `make build` writes (build/p4reduce.json, build/p4reduce.p4info.txtpb);
+`python -m bench --program PATH` points elsewhere (the tests compile into a temporary directory).
+"""
+from __future__ import annotations
+
+import pathlib
+from typing import Optional
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT = REPO / "build" / "p4reduce.json"
+
+
+def p4info_for(program: pathlib.Path) -> pathlib.Path:
+    """build/p4reduce.json -> build/p4reduce.p4info.txtpb (the Makefile's naming)."""
+    program = pathlib.Path(program)
+    return program.with_name(program.stem + ".p4info.txtpb")
+
+
+def display(path: pathlib.Path) -> str:
+    path = pathlib.Path(path).resolve()
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def unavailable_reason(program: pathlib.Path) -> Optional[str]:
+    """None when the JSON and its P4Info exist; otherwise what is missing and how to get it."""
+    program = pathlib.Path(program)
+    for path in (program, p4info_for(program)):
+        if not path.is_file():
+            return f"{display(path)} not built (run `make build`, or pass --program)"
+    return None

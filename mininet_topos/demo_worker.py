@@ -1,0 +1,128 @@
+"""The per-host side of `make demo`: one worker agent that reports progress as JSON lines.
+
+    python -m mininet_topos.demo_worker dense|sparse|train --controller 127.0.0.1:8090 --job NAME \
+        --workers 4 --advertise-ip 10.0.0.1 [--elements N --tensors K --density D] [--epochs E]
+
+dense/sparse: allreduce K generated int32 tensors through the switch and compare every sum with
+numpy's integer sum of all ranks' tensors (each rank can rebuild every rank's tensor from the seed).
+train: data-parallel SGD on the digits data set, gradients averaged through the switch.
+Events: {"event": "progress", "message": ...} per step, {"event": "result", ...} at the end,
+{"event": "error", "message": ...} on failure (exit status 1).
+"""
+import argparse
+import hashlib
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+
+def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float) -> np.ndarray:
+    """Gradient-like int32 tensor; with density < 1 only that fraction of its packet-sized blocks
+    is non-zero (as in embedding-table gradients, where few rows are touched per step)."""
+    from protocol import constants as C
+    rng = np.random.default_rng([seed, rank, index])
+    x = rng.integers(-2**20, 2**20, elements, dtype=np.int32)
+    if density < 1.0:
+        n_blocks = -(-elements // C.LANES)
+        keep = np.repeat(rng.random(n_blocks) < density, C.LANES)[:elements]
+        x[~keep] = 0
+    return x
+
+
+def dense_bytes(elements: int, tensors: int) -> int:
+    """What dense (SwitchML) streaming puts on the wire for these tensors."""
+    from protocol import constants as C
+    from worker.wirecost import FRAME_OVERHEAD
+    blocks = -(-elements // C.LANES)
+    return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * C.LANES)
+
+
+def run_allreduce(agent, args, density: float):
+    n, rank = agent.n_workers, agent.rank
+    exact = True
+    for i in range(args.tensors):
+        mine = demo_tensor(args.seed, rank, i, args.elements, density)
+        got = agent.allreduce(mine)
+        want = np.sum([demo_tensor(args.seed, r, i, args.elements, density).astype(np.int64)
+                       for r in range(n)], axis=0)
+        ok = bool(np.array_equal(got.astype(np.int64), want))
+        exact &= ok
+        emit(event="progress", message=f"tensor {i + 1}/{args.tensors} {'exact' if ok else 'WRONG'}")
+    stats = agent.reducer.stats
+    return {"tensors": args.tensors, "elements": args.elements, "exact": exact,
+            "bytes_sent": agent.reducer.bytes_sent, "bytes_dense": dense_bytes(args.elements, args.tensors),
+            "packets_sent": stats.packets_sent, "retransmissions": stats.retransmissions}
+
+
+def run_training(agent, args):
+    from worker.training.data import load_digits_split
+    from worker.training.loop import TrainConfig, train_worker
+    cfg = TrainConfig(model=args.model, epochs=args.epochs)
+    split = load_digits_split()
+    n = agent.n_workers
+    steps = min(len(range(r, split.x_train.shape[0], n)) for r in range(n)) // cfg.batch
+    calls = [0]
+
+    def allreduce(grad, key):
+        mean = agent.allreduce(grad, average=True, key=key)
+        calls[0] += 1
+        if steps and calls[0] % steps == 0:
+            emit(event="progress", message=f"epoch {calls[0] // steps}/{args.epochs}")
+        return mean
+
+    hist = train_worker(agent.rank, n, split, cfg, allreduce)
+    return {"model": args.model, "epochs": args.epochs, "samples": int(split.shard(agent.rank, n)[1].size),
+            "parameters": int(hist.params.size), "accuracy": hist.final_acc,
+            "reference_accuracy": _reference_accuracy(split, args),
+            "weights_digest": hashlib.sha256(np.ascontiguousarray(hist.params).tobytes()).hexdigest(),
+            "bytes_sent": agent.reducer.bytes_sent}
+
+
+def _reference_accuracy(split, args) -> float:
+    from worker.training.loop import TrainConfig, train_worker
+    cfg = TrainConfig(model=args.model, epochs=args.epochs)
+    return train_worker(0, 1, split, cfg, lambda g, key: g).final_acc
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mininet_topos.demo_worker")
+    p.add_argument("kind", choices=["dense", "sparse", "train"])
+    p.add_argument("--controller", required=True)
+    p.add_argument("--job", required=True)
+    p.add_argument("--workers", type=int, required=True)
+    p.add_argument("--advertise-ip", default=None)
+    p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--elements", type=int, default=65536)
+    p.add_argument("--tensors", type=int, default=2)
+    p.add_argument("--density", type=float, default=0.05)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--model", default="logreg")
+    p.add_argument("--seed", type=int, default=7)
+    args = p.parse_args(argv)
+    try:
+        from worker.agent import Agent
+        mode = "sparse" if args.kind == "sparse" else "dense"
+        t0 = time.perf_counter()
+        with Agent(args.controller, args.job, advertise_ip=args.advertise_ip, workers=args.workers,
+                   mode=mode, wait_timeout=min(args.timeout, 120)) as agent:
+            emit(event="progress", message=f"joined as rank {agent.rank}")
+            if args.kind == "train":
+                result = run_training(agent, args)
+            else:
+                result = run_allreduce(agent, args, 1.0 if args.kind == "dense" else args.density)
+            result.update(rank=agent.rank, seconds=round(time.perf_counter() - t0, 3))
+        emit(event="result", **result)
+        return 0
+    except Exception as err:   # reported as an event: the demo shows it per host
+        emit(event="error", message=f"{type(err).__name__}: {err}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

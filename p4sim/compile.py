@@ -1,0 +1,12 @@
+"""Entry point of ``p4sim-compile`` (= ``python -m p4sim.compile``); see p4sim.compiler.cli."""
+import sys
+
+from p4sim.compiler.cli import main as _main
+
+
+def main(argv=None):
+    return _main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Jobs on a real p4sim switch over loopback gRPC, running p4src/p4reduce.p4: entries installed and
+read back, aggregation through them, slot registers reset, everything freed at the end, leases,
+controller restart resuming jobs, and the CLI's view of it all."""
+import json
+import time
+
+import numpy as np
+import pytest
+from protocol import constants, frames, p4names, wire
+
+from controller.api_client import JobApiClient, JobApiError
+from controller.cli import main as cli_main
+from controller.connection import SwitchConnection
+from controller.inspection import SwitchInspector
+from controller.registers import open_register_access
+from controller.service import Controller
+from controller.topology import from_dict
+
+SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
+
+
+def topology(addr):
+    return from_dict({
+        "switches": {"s1": {"grpc_addr": addr, "ip": SWITCH_IP, "mac": SWITCH_MAC, "aggregate": True}},
+        "hosts": {f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"00:00:00:00:00:0{i}", "switch": "s1", "port": i}
+                  for i in (1, 2, 3)}})
+
+
+@pytest.fixture
+def controller_factory(p4rt_server, p4reduce_build, tmp_path):
+    _, addr = p4rt_server
+    p4info, bmv2 = p4reduce_build
+    started = []
+
+    def start(**kw):
+        kw.setdefault("lease_s", 30.0)
+        ctl = Controller(topology(addr), p4info, bmv2, election_id=10, connect_timeout=5,
+                         api_address=("127.0.0.1", 0), state_file=tmp_path / "state.json", **kw).start()
+        started.append(ctl)
+        return ctl
+
+    yield start, addr
+    for ctl in started:
+        ctl.stop()
+
+
+def reader(addr):
+    conn = SwitchConnection(addr).connect(timeout=5, arbitrate=False)
+    conn.fetch_pipeline()
+    return SwitchInspector(conn, open_register_access(conn))
+
+
+def contribution(job, rank, ip, mac, sport, lanes, slot=0, ver=0):
+    hdr = wire.Header(job_id=job["job_id"], rank=rank, slot=slot, ver=ver, offset=0,
+                      next_offset=constants.NEXT_NONE, bitmap=constants.full_bitmap(),
+                      flags=constants.Flags.EOT)
+    return frames.udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, constants.AGG_UDP_PORT,
+                            wire.encode(hdr, lanes))
+
+
+def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    ctl = start()
+    client = JobApiClient(ctl.api_server.address)
+    insp = reader(addr)
+    # stale state in the slots the job will get must be cleared at creation
+    writer = open_register_access(ctl.connections["s1"])  # writes need the primary's session
+    writer.write_many(p4names.SEEN, {0: 0b11, 1: 0b1, 31: 0b1})
+    writer.write(p4names.COUNT, 5, 1)
+    assert insp.register(p4names.SEEN, 31)["values"] == {31: 1}
+    job = client.create("demo", 2, mode="dense", slots=16)
+    assert job["slots"] == {"base": 0, "count": 16} and job["multicast_group"] == 0x100 + job["job_id"]
+    assert all(v == 0 for v in insp.register(p4names.SEEN, start=0, stop=32)["values"].values())
+    assert insp.register(p4names.COUNT, 5)["values"] == {5: 0}
+    r0 = client.join("demo", ip="10.0.0.1", udp_port=40000)
+    r1 = client.join("demo", ip="10.0.0.2", udp_port=40001)
+    assert (r0["rank"], r1["rank"], r1["job"]["state"]) == (0, 1, "running")
+
+    # entries read back from the switch
+    [j] = insp.jobs()
+    assert (j["name"], j["workers"], j["mode"], j["slots"], j["mcast_grp"]) == (
+        "demo", 2, "dense", {"base": 0, "count": 16}, job["multicast_group"])
+    assert sorted((m["rank"], m["ip"], m["udp_port"], m["mac"], m["port"]) for m in j["members"]) == [
+        (0, "10.0.0.1", 40000, "00:00:00:00:00:01", 1), (1, "10.0.0.2", 40001, "00:00:00:00:00:02", 2)]
+    groups = {g["group"]: g["replicas"] for g in insp.multicast_groups()}
+    assert groups[job["multicast_group"]] == [{"port": 1, "instance": 0}, {"port": 2, "instance": 1}]
+
+    # the entries make the switch aggregate: two contributions, one result per worker
+    a = np.arange(32, dtype=np.int64)
+    b = np.full(32, -7, dtype=np.int64)
+    engine = server.device.engine
+    trace = []
+    engine.trace = trace.append
+    assert engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a)) == []
+    out = sorted(engine.process(2, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b)))
+    assert [p for p, _ in out] == [1, 2], "\n".join(trace)
+    for (port, frame), (ip, udp, mac, rank) in zip(out, [("10.0.0.1", 40000, "00:00:00:00:00:01", 0),
+                                                          ("10.0.0.2", 40001, "00:00:00:00:00:02", 1)]):
+        f = frames.parse_udp_frame(frame)
+        assert (f.dst_ip, f.dport, f.dst_mac) == (ip, udp, mac)
+        hdr, lanes = wire.decode(f.payload)
+        assert hdr.msg_type == constants.MsgType.RESULT and hdr.rank == rank and hdr.count == 2
+        assert list(lanes) == list(a + b)
+    # ... and a person can see it in the slot's registers
+    slot0 = insp.slot(0, ver=0, job="demo")["copies"][0]
+    assert slot0["seen_ranks"] == [0, 1] and slot0["count"] == 0 and slot0["lanes"] == list(a + b)
+
+    # ending frees entries, group, slots, and resets the slot registers
+    client.end("demo")
+    assert insp.jobs() == [] and job["multicast_group"] not in {g["group"] for g in insp.multicast_groups()}
+    assert insp.entries(p4names.WORKERS) == [] and insp.entries(p4names.WORKER_ADDRS) == []
+    assert insp.register(p4names.SEEN, 0)["values"] == {0: 0}
+    assert ctl.manager.pool.free == ctl.manager.pool.total
+
+
+def test_leave_shrinks_group_and_lease_reclaims(controller_factory):
+    start, addr = controller_factory
+    ctl = start(lease_s=0.6)
+    client = JobApiClient(ctl.api_server.address)
+    insp = reader(addr)
+    job = client.create("j", 3, slots=8)
+    for i in (1, 2, 3):
+        client.join("j", ip=f"10.0.0.{i}")
+    client.leave("j", 1)
+    groups = {g["group"]: g["replicas"] for g in insp.multicast_groups()}
+    assert groups[job["multicast_group"]] == [{"port": 1, "instance": 0}, {"port": 3, "instance": 2}]
+    assert sorted(m["rank"] for m in insp.jobs()[0]["members"]) == [0, 2]
+    deadline = time.monotonic() + 10  # nobody heartbeats: the reaper ends the job
+    while insp.jobs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert insp.jobs() == [] and insp.entries(p4names.WORKERS) == []
+    with pytest.raises(JobApiError) as e:
+        client.heartbeat("j", 0)
+    assert e.value.code == "job_ended" and "lease expired" in e.value.message
+
+
+def test_restart_resumes_jobs(controller_factory):
+    start, addr = controller_factory
+    first = start()
+    client = JobApiClient(first.api_server.address)
+    a = client.create("alpha", 2, mode="sparse", slots=32, lease_s=20)
+    client.join("alpha", ip="10.0.0.1")
+    client.join("alpha", ip="10.0.0.3", udp_port=41000)
+    client.create("beta", 1, slots=8)
+    first.stop()
+
+    second = start()
+    assert sorted(second.resumed) == ["alpha", "beta"]
+    client = JobApiClient(second.api_server.address)
+    alpha = client.job("alpha")
+    assert (alpha["job_id"], alpha["mode"], alpha["slots"], alpha["lease_s"], alpha["state"]) == (
+        a["job_id"], "sparse", {"base": 0, "count": 32}, 20, "running")
+    assert [(m["rank"], m["ip"], m["udp_port"], m["port"]) for m in alpha["members"]] == [
+        (0, "10.0.0.1", constants.AGG_UDP_PORT, 1), (1, "10.0.0.3", 41000, 3)]
+    assert client.heartbeat("alpha", 1)["state"] == "running"
+    # the resumed slots are taken: a new job goes after them, never over them
+    gamma = client.create("gamma", 1, slots=8)
+    assert gamma["slots"]["base"] == 40 and gamma["job_id"] not in (a["job_id"], client.job("beta")["job_id"])
+    client.end("alpha")
+    assert [j["name"] for j in reader(addr).jobs()] == ["beta", "gamma"]
+
+
+def test_cli_views_of_jobs(controller_factory, capsys):
+    start, addr = controller_factory
+    ctl = start()
+    client = JobApiClient(ctl.api_server.address)
+    client.create("demo", 2, slots=4)
+    client.join("demo", ip="10.0.0.1")
+    capsys.readouterr()
+    assert cli_main(["jobs", "--grpc-addr", addr]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["JOB", "ID", "STATE", "MODE", "WORKERS", "SLOTS", "GROUP", "MEMBERS"]
+    assert lines[1].split()[:6] == ["demo", "1", "waiting", "dense", "1/2", "[0,"]
+    assert cli_main(["jobs", "--api-addr", ctl.api_server.address, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["members"][0]["ip"] == "10.0.0.1"
+    assert cli_main(["slots", "--grpc-addr", addr]) == 0
+    out = capsys.readouterr().out
+    assert "[    0,     4)      4 slots  demo" in out and "(free)" in out
+    assert cli_main(["registers", "--slot", "1", "--job", "demo", "--ver", "1", "--grpc-addr", addr]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("slot 1 (job demo, job slot 1)") and "register index 3" in out
+    assert cli_main(["counters", "--grpc-addr", addr, "--json"]) == 0
+    ctrs = {c["counter"]: c["cells"] for c in json.loads(capsys.readouterr().out)}
+    labels = {c["label"] for c in ctrs[p4names.DROP_REASONS]}
+    assert {"UNKNOWN_JOB", "BAD_RANK", "DUPLICATE_PENDING"} <= labels
+
+
+def test_forwarding_from_topology(controller_factory, p4rt_server):
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    start()
+    insp = reader(addr)
+    routes = {(e["match"][p4names.IPV4_ROUTES_KEY[0]], e["action"], e["params"]["port"])
+              for e in insp.entries(p4names.IPV4_ROUTES)}
+    assert routes == {((0x0A000000 + i, 32), p4names.FORWARD, i) for i in (1, 2, 3)}
+    l2 = {(e["match"][p4names.L2_FORWARD_KEY[0]], e["action"], tuple(e["params"].values()))
+          for e in insp.entries(p4names.L2_FORWARD)}
+    assert l2 == {(i, p4names.FORWARD, (i,)) for i in (1, 2, 3)} | {(0xFFFFFFFFFFFF, p4names.FLOOD, (1,))}
+    assert {g["group"]: [r["port"] for r in g["replicas"]] for g in insp.multicast_groups()} == {1: [1, 2, 3]}
+    engine = server.device.engine
+    # plain UDP between hosts is forwarded by IP; a broadcast is flooded to the other ports
+    frame = frames.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", "10.0.0.1", "10.0.0.2", 1234, 80, b"hi")
+    assert [p for p, _ in engine.process(1, frame)] == [2]
+    arp = bytes.fromhex("ffffffffffff000000000001" "0806") + bytes(28)
+    assert sorted(p for p, _ in engine.process(1, arp)) == [2, 3]
+
+
+def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
+    from controller.connection import Update, update
+    start, addr = controller_factory
+    first = start()
+    job = JobApiClient(first.api_server.address).create("named", 1, slots=4)
+    conn = first.connections["s1"]
+    prog = first.manager.programmer
+    entry = prog._job_entry(first.manager.jobs["named"])
+    entry.metadata = b""  # as on a target that does not keep entry metadata
+    conn.write([update(Update.MODIFY, entry)])
+    assert reader(addr).jobs()[0]["name"] == f"job-{job['job_id']}"
+    first.stop()
+    second = start()
+    assert second.resumed == ["named"]
+    assert JobApiClient(second.api_server.address).job("named")["slots"] == {"base": 0, "count": 4}

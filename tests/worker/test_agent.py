@@ -1,0 +1,133 @@
+"""Agents join a job by name through the real job API (controller in bookkeeping mode, no switch)
+and allreduce through protocol.model served as a fake switch; join errors are explicit; the CLI."""
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from controller.api_server import JobApi, JobApiServer
+from controller.jobs import JobManager
+from controller.slots import SlotPool
+from controller.topology import from_dict
+from worker.agent import Agent
+from worker.cli import tensor_for
+from worker.fakeswitch import FakeSwitch, Impairments
+from worker.job import JobJoinError
+from worker.streaming import RetryPolicy
+
+TOPO = from_dict({
+    "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
+    "hosts": {"h1": {"ip": "127.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1}},
+})
+
+
+@pytest.fixture
+def controller():
+    mgr = JobManager(SlotPool(256), topology=TOPO, default_workers=4, default_lease_s=5.0, join_timeout_s=30.0)
+    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
+    yield server.address, mgr
+    server.stop()
+
+
+def _program_when_running(client_addr, name, sw):
+    """What the controller does for a real switch: the job and its members, once all joined."""
+    from controller.api_client import JobApiClient, JobApiError
+    deadline = time.monotonic() + 20
+    while True:  # the workers may not have created the job yet
+        try:
+            job = JobApiClient(client_addr).wait_running(name, timeout=20)
+            break
+        except JobApiError as e:
+            if e.code != "no_such_job" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    sw.add_job(job["job_id"], job["workers"], job["slots"]["count"], sparse=job["mode"] == "sparse")
+    for m in job["members"]:
+        sw.add_worker(job["job_id"], m["rank"], m["ip"], m["udp_port"])
+    return job
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse"])
+def test_four_agents_join_by_name_and_allreduce(controller, mode):
+    addr, _ = controller
+    n = 4
+    results, errors = {}, []
+    with FakeSwitch(impair=Impairments(0.02, 0.02, 0.02, 0.02, seed=1)) as sw:
+        def body():
+            try:
+                with Agent(addr, "demo", switch_addr=sw.addr, bind_ip="127.0.0.1", mode=mode, workers=n,
+                           retry=RetryPolicy(timeout=0.02, deadline=5)) as ag:
+                    ints = [tensor_for(0, ag.rank, i, 3000, "int32") for i in range(3)]
+                    futs = [ag.allreduce_async(x) for x in ints]          # async, in order
+                    f = ag.allreduce(tensor_for(0, ag.rank, 9, 1000, "float32").reshape(10, 100), average=True)
+                    results[ag.rank] = ([fu.result() for fu in futs], f, ag.params)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        threads = [threading.Thread(target=body) for _ in range(n)]
+        for t in threads:
+            t.start()
+        job = _program_when_running(addr, "demo", sw)
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    assert sorted(results) == [0, 1, 2, 3] and job["mode"] == mode
+    for r, (ints, f, params) in results.items():
+        assert params.sparse == (mode == "sparse") and params.n_workers == 4
+        for i, got in enumerate(ints):
+            want = np.sum([tensor_for(0, k, i, 3000, "int32").astype(np.int64) for k in range(n)], axis=0)
+            assert np.array_equal(got, want)
+        exact = np.mean([tensor_for(0, k, 9, 1000, "float32") for k in range(n)], axis=0).reshape(10, 100)
+        assert f.shape == (10, 100) and np.abs(f - exact).max() < 1e-6
+        assert np.array_equal(f, results[0][1])
+
+
+def test_join_errors_name_the_problem(controller):
+    addr, mgr = controller
+    with pytest.raises(JobJoinError, match=r"cannot join job 'j' at controller 127.0.0.1:1: unreachable"):
+        Agent("127.0.0.1:1", "j", bind_ip="127.0.0.1")
+    with pytest.raises(JobJoinError, match=r"bad_field \(field 'workers'\)"):
+        Agent(addr, "j", bind_ip="127.0.0.1", workers=0)
+    with pytest.raises(JobJoinError, match=r"job name 'bad name!' is invalid"):
+        Agent(addr, "bad name!", bind_ip="127.0.0.1")
+    # a job of 1 worker: the second join is refused
+    with Agent(addr, "solo", bind_ip="127.0.0.1", workers=1):
+        with pytest.raises(JobJoinError, match="job_full"):
+            Agent(addr, "solo", bind_ip="127.0.0.1", workers=1)
+
+
+def test_waiting_for_missing_ranks_times_out_clearly(controller):
+    addr, _ = controller
+    t0 = time.monotonic()
+    with pytest.raises(JobJoinError, match=r"timeout.*1/2 workers joined"):
+        Agent(addr, "pair", bind_ip="127.0.0.1", workers=2, wait_timeout=0.5)
+    assert time.monotonic() - t0 < 5
+
+
+def test_cli_allreduce_checks_results(controller):
+    addr, _ = controller
+    with FakeSwitch() as sw:
+        cmd = [sys.executable, "-m", "worker", "allreduce", "--controller", addr, "--job", "cli", "--workers", "2",
+               "--bind", "127.0.0.1", "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "3", "--size", "5000",
+               "--check", "--deadline", "5"]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        _program_when_running(addr, "cli", sw)
+        outs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        rep = json.loads(out)
+        assert rep["check"] == "ok" and rep["tensors"] == 3 and rep["workers"] == 2
+
+
+def test_cli_reports_errors_without_traceback():
+    p = subprocess.run([sys.executable, "-m", "worker", "allreduce", "--controller", "127.0.0.1:1", "--job", "x"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    assert p.stderr.startswith("worker: error: cannot join job 'x' at controller 127.0.0.1:1: unreachable")
+    assert "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "worker", "allreduce", "--controller", "c", "--job", "x",
+                        "--switch", "nohost"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "argument --switch: expected HOST:PORT, got 'nohost'" in p.stderr

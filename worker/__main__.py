@@ -1,0 +1,6 @@
+"""``python -m worker`` (see worker/cli.py)."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

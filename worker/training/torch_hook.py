@@ -1,0 +1,55 @@
+"""PyTorch DistributedDataParallel communication hook that averages gradients through the switch.
+
+    from worker import Agent
+    from worker.training.torch_hook import p4reduce_hook
+    agent = Agent("10.0.0.100:8090", "resnet-1", compressor="topk")
+    ddp = torch.nn.parallel.DistributedDataParallel(model)       # gloo process group, as usual
+    ddp.register_comm_hook(agent, p4reduce_hook)
+
+DDP still needs its process group (to broadcast the initial parameters and for
+``find_unused_parameters``); the gradient buckets, which are the traffic, go through the switch.
+The state is anything with ``allreduce_async(array, average, key) -> concurrent.futures.Future``
+(a :class:`worker.agent.Agent`, or :class:`AsyncCommunicator` around a Communicator); each bucket
+keeps its own error-feedback residual (key ``bucket<index>``). torch is optional: this module is
+the only one that imports it.
+"""
+import concurrent.futures
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+
+class AsyncCommunicator:
+    """Gives a :class:`worker.communicator.Communicator` the Agent's ``allreduce_async``."""
+
+    def __init__(self, communicator) -> None:
+        self.communicator = communicator
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="p4reduce-hook")
+
+    def allreduce_async(self, array, average=False, key=""):
+        a = np.array(array, copy=True)
+        return self._pool.submit(self.communicator.allreduce, a, average, key)
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+
+def p4reduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """DDP comm hook: mean of the bucket over workers, computed by the switch."""
+    tensor = bucket.buffer()
+    array = tensor.detach().cpu().numpy()
+    if array.dtype != np.float32:
+        array = array.astype(np.float32)
+    result = torch.futures.Future()
+    pending = state.allreduce_async(array, True, f"bucket{bucket.index()}")
+
+    def done(f):
+        try:
+            tensor.copy_(torch.from_numpy(np.ascontiguousarray(f.result())).to(tensor.dtype).reshape(tensor.shape))
+            result.set_result(tensor)
+        except Exception as e:  # noqa: BLE001 - handed to DDP, which raises it in backward()
+            result.set_exception(e)
+
+    pending.add_done_callback(done)
+    return result

@@ -80,6 +80,10 @@ def run(endpoints: List[Endpoint], svc: Service, job_id: int, window: int, durat
             socks.append(s)
             prebuilt.append(build_frames(ep, svc, job_id, window))
         n = len(endpoints)
+        # every lane of every result must be the sum of the ranks' values (rank + 1)
+        expected_lanes = np.full(C.LANES, n * (n + 1) // 2, dtype=">i4").tobytes()
+        lanes_at = _P4R_AT + C.HEADER_BYTES
+        wrong = 0
         ver = [[0] * window for _ in range(n)]
         sent_at = [[0.0] * window for _ in range(n)]
         by_fd = {s.fileno(): i for i, s in enumerate(socks)}
@@ -120,6 +124,8 @@ def run(endpoints: List[Endpoint], svc: Service, job_id: int, window: int, durat
                     if slot >= window or v != ver[i][slot]:
                         continue  # a late duplicate of an older round
                     results += 1
+                    if frame[lanes_at:lanes_at + len(expected_lanes)] != expected_lanes:
+                        wrong += 1
                     ver[i][slot] ^= 1
                     s.send(prebuilt[i][(slot, ver[i][slot])])
                     sent_at[i][slot] = time.monotonic()
@@ -138,6 +144,7 @@ def run(endpoints: List[Endpoint], svc: Service, job_id: int, window: int, durat
         return {"workers": n, "window": window, "duration_s": round(elapsed, 3),
                 "results_received": got, "rounds": rounds,
                 "contributions_sent": sent - (measured_sent or 0), "retransmissions": retx,
+                "wrong_results": wrong,
                 "pps": rounds * n / elapsed if elapsed > 0 else 0.0,
                 "rounds_per_s": rounds / elapsed if elapsed > 0 else 0.0}
     finally:

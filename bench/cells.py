@@ -33,8 +33,13 @@ def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
                                            server=servers[0] if servers else None)
     except aggregate.AggregationError as exc:
         return {**base, "status": "failed", "error": f"bad worker records: {exc}"}
-    status = "ok" if summary["verified"] else "wrong-result"
-    return {**base, "status": status, **summary}
+    if summary["verified"]:
+        return {**base, "status": "ok", **summary}
+    first = summary.get("first_mismatches", [{}])[0]
+    error = (f"{summary['mismatches']} elements (all workers) differ from the exact sum; "
+             f"rank {first.get('rank')} at {first.get('index')}: got {first.get('got')}, "
+             f"expected {first.get('expected')}")
+    return {**base, "status": "wrong-result", "error": error, **summary}
 
 
 def predicted_seconds(prev_cell: Optional[dict], size: int, reps: int, warmup: int) -> Optional[float]:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
+import signal
 import sys
 
 from bench import grid as gridmod
@@ -100,9 +100,19 @@ def parse_args(argv):
     return args, grid
 
 
+def _interrupt_on_signals() -> None:
+    """SIGTERM (e.g. `kill PID`) and SIGINT, even if inherited as ignored by a background job,
+    stop the run like Ctrl-C: networks torn down, processes stopped, the cells so far saved."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, grid = parse_args(argv)
+    _interrupt_on_signals()
     from bench import results, runner
     doc = runner.run(grid, argv, progress=not args.no_progress)
     paths = results.save(doc, args.out, args.name)

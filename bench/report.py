@@ -52,7 +52,7 @@ def allreduce_table(cells: List[dict]) -> str:
             if c["system"] == "gloo" and c["status"] == "ok"}
     rows = []
     for c in cells:
-        ok = c["status"] == "ok"
+        ok = "time_s" in c  # measured (a wrong result still shows its time, flagged in status)
         ref = gloo.get((c["workers"], c["link"], c["size"]))
         sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ok and ref else None
         rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
@@ -70,7 +70,7 @@ def sparsity_table(cells: List[dict]) -> str:
              if c["density"] == 1.0 and c["status"] == "ok"}
     rows = []
     for c in cells:
-        ok = c["status"] == "ok"
+        ok = "time_s" in c
         ref = dense.get((c["workers"], c["link"]))
         sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ok and ref else None
         rows.append([c["link"], f"{c['density'] * 100:g}%", human_size(c["size"]),
@@ -81,13 +81,34 @@ def sparsity_table(cells: List[dict]) -> str:
                          "status"], rows)
 
 
+def _cell_text(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return "-" if value is None else str(value).lower()
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+# columns worth a glance, in order, when a section's rows have them (the JSON has all)
+PREFERRED_COLUMNS = ("case", "target", "pps", "rounds_per_s", "retransmissions", "duration_s",
+                     "elements_per_s", "ms_per_step", "error_feedback")
+
+
 def _generic(section: str, result: dict) -> str:
     if result.get("status") not in (None, "ok"):
         return f"{section}: {result['status']}: {result.get('error', '')}"
     rows = result.get("rows")
     if isinstance(rows, list) and rows and isinstance(rows[0], dict):
-        headers = list(rows[0])
-        return format_table(headers, [[r.get(h, "") for h in headers] for r in rows])
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        headers = [k for k in PREFERRED_COLUMNS if k in keys] or keys
+        if "case" in headers and "target" in headers:
+            headers.remove("target")
+        lines = [format_table(headers, [[_cell_text(r.get(h)) for h in headers] for r in rows])]
+        lines += [f"{k}: {_cell_text(v)}" for k, v in result.items()
+                  if k.startswith("ratio") or k in ("method", "ratio_note")]
+        return "\n".join(lines)
     return f"{section}: " + ", ".join(f"{k}={v}" for k, v in result.items()
                                       if not isinstance(v, (dict, list)))
 

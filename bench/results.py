@@ -1,4 +1,4 @@
-"""Result documents on disk: bench/results/<stem>.json plus latest-<mode>.json, and the exit code."""
+"""Result documents on disk: bench/results/<stem>.json and .md, latest-<mode>.*, and the exit code."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import pathlib
 import shutil
 from typing import Iterator, Optional
 
-BAD = ("failed", "wrong-result")
+BAD = ("failed", "wrong-result", "interrupted")
 
 
 def default_stem(doc: dict) -> str:
@@ -21,6 +21,10 @@ def save(doc: dict, out_dir: pathlib.Path, stem: Optional[str] = None) -> pathli
     path = out_dir / f"{stem or default_stem(doc)}.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     shutil.copyfile(path, out_dir / f"latest-{doc['mode']}.json")
+    from bench import markdown
+    md = path.with_suffix(".md")
+    md.write_text(markdown.render(doc) + "\n")
+    shutil.copyfile(md, out_dir / f"latest-{doc['mode']}.md")
     return path
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Dict, List
 
 from bench import cells as cellmod
 from bench.grid import Grid
@@ -51,6 +51,36 @@ def _network_plan(grid: Grid) -> List[tuple]:
     return list(dict.fromkeys(plan))
 
 
+def _cells_on_network(bn: BenchNet, grid: Grid, out: Dict[str, Dict], tick) -> None:
+    """Every allreduce and sparsity cell that runs on this (workers, link) network."""
+    workers, link = len(bn.workers), bn.link.name
+    if "allreduce" in out and workers in grid.workers and link in grid.links:
+        out["allreduce"]["networks"].append(bn.describe())
+        for name in grid.systems:
+            system = SYSTEMS[name]
+            reason = system.unavailable_reason(bn)
+            if reason:
+                out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason, "allreduce", 1.0, tick)
+                continue
+            out["allreduce"]["cells"] += cellmod.run_sizes(
+                bn, system, grid.sizes, reps=grid.reps, warmup=grid.warmup,
+                budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, tick=tick)
+    if "sparsity" in out and workers == grid.sparsity_workers and link in grid.sparsity_links:
+        out["sparsity"]["networks"].append(bn.describe())
+        p4reduce = SYSTEMS["p4reduce"]
+        reason = p4reduce.unavailable_reason(bn)
+        for density in sorted(grid.densities, reverse=True):
+            if reason:
+                out["sparsity"]["cells"] += _skip_all(p4reduce, bn, [grid.sparsity_size], reason,
+                                                      "sparsity", density, tick)
+                continue
+            cell = cellmod.run_cell(bn, p4reduce, size=grid.sparsity_size, reps=grid.reps,
+                                    warmup=grid.warmup, timeout=grid.cell_timeout_s,
+                                    density=density, section="sparsity")
+            out["sparsity"]["cells"].append(cell)
+            tick(cell)
+
+
 def run_mininet_sections(grid: Grid, progress: bool) -> Dict[str, Dict]:
     """p4reduce dense vs the baselines (allreduce) and p4reduce sparse vs dense (sparsity).
 
@@ -63,48 +93,28 @@ def run_mininet_sections(grid: Grid, progress: bool) -> Dict[str, Dict]:
         total += len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
     if "sparsity" in out:
         total += len(grid.sparsity_links) * len(grid.densities)
-    p4reduce = SYSTEMS["p4reduce"]
-    with _progress(total, "benchmarks", progress) as bar:
-        tick = _tick(bar)
-        for workers, link in _network_plan(grid):
-            try:
-                bn_cm = BenchNet(workers, LINKS[link], grid.switch, grid.program)
-                bn = bn_cm.__enter__()
-            except Exception as exc:  # the network itself failed: every cell it would serve fails
-                err = f"network ({workers} workers, {link}) did not start: {type(exc).__name__}: {exc}"
-                for section in out:
-                    out[section].setdefault("errors", []).append(err)
-                continue
-            try:
-                if "allreduce" in out and workers in grid.workers and link in grid.links:
-                    out["allreduce"]["networks"].append(bn.describe())
-                    for name in grid.systems:
-                        system = SYSTEMS[name]
-                        reason = system.unavailable_reason(bn)
-                        if reason:
-                            out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason,
-                                                                   "allreduce", 1.0, tick)
-                            continue
-                        out["allreduce"]["cells"] += cellmod.run_sizes(
-                            bn, system, grid.sizes, reps=grid.reps, warmup=grid.warmup,
-                            budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, tick=tick)
-                if "sparsity" in out and workers == grid.sparsity_workers and link in grid.sparsity_links:
-                    out["sparsity"]["networks"].append(bn.describe())
-                    reason = p4reduce.unavailable_reason(bn)
-                    for density in sorted(grid.densities, reverse=True):
-                        if reason:
-                            out["sparsity"]["cells"] += _skip_all(p4reduce, bn, [grid.sparsity_size],
-                                                                  reason, "sparsity", density, tick)
-                            continue
-                        cell = cellmod.run_cell(bn, p4reduce, size=grid.sparsity_size, reps=grid.reps,
-                                                warmup=grid.warmup, timeout=grid.cell_timeout_s,
-                                                density=density, section="sparsity")
-                        out["sparsity"]["cells"].append(cell)
-                        tick(cell)
-            finally:
-                bn_cm.__exit__(None, None, None)
+    try:
+        with _progress(total, "benchmarks", progress) as bar:
+            tick = _tick(bar)
+            for workers, link in _network_plan(grid):
+                try:
+                    bn_cm = BenchNet(workers, LINKS[link], grid.switch, grid.program)
+                    bn = bn_cm.__enter__()
+                except Exception as exc:  # the network itself failed: every cell it would serve fails
+                    err = f"network ({workers} workers, {link}) did not start: {type(exc).__name__}: {exc}"
+                    for section in out:
+                        out[section].setdefault("errors", []).append(err)
+                    continue
+                try:
+                    _cells_on_network(bn, grid, out, tick)
+                finally:
+                    bn_cm.__exit__(None, None, None)
+    except KeyboardInterrupt:  # networks are already stopped by the finally blocks
+        for result in out.values():
+            result["status"] = "interrupted"
+            result["error"] = "interrupted by the user (Ctrl-C); cells so far are kept"
     for result in out.values():
-        if result.get("errors"):
+        if result.get("errors") and result.get("status") != "interrupted":
             result["status"] = "failed"
             result["error"] = "; ".join(result["errors"])
     return out
@@ -139,12 +149,19 @@ def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
             result.setdefault("status", "ok")
             result["elapsed_s"] = round(time.time() - t0, 2)  # shared networks: shared time
             doc["sections"][section] = result
+    interrupted = any(r.get("status") == "interrupted" for r in doc["sections"].values())
     for section in grid.sections:
         if section in MININET_SECTIONS:
+            continue
+        if interrupted:
+            doc["sections"][section] = {"status": "skipped", "error": "run interrupted"}
             continue
         t0 = time.time()
         try:
             result = extra_sections.RUNNERS[section](grid, progress)
+        except KeyboardInterrupt:
+            result = {"status": "interrupted", "error": "interrupted by the user (Ctrl-C)"}
+            interrupted = True
         except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
             result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         result.setdefault("status", "ok")

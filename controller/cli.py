@@ -19,6 +19,7 @@ import pathlib
 import signal
 import sys
 import threading
+import time
 
 from controller import defaults, report
 from controller.errors import ControllerError
@@ -44,12 +45,13 @@ def _range(value):
     return a, b
 
 
-def _switch_args(p):
+def _switch_args(p, wait=5.0):
     p.add_argument("--grpc-addr", type=_addr, default="127.0.0.1:9559", help="P4Runtime address (HOST:PORT)")
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--thrift-port", type=int, default=None,
                    help="BMv2 Thrift port, to read registers on simple_switch_grpc (e.g. 9090)")
-    p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the switch (default 5)")
+    p.add_argument("--wait", type=float, default=wait,
+                   help=f"seconds to wait for the switch (default {wait:g}); progress is reported")
 
 
 def build_parser():
@@ -59,7 +61,7 @@ def build_parser():
 
     s = sub.add_parser("serve", help="run the controller and the job API")
     s.add_argument("--topology", help="topology file (JSON/YAML); without it, one switch at --grpc-addr")
-    _switch_args(s)
+    _switch_args(s, wait=30.0)
     s.add_argument("--p4info", default=None, help="P4Info text file (default build/p4reduce.p4info.txtpb)")
     s.add_argument("--bmv2-json", default=None, help="BMv2 JSON (default build/p4reduce.json)")
     s.add_argument("--election-id", default="10", help="arbitration election id: N or HIGH,LOW (default 10)")
@@ -71,6 +73,8 @@ def build_parser():
     s.add_argument("--join-timeout", type=float, default=120.0, help="seconds a job may wait with no worker")
     s.add_argument("--state-file", default="run/controller-state.json",
                    help="job names by id, for targets that drop entry metadata ('' to disable)")
+    s.add_argument("--standby", action="store_true",
+                   help="start as a backup: take over (resuming the jobs) when the primary controller stops")
     s.add_argument("--no-switch", action="store_true",
                    help="job API bookkeeping only, no switch (for testing worker agents)")
     s.add_argument("--slots", type=int, default=None, help="slot pool size with --no-switch")
@@ -98,6 +102,9 @@ def build_parser():
     r.add_argument("--slot", type=int, default=None, help="decode a whole slot (all lane registers)")
     r.add_argument("--job", default=None, help="with --slot: slot number relative to this job")
     r.add_argument("--ver", type=int, choices=[0, 1], default=None, help="with --slot: one shadow copy")
+    r.add_argument("--watch", type=float, default=None, metavar="SECONDS",
+                   help="print again every SECONDS (Ctrl-C stops), to watch a slot change")
+    r.add_argument("--count", type=int, default=None, help="with --watch: stop after COUNT prints")
     r.add_argument("--json", action="store_true")
 
     c = sub.add_parser("counters", help="read counters (drops by reason)")
@@ -134,7 +141,10 @@ def open_inspector(args, need_registers=False):
 
 
 def _emit(args, data, text):
-    print(json.dumps(data, indent=1) if getattr(args, "json", False) else text)
+    if getattr(args, "json", False):  # --watch --json: one object per line (JSON Lines)
+        print(json.dumps(data) if getattr(args, "watch", None) else json.dumps(data, indent=1))
+    else:
+        print(text)
 
 
 def cmd_jobs(args):
@@ -155,16 +165,31 @@ def cmd_slots(args):
 
 
 def cmd_registers(args):
-    insp = open_inspector(args, need_registers=True)
-    if args.slot is not None:
-        data = insp.slot(args.slot, args.ver, args.job)
-        _emit(args, data, report.slot_text(data))
-        return
-    if not args.name:
+    if args.slot is None and not args.name:
         raise ValueError("registers: give a register NAME, or --slot S")
+    if args.watch is not None and args.watch <= 0:
+        raise ValueError(f"--watch: must be a positive number of seconds, got {args.watch:g}")
+    insp = open_inspector(args, need_registers=True)
     start, stop = args.range if args.range else (None, None)
-    data = insp.register(args.name, args.index, start, stop)
-    _emit(args, data, report.register_text(data))
+    printed = 0
+    while True:
+        if args.slot is not None:
+            data = insp.slot(args.slot, args.ver, args.job)
+            text = report.slot_text(data)
+        else:
+            data = insp.register(args.name, args.index, start, stop)
+            text = report.register_text(data)
+        if args.watch is not None and not args.json:
+            text = f"--- {time.strftime('%H:%M:%S')} ---\n{text}"
+        _emit(args, data, text)
+        printed += 1
+        if args.watch is None or (args.count is not None and printed >= args.count):
+            return
+        sys.stdout.flush()
+        try:
+            time.sleep(args.watch)
+        except KeyboardInterrupt:
+            return
 
 
 def cmd_counters(args):
@@ -222,7 +247,7 @@ def cmd_serve(args):
                      default_slots=args.default_slots, lease_s=args.lease, join_timeout_s=args.join_timeout,
                      report=log.info)
     try:
-        ctl.start()
+        ctl.start(standby=args.standby, stop_event=stop)
         if ctl.resumed:
             log.info("resumed %d job(s) from the switch: %s", len(ctl.resumed), ", ".join(ctl.resumed))
         stop.wait()

@@ -77,6 +77,9 @@ class SwitchConnection:
         self._arbitration = queue.Queue()
         self.packet_ins = queue.Queue()
         self._reader = None
+        self._arbitrated = False
+        self.lost = threading.Event()  # set when the stream to the switch breaks (switch gone)
+        self.became_primary = threading.Event()
 
     # -- session -------------------------------------------------------------------------------
     def connect(self, timeout=30.0, require_primary=True, report=None, arbitrate=True):
@@ -86,6 +89,11 @@ class SwitchConnection:
         P4Runtime allows from any client without disturbing the primary controller.
         """
         report = report or log.info
+        self.close()
+        self.lost = threading.Event()
+        self.became_primary = threading.Event()
+        self._arbitrated = False
+        self._arbitration = queue.Queue()
         self._channel = grpc.insecure_channel(self.grpc_addr)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         deadline = time.monotonic() + timeout
@@ -123,12 +131,21 @@ class SwitchConnection:
 
         self._stream = self._stub.StreamChannel(requests())
 
+        stream, lost = self._stream, self.lost
+
         def receive():
             try:
-                for msg in self._stream:
+                for msg in stream:
                     which = msg.WhichOneof("update")
                     if which == "arbitration":
-                        self._arbitration.put(msg.arbitration)
+                        if self._arbitrated:  # a later update: a takeover, or the primary left
+                            was, self.primary = self.primary, msg.arbitration.status.code == code_pb2.OK
+                            if was and not self.primary:
+                                log.warning("switch %s: this controller is no longer primary", self.name)
+                            if self.primary:
+                                self.became_primary.set()
+                        else:
+                            self._arbitration.put(msg.arbitration)
                     elif which == "packet":
                         self.packet_ins.put(msg.packet)
                     elif which == "error":
@@ -137,6 +154,9 @@ class SwitchConnection:
                 if e.code() != grpc.StatusCode.CANCELLED:
                     log.warning("switch %s: stream closed: %s", self.name, e.details())
                 self._arbitration.put(e)
+            if stream is self._stream:  # not our own close(): the switch went away
+                self.primary = False
+                lost.set()
 
         self._reader = threading.Thread(target=receive, name=f"p4rt-stream-{self.name}", daemon=True)
         self._reader.start()
@@ -156,6 +176,9 @@ class SwitchConnection:
             raise SwitchError(f"switch {self.name}: arbitration failed: "
                               f"{reply.code().name}: {reply.details()}")
         self.primary = reply.status.code == code_pb2.OK
+        self._arbitrated = True
+        if self.primary:
+            self.became_primary.set()
         if not self.primary and require_primary:
             primary = (reply.election_id.high << 64) | reply.election_id.low
             mine = (self.election_id[0] << 64) | self.election_id[1]
@@ -166,13 +189,14 @@ class SwitchConnection:
                 f"connect read-only (backup).", code="not_primary", http_status=409)
 
     def close(self):
+        stream, self._stream = self._stream, None
         if self._requests is not None:
             self._requests.put(None)
-        if self._stream is not None:
-            self._stream.cancel()
+        if stream is not None:
+            stream.cancel()
         if self._channel is not None:
             self._channel.close()
-        self._requests = self._stream = None
+        self._requests = self._channel = None
         self.primary = False
 
     def __enter__(self):

@@ -4,6 +4,8 @@ Everything here only reads (no arbitration needed), returns plain data (dicts an
 --json), and is shared by the non-interactive CLI and the interactive shell. Text rendering is in
 controller/report.py.
 """
+import enum
+
 from p4.v1 import p4runtime_pb2
 from protocol import constants, p4names
 
@@ -14,6 +16,21 @@ from controller.service import slot_pool_size
 
 SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
                         p4names.MIN_NEXT, p4names.MAX_EXP)
+
+
+def counter_labels():
+    """{counter name: {index: label}} from the protocol's enums ("Indices of counter NAME.")."""
+    labels = {}
+    for obj in vars(constants).values():
+        if isinstance(obj, type) and issubclass(obj, enum.IntEnum) and obj.__doc__:
+            for word in obj.__doc__.replace(",", " ").split():
+                name = word.strip(".`'\"")
+                if name.startswith((p4names.INGRESS + ".", p4names.EGRESS + ".")):
+                    labels[name] = {int(m): m.name for m in obj}
+    egress_drops = getattr(p4names, "EGRESS_DROPS", None)  # indexed by DropReason too
+    if egress_drops and egress_drops not in labels and p4names.DROP_REASONS in labels:
+        labels[egress_drops] = labels[p4names.DROP_REASONS]
+    return labels
 
 
 class SwitchInspector:
@@ -121,8 +138,7 @@ class SwitchInspector:
     def counters(self, name=None):
         """Indirect counters; drop_reasons and agg_events cells are named per the protocol."""
         names = [name] if name else [c.preamble.name for c in self.index.all("counter")]
-        labels = {p4names.DROP_REASONS: {int(r): r.name for r in constants.DropReason},
-                  p4names.AGG_EVENTS: {int(e): e.name for e in constants.AggEvent}}
+        labels = counter_labels()
         out = []
         for n in names:
             ctr = self.index.get("counter", n)
@@ -133,7 +149,8 @@ class SwitchInspector:
                 i = ce.index.index
                 cells.append({"index": i, "label": labels.get(full, {}).get(i),
                               "packets": ce.data.packet_count, "bytes": ce.data.byte_count})
-            out.append({"counter": full, "cells": sorted(cells, key=lambda c: c["index"])})
+            out.append({"counter": full, "labelled": full in labels,
+                        "cells": sorted(cells, key=lambda c: c["index"])})
         return out
 
     # -- tables and groups ---------------------------------------------------------------------

@@ -100,6 +100,18 @@ class JobProgrammer:
         except SwitchError as e:
             log.warning("job %s: could not reset slot registers: %s", job.name, e.message)
 
+    def reinstall_job(self, job):
+        """Write the whole job again (after the switch lost its state): entries and group."""
+        self.reset_slots(job.slots)
+        updates = [update(Update.INSERT, self._job_entry(job))]
+        for m in job.members.values():
+            updates += [update(Update.INSERT, self._worker_entry(job, m)),
+                        update(Update.INSERT, self._addr_entry(job, m))]
+        if job.members:
+            updates.append(update(Update.INSERT, self._group(job, sorted(job.members.values(),
+                                                                         key=lambda m: m.rank))))
+        self.conn.write(updates)
+
     def _delete_quietly(self, entities):
         """Delete one by one so one missing entry does not keep the others installed."""
         for ent in entities:

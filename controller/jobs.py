@@ -220,44 +220,55 @@ class JobManager:
             raise BadRequest(f"field 'switch_port': required, the topology has no switch port towards {ip}",
                              field="switch_port")
         with self.lock:
-            if name not in self.jobs:
+            created_here = name not in self.jobs
+            if created_here:
                 self.create(name, workers, mode, slots)
-            job = self.jobs[name]
-            for field, want, have in (("workers", workers, job.workers), ("mode", mode, job.mode),
-                                      ("slots", slots, job.slots.count)):
-                if want is not None and want != have:
-                    raise Conflict(f"job {name!r} exists with {field}={have}, the join asked for {want}",
-                                   code="job_exists", field=field)
-            same = [m for m in job.members.values() if (m.ip, m.udp_port) == (ip, udp_port)]
-            if same and (rank is None or rank == same[0].rank):
-                rank = same[0].rank  # a restarted worker keeps its rank
-                old = job.members.pop(rank)
-                self._apply(job, lambda: self.programmer.remove_member(job, old),
-                            undo=lambda: job.members.__setitem__(rank, old))
-            elif same:
-                raise Conflict(f"worker {ip}:{udp_port} already holds rank {same[0].rank} of job {name!r}",
+            try:
+                return self._admit(self.jobs[name], ip, udp_port, mac, port, rank, workers, mode, slots)
+            except ControllerError:
+                if created_here:  # a job made for a join that failed must not linger
+                    self.end(name, "its first join failed")
+                    self.ended.pop(name, None)
+                raise
+
+    def _admit(self, job, ip, udp_port, mac, port, rank, workers, mode, slots):
+        """Add one worker to an existing job (under the lock)."""
+        name = job.name
+        for field, want, have in (("workers", workers, job.workers), ("mode", mode, job.mode),
+                                  ("slots", slots, job.slots.count)):
+            if want is not None and want != have:
+                raise Conflict(f"job {name!r} exists with {field}={have}, the join asked for {want}",
+                               code="job_exists", field=field)
+        same = [m for m in job.members.values() if (m.ip, m.udp_port) == (ip, udp_port)]
+        if same and (rank is None or rank == same[0].rank):
+            rank = same[0].rank  # a restarted worker keeps its rank
+            old = job.members.pop(rank)
+            self._apply(job, lambda: self.programmer.remove_member(job, old),
+                        undo=lambda: job.members.__setitem__(rank, old))
+        elif same:
+            raise Conflict(f"worker {ip}:{udp_port} already holds rank {same[0].rank} of job {name!r}",
+                           code="rank_taken", field="rank")
+        if rank is None:
+            free = [r for r in range(job.workers) if r not in job.members]
+            if not free:
+                raise Conflict(f"job {name!r} already has all {job.workers} workers", code="job_full")
+            rank = free[0]
+        else:
+            rank = _check_int(rank, "rank", 0, job.workers - 1)
+            if rank in job.members:
+                other = job.members[rank]
+                raise Conflict(f"rank {rank} of job {name!r} belongs to {other.ip}:{other.udp_port}",
                                code="rank_taken", field="rank")
-            if rank is None:
-                free = [r for r in range(job.workers) if r not in job.members]
-                if not free:
-                    raise Conflict(f"job {name!r} already has all {job.workers} workers", code="job_full")
-                rank = free[0]
-            else:
-                rank = _check_int(rank, "rank", 0, job.workers - 1)
-                if rank in job.members:
-                    other = job.members[rank]
-                    raise Conflict(f"rank {rank} of job {name!r} belongs to {other.ip}:{other.udp_port}",
-                                   code="rank_taken", field="rank")
-            now = self.clock()
-            member = Member(rank, ip, udp_port, mac, port, now)
-            job.members[rank] = member
-            self._apply(job, lambda: self.programmer.add_member(job, member),
-                        undo=lambda: job.members.pop(rank, None))
-            job.last_activity = now
-            job.update_state()
-            self._changed()
-            self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
-            return rank, job.to_json(now, self.switch_info)
+        now = self.clock()
+        member = Member(rank, ip, udp_port, mac, port, now)
+        job.members[rank] = member
+        self._apply(job, lambda: self.programmer.add_member(job, member),
+                    undo=lambda: job.members.pop(rank, None))
+        job.last_activity = now
+        job.update_state()
+        self._changed()
+        self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
+        return rank, job.to_json(now, self.switch_info)
 
     def _apply(self, job, action, undo):
         if self.programmer is None:
@@ -357,6 +368,19 @@ class JobManager:
                 self.jobs[job.name] = job
                 self.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "
                          f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
+
+
+    def replay(self):
+        """Install every job again (the switch restarted and lost them); returns how many."""
+        done = 0
+        with self.lock:
+            for job in self.jobs.values():
+                try:
+                    self.programmer.reinstall_job(job)
+                    done += 1
+                except ControllerError as e:
+                    self.log(f"job {job.name}: could not reinstall after a switch restart: {e.message}")
+        return done
 
 
 class LeaseReaper:

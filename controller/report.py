@@ -58,8 +58,8 @@ def counters_text(counters):
     for ctr in counters:
         lines.append(ctr["counter"])
         for cell in ctr["cells"]:
-            if cell["label"] is None and ctr["counter"].endswith(("drop_reasons", "agg_events")):
-                continue  # unused indices of the protocol's counters
+            if cell["label"] is None and ctr.get("labelled"):
+                continue  # indices the protocol does not use
             label = cell["label"] or ""
             lines.append(f"  [{cell['index']:>3}] {label:<18} {cell['packets']:>10} pkts {cell['bytes']:>12} bytes")
     return "\n".join(lines) or "no counters"

@@ -3,7 +3,8 @@
 `Controller.start()` does, in order: connect to every switch of the topology (bounded wait,
 arbitration), make sure each runs the program (pushing it only if it runs something else, so a
 restart keeps the switch's state), install forwarding, then read the aggregation switch's jobs back
-and resume them, and finally start the lease reaper and the job API.
+and resume them, and finally start the lease reaper, a watchdog per switch (reconnects and replays
+the state after a switch restart, controller/recovery.py) and the job API.
 """
 import json
 import logging
@@ -16,6 +17,7 @@ from controller.connection import SwitchConnection
 from controller.errors import SwitchError
 from controller.forwarding import install_forwarding
 from controller.job_programmer import JobProgrammer
+from controller.recovery import SwitchWatchdog
 from controller.jobs import JobManager, LeaseReaper
 from controller.registers import open_register_access
 from controller.slots import SlotPool
@@ -60,7 +62,7 @@ class Controller:
     def __init__(self, topology, p4info=None, device_config=None, election_id=1, connect_timeout=30.0,
                  api_address=("0.0.0.0", 8090), state_file=None, default_workers=None, default_mode="dense",
                  default_slots=None, lease_s=10.0, join_timeout_s=120.0, reset_registers=True,
-                 require_primary=True, report=None):
+                 require_primary=True, watch_switches=True, report=None):
         self.topology = topology
         self.p4info, self.device_config = p4info, device_config
         self.election_id = election_id
@@ -78,12 +80,28 @@ class Controller:
         self.reaper = None
         self.api_server = None
         self.resumed = []
+        self.watch_switches = watch_switches
+        self.watchdogs = []
 
-    def start(self, serve_api=True):
+    def start(self, serve_api=True, standby=False, stop_event=None):
+        """Bring everything up. With standby=True, wait (as a backup) until this controller
+        becomes primary on every switch — the primary stopped or died — then take over."""
         for sw in self.topology.switches.values():
             conn = SwitchConnection(sw.grpc_addr, sw.device_id, self.election_id, name=sw.name)
-            conn.connect(self.connect_timeout, self.require_primary, report=self.report)
+            conn.connect(self.connect_timeout, self.require_primary and not standby, report=self.report)
             self.connections[sw.name] = conn
+        if standby:
+            for name, conn in self.connections.items():
+                if not conn.primary:
+                    self.report(f"switch {name}: standing by (another controller is primary)")
+                while not conn.became_primary.wait(0.2):
+                    if stop_event is not None and stop_event.is_set():
+                        return self
+                    if conn.lost.is_set():
+                        raise SwitchError(f"switch {name}: connection lost while standing by")
+                self.report(f"switch {name}: this controller is now primary; taking over")
+        for sw in self.topology.switches.values():
+            conn = self.connections[sw.name]
             if self.p4info and self.device_config:
                 conn.ensure_pipeline(self.p4info, self.device_config, report=self.report)
             else:
@@ -94,25 +112,37 @@ class Controller:
             install_forwarding(conn, self.topology, sw.name, report=self.report)
         agg = self.topology.aggregation_switch
         conn = self.connections[agg.name]
-        registers = None
-        if self.reset_registers:
-            thrift = f"{agg.grpc_addr.rsplit(':', 1)[0]}:{agg.thrift_port}" if agg.thrift_port else None
-            try:
-                registers = open_register_access(conn, thrift, probe_register=p4names.SEEN
-                                                 if conn.index.has("register", p4names.SEEN) else None)
-            except SwitchError as e:
-                self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
-        programmer = JobProgrammer(conn, registers)
+        programmer = JobProgrammer(conn, self._open_registers())
         self.manager = JobManager(SlotPool(slot_pool_size(conn.index)), programmer, self.topology,
                                   log=self.report, **self.manager_args)
         self._resume(programmer)
         self.manager.on_change = lambda: self.state.save(self.manager)
         self.reaper = LeaseReaper(self.manager).start()
+        if self.watch_switches:
+            self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
         if serve_api:
             api = JobApi(self.manager, self.connections.values())
             self.api_server = JobApiServer(api, self.api_address).start()
             self.report(f"job API listening on http://{self.api_server.address}/v1")
         return self
+
+    def _open_registers(self):
+        """Register access on the aggregating switch for slot resets (None where impossible)."""
+        if not self.reset_registers:
+            return None
+        agg = self.topology.aggregation_switch
+        conn = self.connections[agg.name]
+        thrift = f"{agg.grpc_addr.rsplit(':', 1)[0]}:{agg.thrift_port}" if agg.thrift_port else None
+        try:
+            return open_register_access(conn, thrift, probe_register=p4names.SEEN
+                                        if conn.index.has("register", p4names.SEEN) else None)
+        except SwitchError as e:
+            self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
+            return None
+
+    def reopen_registers(self):
+        """After the aggregating switch came back (its Thrift connection is gone too)."""
+        self.manager.programmer.registers = self._open_registers()
 
     def _resume(self, programmer):
         """Adopt the jobs the switch already runs (names from entry metadata or the state file)."""
@@ -132,6 +162,8 @@ class Controller:
         self.state.save(self.manager)
 
     def stop(self):
+        for dog in self.watchdogs:
+            dog.stop()
         if self.api_server is not None:
             self.api_server.stop()
         if self.reaper is not None:

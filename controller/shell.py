@@ -8,6 +8,7 @@ the running controller, and add read-only commands over our own inspector:
     slotmap()                   which job owns which slots
     reg("count", 4)             one register cell;  reg("count", range(0, 16)) a range; reg("count") all
     slot(3, job="demo")         a whole slot (both shadow copies) decoded: state and all lanes
+    watch_slot(3, job="demo")   the same, reprinted every second until Ctrl-C (interval=, count=)
     counters()                  drop reasons and aggregation events
     entries("workers")          table entries (all tables without an argument)
     groups()                    multicast groups
@@ -52,6 +53,20 @@ class ShellCommands:
     def slot(self, slot, job=None, ver=None):
         self._print(report.slot_text(self.insp.slot(slot, ver, job)))
 
+    def watch_slot(self, slot, job=None, ver=None, interval=1.0, count=None):
+        """Reprint a decoded slot every `interval` s (Ctrl-C stops), to watch aggregation happen."""
+        import time
+        printed = 0
+        try:
+            while count is None or printed < count:
+                self._print(f"--- {time.strftime('%H:%M:%S')} ---")
+                self.slot(slot, job, ver)
+                printed += 1
+                if count is None or printed < count:
+                    time.sleep(interval)
+        except KeyboardInterrupt:
+            pass
+
     def counters(self, name=None):
         self._print(report.counters_text(self.insp.counters(name)))
 
@@ -75,7 +90,7 @@ class ShellCommands:
             call.__doc__ = fn.__doc__
             call.__name__ = fn.__name__
             return call
-        names = ("jobs", "slotmap", "reg", "slot", "counters", "entries", "groups", "help_p4reduce")
+        names = ("jobs", "slotmap", "reg", "slot", "watch_slot", "counters", "entries", "groups", "help_p4reduce")
         return {n: safe(getattr(self, n)) for n in names}
 
 

@@ -23,5 +23,8 @@ def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):
                         help="where the topology description and the PID record go (default %(default)s)")
     parser.add_argument("--log-dir", default="logs", help="switch and controller logs (default %(default)s)")
     parser.add_argument("--pcap-dir", default="pcaps", help="per-port pcaps (default %(default)s)")
+    parser.add_argument("--switch-log-level", default="info",
+                        choices=["trace", "debug", "info", "warn", "error", "off"],
+                        help="switch log level; trace logs every packet (slow, large) (default %(default)s)")
     parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)   # node-name prefix (tests)
     links.add_arguments(parser)

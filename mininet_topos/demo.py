@@ -23,16 +23,18 @@ class Phase:
     kind: str          # dense | sparse | train
     mode: str          # the job's aggregation mode
     args: List[str]    # extra arguments for the demo worker
-    units: int         # progress units each worker reports
+    units: int         # progress events each worker reports (joined, then one per step)
 
 
 def phases(args) -> List[Phase]:
     elems = str(args.elements)
     return [
-        Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)], args.tensors),
+        Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)],
+              1 + args.tensors),
         Phase("demo-sparse", "sparse", "sparse",
-              ["--elements", elems, "--tensors", str(args.tensors), "--density", str(args.density)], args.tensors),
-        Phase("demo-train", "train", "dense", ["--epochs", str(args.epochs)], args.epochs),
+              ["--elements", elems, "--tensors", str(args.tensors), "--density", str(args.density)],
+              1 + args.tensors),
+        Phase("demo-train", "train", "dense", ["--epochs", str(args.epochs)], 1 + args.epochs),
     ]
 
 
@@ -74,16 +76,23 @@ def summarize(phase: Phase, runs, seconds: float) -> List[str]:
     lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
     r0 = results[0]
     if phase.kind in ("dense", "sparse"):
-        sent = sum(r["bytes_sent"] for r in results)
-        dense = sum(r["bytes_dense"] for r in results)
+        n = len(runs)
+        payload = 4 * r0["elements"] * r0["tensors"]
+        sent = sum(r["bytes_sent"] for r in results) / n
+        dense = sum(r["bytes_dense"] for r in results) / n
+        ring = 2 * (n - 1) / n * payload          # a ring allreduce's payload bytes, headers not counted
         lines.append(f"   aggregated {r0['tensors']} tensors x {r0['elements']:,} int32 elements per worker "
-                     f"({human_bytes(4 * r0['elements'] * r0['tensors'])} each)")
+                     f"({human_bytes(payload)} each worker)")
         lines.append(f"   exact: {'yes' if all(r['exact'] for r in results) else 'NO'} "
                      f"(every sum equals numpy's integer sum, bit for bit)")
-        lines.append(f"   sent {human_bytes(sent)} in {sum(r['packets_sent'] for r in results):,} packets; "
-                     f"dense would send {human_bytes(dense)}: {100 * (1 - sent / dense):.1f}% saved")
-        lines.append(f"   retransmissions {sum(r.get('retransmissions', 0) for r in results)}, "
-                     f"goodput {human_bytes(4 * r0['elements'] * r0['tensors'] / max(seconds, 1e-9))}/s per worker")
+        lines.append(f"   sent {human_bytes(sent)} per worker in "
+                     f"{sum(r['packets_sent'] for r in results) // n:,} packets "
+                     f"({sum(r.get('retransmissions', 0) for r in results)} retransmissions in all)")
+        if phase.kind == "sparse":
+            lines.append(f"   saved vs dense streaming ({human_bytes(dense)}): {100 * (1 - sent / dense):.1f}%")
+        lines.append(f"   saved vs ring allreduce ({human_bytes(ring)} of payload alone): "
+                     f"{100 * (1 - sent / ring):.1f}%")
+        lines.append(f"   goodput {human_bytes(payload / max(seconds, 1e-9))}/s per worker")
     else:
         lines.append(f"   model {r0['model']}, {r0['epochs']} epochs on {r0['samples']:,} samples per worker "
                      f"({r0['parameters']:,} parameters, gradients allreduced through the switch)")
@@ -102,6 +111,17 @@ def phase_ok(phase: Phase, runs) -> bool:
     return all(r.result["exact"] for r in runs)
 
 
+def _problem(phase: Phase, run) -> str:
+    """What went wrong on one host, or '' if nothing did."""
+    if run.error:
+        return run.error
+    if not run.result:
+        return "no result (the worker printed no result line)"
+    if phase.kind != "train" and not run.result.get("exact"):
+        return "a sum differs from numpy's integer sum"
+    return ""
+
+
 def main(args) -> int:
     quiet = args.quiet
     started = time.monotonic()
@@ -112,7 +132,7 @@ def main(args) -> int:
     with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
-                 pcap_dir=args.pcap_dir, prefix=args.prefix) as session:
+                 pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
         switches = ", ".join(f"{s.name} ({s.describe()['target']}, pid {s.target_pid})"
                              for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
@@ -130,7 +150,7 @@ def main(args) -> int:
             else:
                 failures.append(phase.kind)
                 report.append(f"== {phase.kind}: FAILED")
-                report += [f"   {r.host}: {r.error or 'no result'}" for r in runs if r.error or not r.result]
+                report += [f"   {r.host}: {_problem(phase, r)}" for r in runs if _problem(phase, r)]
     print("\n".join(report))
     total = time.monotonic() - started
     if failures:

@@ -6,7 +6,7 @@ wait is bounded: a worker that has not finished by the deadline is killed (by PI
 """
 import json
 import os
-import selectors
+import select
 import signal
 import subprocess
 import time
@@ -22,6 +22,8 @@ class HostRun:
     text: List[str] = field(default_factory=list)
     returncode: Optional[int] = None
     timed_out: bool = False
+    eof: bool = False
+    _partial: bytes = b""
 
     @property
     def result(self) -> Optional[dict]:
@@ -40,6 +42,27 @@ class HostRun:
             return f"exited with status {self.returncode}" + (f":\n{tail}" if tail else "")
         return None
 
+    def _feed(self, chunk: bytes, on_event):
+        self._partial += chunk
+        *lines, self._partial = self._partial.split(b"\n")
+        for line in lines:
+            self._line(line.decode(errors="replace").strip(), on_event)
+
+    def _line(self, line: str, on_event):
+        if not line:
+            return
+        if line.startswith("{"):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                self.events.append(event)
+                if on_event:
+                    on_event(self, event)
+                return
+        self.text.append(line)
+
 
 def start_on_hosts(hosts, command_for: Callable, env: Optional[Dict[str, str]] = None) -> List[HostRun]:
     """Start command_for(host) inside each host; stdout and stderr are merged and followed."""
@@ -48,57 +71,43 @@ def start_on_hosts(hosts, command_for: Callable, env: Optional[Dict[str, str]] =
     for host in hosts:
         proc = host.popen(command_for(host), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           stdin=subprocess.DEVNULL, env=full_env)
+        os.set_blocking(proc.stdout.fileno(), False)
         runs.append(HostRun(host.name, proc))
     return runs
 
 
-def follow(runs: List[HostRun], timeout: float, on_event: Callable[[HostRun, dict], None] = None) -> List[HostRun]:
-    """Read events until every process exits or the deadline passes (then kill what is left)."""
-    sel = selectors.DefaultSelector()
-    buffers = {}
-    for run in runs:
-        os.set_blocking(run.proc.stdout.fileno(), False)
-        sel.register(run.proc.stdout, selectors.EVENT_READ, run)
-        buffers[run.host] = b""
-    open_count = len(runs)
-    deadline = time.monotonic() + timeout
-    while open_count and time.monotonic() < deadline:
-        for key, _ in sel.select(timeout=min(0.5, max(0.0, deadline - time.monotonic()))):
-            run = key.data
-            chunk = run.proc.stdout.read()
+def read_available(runs: List[HostRun], seconds: float, on_event: Callable = None):
+    """Read what the processes print for up to `seconds` (returns early once all reached EOF)."""
+    end = time.monotonic() + seconds
+    while True:
+        streams = {r.proc.stdout: r for r in runs if not r.eof}
+        left = end - time.monotonic()
+        if not streams or left <= 0:
+            return
+        ready, _, _ = select.select(list(streams), [], [], min(left, 0.5))
+        for stream in ready:
+            run = streams[stream]
+            chunk = stream.read()
+            if chunk is None:       # spurious wake-up
+                continue
             if not chunk:
-                sel.unregister(key.fileobj)
-                open_count -= 1
-                chunk = b"\n"
-            buffers[run.host] += chunk
-            *lines, buffers[run.host] = buffers[run.host].split(b"\n")
-            for line in lines:
-                _line(run, line.decode(errors="replace"), on_event)
+                run.eof = True
+                run._feed(b"\n", on_event)
+            else:
+                run._feed(chunk, on_event)
+
+
+def follow(runs: List[HostRun], timeout: float, on_event: Callable = None) -> List[HostRun]:
+    """Read events until every process exits or the deadline passes (then kill what is left)."""
+    read_available(runs, timeout, on_event)
     for run in runs:
-        if run.proc.poll() is None and open_count:
+        if not run.eof and run.proc.poll() is None:
             run.timed_out = True
             run.proc.send_signal(signal.SIGKILL)
         try:
             run.returncode = run.proc.wait(10)
         except subprocess.TimeoutExpired:
             run.returncode = None
-        run.proc.stdout.close()
-    sel.close()
+        if not run.proc.stdout.closed:
+            run.proc.stdout.close()
     return runs
-
-
-def _line(run: HostRun, line: str, on_event):
-    line = line.strip()
-    if not line:
-        return
-    if line.startswith("{"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            event = None
-        if isinstance(event, dict):
-            run.events.append(event)
-            if on_event:
-                on_event(run, event)
-            return
-    run.text.append(line)

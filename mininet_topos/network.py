@@ -33,7 +33,7 @@ class P4Network:
                  json_path: Optional[str] = None, target: str = "auto", grpc_base: int = DEFAULT_GRPC_BASE,
                  thrift_base: int = DEFAULT_THRIFT_BASE, log_dir: str = "logs", pcap_dir: Optional[str] = "pcaps",
                  description_path: Optional[str] = None, prefix: str = "", cpu_port: Optional[int] = 64,
-                 switch_log_level: Optional[str] = None, start_timeout: float = 30.0):
+                 switch_log_level: Optional[str] = "info", start_timeout: float = 30.0):
         self.kind = topo
         self.workers = workers
         self.link = link

@@ -13,8 +13,9 @@ p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
   topology description   {description}
   controller job API     http://{api}/v1   (also at this address inside every host)
   default job            {job!r}: {workers} workers, {mode}
-Run a worker on a host from this CLI, e.g.:
-  h1 .venv/bin/python -m worker --controller {api} --job {job} &
+Run the workers from this CLI (Mininet replaces a host name by its IP), e.g.:
+  h1 .venv/bin/python -m worker allreduce --controller {api} --job {job} --advertise-ip h1 --check &
+  ... the same on h2 .. h{workers}; each prints a JSON report when the job's workers are all in.
 Inspect the switch from another terminal:  make shell
 Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.
 """
@@ -32,7 +33,7 @@ def main(args) -> int:
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
-                      pcap_dir=args.pcap_dir, prefix=args.prefix)
+                      pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level)
     with session:
         if args.no_controller:
             print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,

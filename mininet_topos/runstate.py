@@ -55,14 +55,19 @@ def stop_recorded(path=STATE_FILE, grace_s: float = 5.0, log=print) -> int:
         log(f"stop: nothing to stop ({path} not found)")
         return 0
     state = json.loads(path.read_text())
-    live = [r for r in state.get("processes", []) if _same_process(r)]
+    records = state.get("processes", [])
+    # The session first: its own shutdown is the most thorough (it stops switches, controller, hosts).
+    sessions = [r for r in records if r["role"] == "session" and _same_process(r)]
+    for record in sessions:
+        log(f"stop: {record['role']} (pid {record['pid']})")
+        _signal(record["pid"], signal.SIGTERM)
+    _wait_gone(sessions, 3 * grace_s)
+    live = [r for r in records if r["role"] != "session" and _same_process(r)]
     for record in live:
         log(f"stop: {record['role']} (pid {record['pid']})")
         _signal(record["pid"], signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_same_process(r) for r in live):
-        time.sleep(0.1)
-    for record in live:
+    _wait_gone(live, grace_s)
+    for record in sessions + live:
         if _same_process(record):
             _signal(record["pid"], signal.SIGKILL)
     for intf in state.get("interfaces", []):
@@ -70,5 +75,11 @@ def stop_recorded(path=STATE_FILE, grace_s: float = 5.0, log=print) -> int:
             subprocess.run(["ip", "link", "del", intf], capture_output=True)
     for table in state.get("nft_tables", []):
         subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True)
-    path.unlink()
-    return len(live)
+    path.unlink(missing_ok=True)
+    return len(sessions) + len(live)
+
+
+def _wait_gone(records, seconds: float):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_same_process(r) for r in records):
+        time.sleep(0.1)

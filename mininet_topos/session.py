@@ -40,7 +40,7 @@ class Session:
     def __init__(self, topo="star", workers=4, link=LinkOptions(), program="build/p4reduce.json",
                  target="auto", api_port=8090, grpc_base=9559, thrift_base=9090, prefix="",
                  log_dir="logs", pcap_dir="pcaps", run_dir=RUN_DIR, controller=True,
-                 controller_args=None):
+                 controller_args=None, switch_log_level="info"):
         if program and not Path(program).is_file():
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
@@ -53,7 +53,7 @@ class Session:
         self.network = P4Network(topo=topo, workers=workers, link=link, json_path=None, target=target,
                                  grpc_base=grpc_base, thrift_base=thrift_base, log_dir=log_dir,
                                  pcap_dir=pcap_dir, description_path=str(self.description_path),
-                                 prefix=prefix)
+                                 prefix=prefix, switch_log_level=switch_log_level)
         self.want_controller = controller
         self.controller: Optional[ControllerProcess] = None
         if controller:

@@ -81,12 +81,13 @@ def build_parsers():
     main.add_argument("--device-id", type=_non_negative, default=0)
     main.add_argument("--log-console", action="store_true", help="per-packet trace on stdout")
     main.add_argument("--log-file", metavar="FILE", help="log (and per-packet trace) to FILE")
-    main.add_argument("--log-flush", action="store_true", help="accepted (logs are always flushed)")
+    main.add_argument("--log-flush", action="store_true", help="accepted (logs are flushed at least every 0.2 s)")
     main.add_argument("-L", "--log-level", choices=sorted(LEVELS), default=None)
     main.add_argument("--pcap", nargs="?", const=".", metavar="DIR",
                       help="write IFACE_in.pcap / IFACE_out.pcap per port into DIR (default .)")
-    main.add_argument("--thrift-port", type=_non_negative, default=9090,
-                      help="accepted for compatibility; p4sim serves no Thrift API")
+    main.add_argument("--thrift-port", type=_non_negative, default=None,
+                      help="BMv2 Thrift runtime API port for simple_switch_CLI (registers and "
+                           "counters only; default 9090, skipped with a warning if taken)")
     main.add_argument("--no-p4", action="store_true", help="start without a program; push one "
                       "with SetForwardingPipelineConfig")
     main.add_argument("--restore-state", help=argparse.SUPPRESS)
@@ -231,6 +232,23 @@ def trace_streams():
     return [h.stream for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
 
 
+def _start_thrift(device, port, log):
+    """The Thrift runtime API: fatal if the port was asked for and is taken, else a warning."""
+    from p4sim.runtime import ServerError
+    from p4sim.runtime.thrift_service import ThriftServer
+    explicit = port is not None
+    thrift = ThriftServer(device, port if explicit else 9090)
+    try:
+        thrift.start()
+    except OSError as exc:
+        thrift.stop()
+        if explicit:
+            raise ServerError(f"--thrift-port {port}: cannot listen ({exc})") from None
+        log.warning("Thrift port 9090 is taken; no Thrift runtime API (%s)", exc)
+        return None
+    return thrift
+
+
 def run(options, target, ready=None, stop_event=None):
     """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
     from p4sim.ports import PacketLoop
@@ -252,11 +270,11 @@ def run(options, target, ready=None, stop_event=None):
             server.device.load_json(options.program)
         except Exception as exc:
             raise UsageError(f"JSON program '{options.program}' cannot be loaded: {exc}") from None
-    if options.thrift_port:
-        log.debug("--thrift-port %d accepted; p4sim-switch serves no Thrift API", options.thrift_port)
     loop = PacketLoop(options.ports, options.pcap)  # opens the sockets: fails early if bad
+    thrift = None
     try:
         server.start()
+        thrift = _start_thrift(server.device, options.thrift_port, log)
         print(f"Server listening on {target.grpc_server_addr}", flush=True)
         for number, interface in sorted(options.ports.items()):
             print(f"Adding interface {interface} as port {number}", flush=True)
@@ -269,6 +287,8 @@ def run(options, target, ready=None, stop_event=None):
         log.info("shutting down")
     finally:
         loop.stop()
+        if thrift is not None:
+            thrift.stop()
         server.stop()
         if trace is not None:
             trace.close()

@@ -5,26 +5,32 @@
  *   load_sbK:  make sub-block K valid in the packet and fill it with the stored sums.
  * Included inside control ReduceIngress. */
 
-#define LANE_REGISTER(K, J) register<lane_t>(REG_SIZE) sb##K##_l##J;
+/* Lane registers hold the int32 bit pattern as bit<32>, and every read is cast to int<32>
+ * explicitly: on BMv2 a register cell read straight into an int<32> field keeps its unsigned value
+ * (0xfffffffb computes as 4294967291, not -5), which would break the saturating add. */
+#define LANE_REGISTER(K, J) register<bit<32>>(REG_SIZE) sb##K##_l##J;
 #define SUBBLOCK_REGISTERS(K) FOR_EACH_LANE(LANE_REGISTER, K)
 FOR_EACH_SUBBLOCK(SUBBLOCK_REGISTERS)
 
-#define LANE_WRITE(K, J) sb##K##_l##J.write(meta.reg_index, hdr.sb##K.l##J);
+#define LANE_WRITE(K, J) sb##K##_l##J.write(meta.reg_index, (bit<32>)hdr.sb##K.l##J);
 #define LANE_ADD(K, J)                                                    \
     sb##K##_l##J.read(stored, meta.reg_index);                            \
-    hdr.sb##K.l##J = stored |+| hdr.sb##K.l##J;                           \
-    sb##K##_l##J.write(meta.reg_index, hdr.sb##K.l##J);
-#define LANE_LOAD(K, J) sb##K##_l##J.read(hdr.sb##K.l##J, meta.reg_index);
+    hdr.sb##K.l##J = (lane_t)stored |+| hdr.sb##K.l##J;                   \
+    sb##K##_l##J.write(meta.reg_index, (bit<32>)hdr.sb##K.l##J);
+#define LANE_LOAD(K, J)                                                   \
+    sb##K##_l##J.read(stored, meta.reg_index);                            \
+    hdr.sb##K.l##J = (lane_t)stored;
 
 #define SUBBLOCK_ACTIONS(K)                                               \
     action write_sb##K() {                                                \
         FOR_EACH_LANE(LANE_WRITE, K)                                      \
     }                                                                     \
     action add_sb##K() {                                                  \
-        lane_t stored;                                                    \
+        bit<32> stored;                                                   \
         FOR_EACH_LANE(LANE_ADD, K)                                        \
     }                                                                     \
     action load_sb##K() {                                                 \
+        bit<32> stored;                                                   \
         hdr.sb##K.setValid();                                             \
         FOR_EACH_LANE(LANE_LOAD, K)                                       \
     }

@@ -1,5 +1,5 @@
 """Wire-protocol constants (docs/protocol.md). The P4 side defines the same in p4src/config.p4;
-tests/protocol/test_constants.py keeps the two in step."""
+tests/protocol/test_protocol_constants.py keeps the two in step."""
 import enum
 
 LANES = 32                      # int32 lanes per packet

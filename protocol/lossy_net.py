@@ -54,13 +54,19 @@ class LossyNetwork:
             inflight += [("up", job_id, r, p) for r, p in run.start()]
         stalled = 0
         while not all(run.done() for run in runs.values()):
-            spurious = inflight and self.rng.random() < self.spurious
-            if not inflight or spurious:
-                if not spurious:
-                    self.stats["timeouts"] += 1
-                    stalled += 1
-                    if stalled > max_timeouts:
-                        raise StalledError(f"no progress after {max_timeouts} timeouts")
+            if inflight and self.rng.random() < self.spurious:
+                # one worker times out too early: its retransmissions duplicate live packets
+                job_id = list(runs)[int(self.rng.integers(len(runs)))]
+                rank = int(self.rng.integers(runs[job_id].n))
+                resend = [(r, p) for r, p in runs[job_id].retransmissions() if r == rank]
+                self.stats["retransmitted"] += len(resend)
+                inflight += [("up", job_id, r, p) for r, p in resend]
+                continue
+            if not inflight:
+                self.stats["timeouts"] += 1
+                stalled += 1
+                if stalled > max_timeouts:
+                    raise StalledError(f"no progress after {max_timeouts} timeouts")
                 for job_id, run in runs.items():
                     resend = run.retransmissions()
                     self.stats["retransmitted"] += len(resend)

@@ -18,7 +18,7 @@ import numpy as np
 from . import constants as C
 from .constants import AggEvent, DropReason, Flags, Mode, MsgType
 from .frames import ipv4_checksum, ip_int, ip_str, mac_bytes
-from .wire import DEFAULT_LAYOUT, HEADER_DTYPE, Header, Layout
+from .wire import DEFAULT_LAYOUT, Header, Layout
 
 
 @dataclasses.dataclass
@@ -44,6 +44,7 @@ class WorkerAddr:
 @dataclasses.dataclass
 class Delivery:
     """One result leaving the switch."""
+    job_id: int
     rank: int
     ip: str
     port: int
@@ -137,7 +138,7 @@ class SwitchModel:
             if d.unicast:
                 port, dst_mac = ingress_port, eth[6:12]
             else:
-                addr = self.worker_of(d_job(d), d.rank)
+                addr = self.worker_of(d.job_id, d.rank)
                 port, dst_mac = addr.switch_port, mac_bytes(addr.mac)
             frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload)))
         return frames
@@ -179,7 +180,7 @@ class SwitchModel:
                 self.event_counts[AggEvent.RESULT_UNICAST] += 1
                 out = self._result(h, i, job, Flags.RETX, h.rank)
                 return Outcome(event=AggEvent.RESULT_UNICAST,
-                               deliveries=[Delivery(h.rank, ip_str(src_ip), src_port, out, True)])
+                               deliveries=[Delivery(h.job_id, h.rank, ip_str(src_ip), src_port, out, True)])
             return self._drop(DropReason.DUPLICATE_PENDING)
         first = self.count[i] == 0
         if not first and h.offset != self.round_offset[i]:
@@ -187,9 +188,7 @@ class SwitchModel:
         self.seen[i ^ 1] &= ~me
         self.seen[i] |= me
         old_union = 0 if first else int(self.union_bitmap[i])
-        block = np.zeros(lay.lanes, np.int64)
-        _, data = _decode_lanes(payload, h.bitmap, lay)
-        block[:] = data
+        block = _decode_lanes(payload, h.bitmap, lay)
         for k in range(lay.num_subblocks):
             if not h.bitmap >> k & 1:
                 continue
@@ -215,7 +214,7 @@ class SwitchModel:
             except KeyError:
                 self.drop_counts[DropReason.NO_WORKER_ADDR] += 1
                 continue
-            deliveries.append(Delivery(rank, addr.ip, addr.port, self._result(h, i, job, Flags.NONE, rank), False))
+            deliveries.append(Delivery(job.job_id, rank, addr.ip, addr.port, self._result(h, i, job, Flags.NONE, rank), False))
         return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=deliveries)
 
     def _result(self, h: Header, i: int, job: Job, flags: int, rank: int) -> bytes:
@@ -247,17 +246,14 @@ class SwitchModel:
         return out.reshape(-1).astype(np.int32)
 
 
-def d_job(d: Delivery) -> int:
-    return int(np.frombuffer(d.payload[:C.HEADER_BYTES], HEADER_DTYPE)[0]["job_id"])
-
-
-def _decode_lanes(payload: bytes, bitmap: int, lay: Layout) -> Tuple[int, np.ndarray]:
+def _decode_lanes(payload: bytes, bitmap: int, lay: Layout) -> np.ndarray:
+    """The full block (int64, zeros for absent sub-blocks) of a payload already length-checked."""
     block = np.zeros((lay.num_subblocks, lay.subblock), np.int64)
     present = [k for k in range(lay.num_subblocks) if bitmap >> k & 1]
     if present:
         data = np.frombuffer(payload, ">i4", offset=C.HEADER_BYTES, count=len(present) * lay.subblock)
         block[present] = data.reshape(len(present), lay.subblock)
-    return len(present), block.reshape(-1)
+    return block.reshape(-1)
 
 
 def _result_frame(eth: bytes, ip: bytes, dst_mac: bytes, dst_ip: int, dst_port: int,

@@ -30,6 +30,7 @@ SET_WORKER_ADDR = f"{EGRESS}.set_worker_addr"   # mac, ip, udp_port
 # counters (indices: protocol.constants.DropReason / AggEvent)
 DROP_REASONS = f"{INGRESS}.drop_reasons"
 AGG_EVENTS = f"{INGRESS}.agg_events"
+EGRESS_DROPS = f"{EGRESS}.egress_drops"         # only NO_WORKER_ADDR
 
 # registers, indexed by 2 * (slot_base + slot) + ver
 SEEN = f"{INGRESS}.seen"

@@ -48,7 +48,7 @@ class P4Reduce(Packet):
         BitField("ver", 0, 1),
         BitField("slot", 0, 15),
         IntField("offset", 0),
-        BitField("next_offset", C.NEXT_NONE, 32),
+        IntField("next_offset", C.NEXT_NONE),
         ByteField("exponent", C.EXP_BIAS),
         XByteField("reserved", 0),
         XShortField("bitmap", 0),

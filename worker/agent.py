@@ -19,6 +19,7 @@ from .communicator import Communicator
 from .compressors import make_compressor
 from .job import JobSession
 from .memory import ErrorFeedback, NoMemory
+from .reducer import AggregationError
 from .streaming import RetryPolicy, UdpReducer
 
 
@@ -66,7 +67,15 @@ class Agent:
     def allreduce_async(self, array, average: bool = False, key: str = "") -> concurrent.futures.Future:
         """Like :meth:`allreduce`, returning a Future; the array is copied now."""
         a = np.array(array, copy=True)
-        return self._pool.submit(self.communicator.allreduce, a, average, key)
+        return self._pool.submit(self._allreduce, a, average, key)
+
+    def _allreduce(self, a, average, key):
+        try:
+            return self.communicator.allreduce(a, average=average, key=key)
+        except AggregationError as e:
+            if self.session.ended:  # the controller's word on why is the most useful part
+                raise AggregationError(f"{e} (the controller says: {self.session.ended})") from None
+            raise
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

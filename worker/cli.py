@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
             t.add_argument("--compressor", default="fixedpoint", choices=["float32"] + sorted(COMPRESSORS))
         t.add_argument("--model", choices=["logreg", "mlp"], default="logreg")
         t.add_argument("--epochs", type=_positive(int), default=30)
-        t.add_argument("--lr", type=_positive(float), default=0.1)
+        t.add_argument("--lr", type=_positive(float), default=0.03)
         t.add_argument("--batch", type=_positive(int), default=16)
         t.set_defaults(fn=fn)
     c = sub.add_parser("compressors", help="list the compressors")

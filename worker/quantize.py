@@ -48,20 +48,30 @@ def blocks_of(x: np.ndarray, block: int) -> np.ndarray:
     return out.reshape(nb, block)
 
 
-def propose_exponents(x: np.ndarray, block: int) -> np.ndarray:
-    """Per block, the exponent e (int8 range) with max|x| <= 2**e, what a worker sends to the switch."""
+def block_maxima(x: np.ndarray, block: int) -> np.ndarray:
+    """max |x| of every block (float32), checked: NaN or inf is an error naming the block."""
     xb = blocks_of(np.asarray(x, dtype=np.float32), block)
-    amax = np.abs(xb).max(axis=1) if xb.size else np.zeros(0, np.float32)
+    amax = np.abs(xb).max(axis=1) if xb.size else np.zeros(xb.shape[0], np.float32)
     if not np.all(np.isfinite(amax)):
         bad = int(np.flatnonzero(~np.isfinite(amax))[0])
         raise QuantizationError(f"block {bad} (elements {bad * block}..{bad * block + block - 1}) "
                                 "contains NaN or inf: cannot quantize")
+    return amax
+
+
+def exponents_for(amax: np.ndarray) -> np.ndarray:
+    """Per block, the exponent e (int8 range) with max|x| <= 2**e, from the block maxima."""
     _, e = np.frexp(amax)  # amax = m * 2**e with 0.5 <= m < 1, so amax < 2**e (amax == 0 -> e == 0)
     e = np.where(amax == 0, EXP_MIN, e)
     if e.size and e.max() > EXP_MAX:
         bad = int(np.argmax(e))
         raise QuantizationError(f"block {bad} has |x| = {float(amax[bad]):g} >= 2**{EXP_MAX}: too large to quantize")
     return np.clip(e, EXP_MIN, EXP_MAX).astype(np.int8)
+
+
+def propose_exponents(x: np.ndarray, block: int) -> np.ndarray:
+    """Per block, the exponent e (int8 range) with max|x| <= 2**e, what a worker sends to the switch."""
+    return exponents_for(block_maxima(x, block))
 
 
 def shift_for(exponents: np.ndarray, n_workers: int) -> np.ndarray:

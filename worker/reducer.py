@@ -76,8 +76,9 @@ class QuantizedSource(BlockSource):
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         self.blocks = qz.blocks_of(x, lanes)
         self.n_blocks = self.blocks.shape[0]
-        self.proposals = qz.propose_exponents(x, lanes)
-        self.nonzero = self.proposals != qz.EXP_MIN
+        amax = qz.block_maxima(x, lanes)
+        self.proposals = qz.exponents_for(amax)
+        self.nonzero = amax > 0
         self.n_workers = n_workers
         self.rng = rng
 

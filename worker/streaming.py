@@ -27,13 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocol import constants as C
-from protocol.wire import Layout, bitmap_of
+from protocol.wire import HEADER_DTYPE, Layout, bitmap_of
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource, Reducer
 
-_HDR = struct.Struct("!BBHBBHIIBBH")  # docs/protocol.md 2.1, 20 bytes
-assert _HDR.size == C.HEADER_BYTES
+# The header as a struct, derived from protocol.wire's definition (docs/protocol.md 2.1)
+_HDR = struct.Struct("!" + "".join("BHI"[HEADER_DTYPE[name].itemsize // 2] for name in HEADER_DTYPE.names))
+assert _HDR.size == C.HEADER_BYTES and HEADER_DTYPE.names[5] == "slot_ver"
 FRAME_OVERHEAD = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES
 NONE = C.NEXT_NONE
 
@@ -140,6 +141,9 @@ class UdpReducer(Reducer):
         exps = np.full(nb, qz.EXP_MIN, np.int8) if float_mode else None
         if nb == 0:
             return sums, exps
+        if nb * L >= NONE:
+            raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
+                             "split it into several allreduces")
         S = min(job.slot_count, nb)
         sparse = job.sparse
         full = self.layout.full_bitmap
@@ -196,6 +200,7 @@ class UdpReducer(Reducer):
             progress[s] = now
             self._send(payload[s])
 
+        self._drain()  # late results of earlier calls must not be taken for this call's rounds
         now = time.monotonic()
         for s in range(S):
             if float_mode:
@@ -266,6 +271,16 @@ class UdpReducer(Reducer):
                     retries[s] += 1
                     rto[s] = min(rto[s] * self.retry.backoff, self.retry.max_timeout)
         return sums, exps
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self.sock.recv(65536)
+                self.stats.ignored += 1
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
 
     def _send(self, data: bytes) -> None:
         try:

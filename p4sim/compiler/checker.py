@@ -561,6 +561,8 @@ class Checker:
         if isinstance(f, A.Member):
             f = self.ex_Member(f, scope, None)
             e.func = f
+            if not isinstance(f.type, ObjT):
+                raise CompileError(f"'{f.member}' is a {f.type} field, not a method", e.pos)
             kind = f.type.kind
             base = f.expr
             if kind == "header_method":
@@ -1221,6 +1223,30 @@ class Checker:
             if len(b.params) != n:
                 raise CompileError(f"control '{b.name}' has {len(b.params)} parameters; the v1model "
                                    f"position it is used in takes {n}", b.pos)
+        pt = [self.resolve_type(x.tref) for x in p.params]
+        hdr_t, meta_t = pt[1], pt[2]
+
+        def want(prm, t, ok, what):
+            if not ok:
+                raise CompileError(f"parameter '{prm.name}' of '{prm_owner[id(prm)]}' must be {what}, "
+                                   f"not {t}", prm.pos)
+        prm_owner = {id(x): b.name for b in blocks for x in b.params}
+        sm = self.prog.types.get("standard_metadata_t")
+        want(p.params[0], pt[0], isinstance(pt[0], ExternT) and pt[0].name == "packet_in", "packet_in")
+        want(p.params[1], hdr_t, isinstance(hdr_t, StructT) and p.params[1].direction == "out",
+             "an 'out' struct of headers")
+        want(p.params[2], meta_t, isinstance(meta_t, StructT), "a struct (the user metadata)")
+        want(p.params[3], pt[3], pt[3] is sm, "standard_metadata_t")
+        for b in blocks[1:]:
+            ts = [self.resolve_type(x.tref) for x in b.params]
+            if b is blocks[-1]:
+                want(b.params[0], ts[0], isinstance(ts[0], ExternT) and ts[0].name == "packet_out", "packet_out")
+                want(b.params[1], ts[1], ts[1] is hdr_t, f"the parser's headers type {hdr_t}")
+                continue
+            want(b.params[0], ts[0], ts[0] is hdr_t, f"the parser's headers type {hdr_t}")
+            want(b.params[1], ts[1], ts[1] is meta_t, f"the parser's metadata type {meta_t}")
+            if len(ts) == 3:
+                want(b.params[2], ts[2], ts[2] is sm, "standard_metadata_t")
 
 
 def _walk(e):

@@ -30,7 +30,7 @@ or a list in key order; params: {name: value} or a list in order):
     table_set_default(table, action, params) / table_reset_default(table) / table_get_default(table)
     table_entries(table) -> [TableEntry] incl. const entries (is_const=True); table_get(table, h)
         TableEntry: handle, match {key name: normalized value}, action, action_id,
-        params {name: int}, priority, is_const, packets, bytes (direct counter)
+        params {name: int}, args (tuple, in order), priority, is_const, packets, bytes (direct counter)
 Registers / counters:
     register_read(name, index=None) -> int (index None: list) ; register_write(name, index, value)
     (index None: all cells) ; register_reset(name)
@@ -41,13 +41,23 @@ Packet replication engine:
     clone_session_set(session, [(port, rid), ...], packet_length_bytes=0) ; clone_session_delete ;
     clone_session_get(session) -> (replicas, packet_length_bytes) ; clone_sessions()
 
+Meters (indirect, two-rate three-color, RFC 2698): meter_set(name, index, cir, cburst, pir, pburst)
+    (rates in bytes or packets per second per the meter's type; index None: all cells) ;
+    meter_get(name, index) -> config or None ; meter_reset(name, index=None).  An unconfigured cell
+    marks GREEN (0), as a fresh BMv2 does; direct meters always mark GREEN.
+Parser value sets: parse_vset_set(name, [value or (value, mask), ...]) ; parse_vset_get(name)
+
 `sw.program` (read-only, p4sim.engine.program.Program) describes what the runtime needs to map
 P4Runtime requests: .tables {name: TableInfo(name, id, keys=(KeyInfo(name, match_type, target,
 width, mask),...), action_ids, actions, max_size, direct_counter, default_entry=DefaultEntryInfo(
 action_id, action, args, action_const, action_entry_const), const_entries, needs_priority,
 is_const)}, .actions {id: ActionInfo(name, id, params=(ParamInfo(name, width),...))},
 .action_by_name(name), .registers {name: RegisterInfo(name, id, size, width)}, .counters {name:
-CounterInfo(name, id, size, direct, binding)}, .meters, .headers, .fields, .errors.
+CounterInfo(name, id, size, direct, binding)}, .meters, .parse_vsets {name: bitwidth}, .headers,
+.fields, .errors.
+
+Not supported (ProgramError at load, naming the object): varbit fields, header-union operations,
+action profiles/selectors.
 
 `sw.stats` counts received/emitted/dropped packets and internal errors (a packet that hits an
 engine bug is dropped, never raised: `sw.last_internal_error` keeps the exception).

@@ -197,9 +197,11 @@ class PrimitiveGen:
         out.append(f"{pad}if 0 <= _i < {c.size}: CP_{c.id}[_i] += 1; CB_{c.id}[_i] += f[{plen}]")
 
     def p_execute_meter(self, ps, pad, out, ind):
-        # Meters without configured rates mark every packet GREEN (0), as BMv2 does.
+        m = self._named("meter_array", self.prog.meters, ps[0])
+        idx = self.x.int_expr(ps[1])
         lv = self.x.lvalue(ps[2])
-        out.append(f"{pad}f[{lv.slot}] = 0")
+        plen = self.sm("packet_length")
+        self.assign(lv, f"M_{m.id}.execute({idx}, f[{plen}])", pad, out)
 
     def _drop(self, pad, out):
         out.append(f"{pad}f[{self.sm('egress_spec')}] = DROP_PORT; f[{self.sm('mcast_grp')}] = 0")

@@ -62,8 +62,28 @@ class Compiled:
         self.nodes = ns["NODES"]
 
 
+def _compress(padded, widths):
+    """Select-key value with each field padded to whole bytes -> fields packed at their widths."""
+    out = 0
+    shift = sum((w + 7) // 8 * 8 for w in widths)
+    for w in widths:
+        shift -= (w + 7) // 8 * 8
+        out = (out << w) | ((padded >> shift) & ((1 << w) - 1))
+    return out
+
+
+def _compressed_key(parts):
+    terms = []
+    shift = sum(w for _, w in parts)
+    for code, w in parts:
+        shift -= w
+        terms.append(f"({code} << {shift})" if shift else code)
+    return "(" + " | ".join(terms) + ")"
+
+
 class CodeGen:
-    def __init__(self, prog, tables, registers, counters, drop_port, traced=False, trace_fn=None):
+    def __init__(self, prog, tables, registers, counters, drop_port, traced=False, trace_fn=None,
+                 vsets=None, meters=None):
         self.prog = prog
         self.tables = tables          # name -> tables.Table
         self.registers = registers    # name -> list
@@ -71,6 +91,8 @@ class CodeGen:
         self.drop_port = drop_port
         self.traced = traced
         self.trace_fn = trace_fn
+        self.vsets = vsets if vsets is not None else {}  # name -> list of (value, mask), shared
+        self.meters = meters if meters is not None else {}  # name -> meters.MeterArray, shared
         self.lines = []
         self.used = set()
         self.structs = {}
@@ -82,7 +104,7 @@ class CodeGen:
         ns.update({
             "PErr": ParserError, "AssertFail": AssertFail, "DROP_PORT": self.drop_port,
             "_stk_push": stk_push, "_stk_pop": stk_pop, "_reg_get": reg_get, "_fmt_log": fmt_log,
-            "_randint": random.randint, "TR": self.trace_fn or (lambda line: None),
+            "_randint": random.randint, "TR": self.trace_fn or (lambda line: None), "VSETS": self.vsets,
             "_ONE_ZEROS": [[1] + [0] * n for n in range(0, 1 + max(
                 [len(h.fields) for h in prog.headers.values()] or [0]))],
         })
@@ -91,6 +113,9 @@ class CodeGen:
         for c in prog.counters.values():
             if not c.direct:
                 ns[f"CP_{c.id}"], ns[f"CB_{c.id}"] = self.counters[c.name]
+        for m in prog.meters.values():
+            if m.name in self.meters:
+                ns[f"M_{m.id}"] = self.meters[m.name]
         for t in self.tables.values():
             ns[f"T_{t.info.id}"] = t
         self.emit_actions()
@@ -402,16 +427,21 @@ class CodeGen:
                     else:
                         self.w(f"    if key == {val}: return {nxt}, off")
                 elif ttype == "parse_vset":
-                    mask = parse_hexstr(tt["mask"]) if tt.get("mask") else -1
-                    self.w(f"    if _vset_match(VSETS.get({tt['value']!r}, ()), key, {mask}): return {nxt}, off")
+                    # value-set members are "compressed" (key fields without byte padding)
+                    widths = [w for _, w in parts]
+                    full = (1 << sum(widths)) - 1
+                    mask = _compress(parse_hexstr(tt["mask"]), widths) if tt.get("mask") else full
+                    if tt["value"] not in self.prog.parse_vsets:
+                        raise ProgramError(f"{where}: unknown parse value set {tt['value']!r}")
+                    self.w(f"    if _vset_match(VSETS[{tt['value']!r}], {_compressed_key(parts)}, {mask}): "
+                           f"return {nxt}, off")
                 else:
                     raise ProgramError(f"{where}: unsupported transition type {ttype!r}")
             self.w(f"    return {default or 'None'}, off")
         init = parser.get("init_state")
         if init not in idents:
             raise ProgramError(f"parser: init_state {init!r} is not a parse state")
-        self.w("VSETS = {}")
-        self.w("def _vset_match(vs, key, mask):\n    return any(key & mask == v & mask for v in vs)")
+        self.w("def _vset_match(vs, key, mask):\n    return any(key & mask & m == v & mask & m for v, m in vs)")
         self.w("def _peek(data, off, n, bo, bw):")
         self.w("    start = off + (bo >> 3); nb = ((bo & 7) + bw + 7) >> 3")
         self.w(f"    if start + nb > n: raise PErr({perr['PacketTooShort']}, off)")
@@ -459,7 +489,11 @@ class CodeGen:
         self.w(f"HDR_VSLOT = {({h.name: h.vslot for h in prog.headers.values()})!r}")
 
     # ---- control pipelines -------------------------------------------------------------------
+    MAX_INLINE_DEPTH = 40  # nested inlined conditionals per function (Python allows ~100 levels)
+
     def emit_pipeline(self, pipe_name):
+        """One function per control-flow node that needs one; every other node is inlined into its
+        only predecessor, so straight-line code and if/else chains run without dispatch."""
         prog = self.prog
         pipes = {p["name"]: p for p in prog.json.get("pipelines", [])}
         self.w("NODES = globals().setdefault('NODES', {})")
@@ -467,90 +501,136 @@ class CodeGen:
         if pipe is None:
             self.w(f"def run_{pipe_name}(f):\n    pass")
             return
-        tr = self.traced
-        names = {}
+        nodes = {}
         for t in pipe.get("tables", []):
-            names[t["name"]] = _ident("N_", t["name"], self.used)
+            nodes[t["name"]] = ("table", t)
         for c in pipe.get("conditionals", []):
-            names[c["name"]] = _ident("N_", c["name"], self.used)
+            nodes[c["name"]] = ("cond", c)
         for ac in pipe.get("action_calls", []) or []:
-            names[ac["name"]] = _ident("N_", ac["name"], self.used)
+            nodes[ac["name"]] = ("call", ac)
+        names = {n: _ident("N_", n, self.used) for n in nodes}
 
-        def ref(name):
-            if name is None:
-                return "None"
-            if name not in names:
+        def check(name):
+            if name is not None and name not in nodes:
                 raise ProgramError(f"pipeline {pipe_name}: next node {name!r} does not exist")
-            return names[name]
+            return name
 
-        plen = prog.fields[("standard_metadata", "packet_length")].slot
-        for c in pipe.get("conditionals", []):
-            x = ExprGen(prog, where=f"condition {c['name']}")
-            cond = x.cond(c["expression"])
-            self.w(f"def {names[c['name']]}(f):")
-            if tr:
-                self.w(f"    r = {cond}")
-                frag = (c.get("source_info") or {}).get("source_fragment")
-                label = f"Condition '{c['name']}'" + (f" ({frag})" if frag else "")
-                self.w(f"    TR({label!r} + (' is true' if r else ' is false'))")
-                self.w(f"    return {ref(c.get('true_next'))} if r else {ref(c.get('false_next'))}")
+        # fixed successors (known at compile time) and dynamic ones (chosen by a table entry)
+        fixed, dynamic = {}, set()
+        for name, (kind, j) in nodes.items():
+            if kind == "cond":
+                fixed[name] = [check(j.get("true_next")), check(j.get("false_next"))]
+            elif kind == "call":
+                fixed[name] = [check(j.get("next_node"))]
             else:
-                self.w(f"    return {ref(c.get('true_next'))} if {cond} else {ref(c.get('false_next'))}")
-            self.w(f"NODES[{c['name']!r}] = {names[c['name']]}")
-        for ac in pipe.get("action_calls", []) or []:
-            self.w(f"def {names[ac['name']]}(f):")
-            self.w(f"    if A_{ac['action_id']}(f, ()): return None")
-            self.w(f"    return {ref(ac.get('next_node'))}")
-            self.w(f"NODES[{ac['name']!r}] = {names[ac['name']]}")
-        for tj in pipe.get("tables", []):
-            table = self.tables[tj["name"]]
-            info = table.info
-            # every next name must exist
-            for nxt in list(info.next_tables.values()) + [info.base_default_next]:
-                ref(nxt)
-            ident = names[tj["name"]]
-            self.w(f"def {ident}(f):")
-            de = info.default_entry
-            # keyless table whose default entry the control plane cannot change: p4c's wrapper
-            # around a direct action call
-            inline = (not info.keys and de is not None and not info.direct_counter and
-                      (de.action_entry_const or (de.action_const and not prog.actions[de.action_id].params)))
-            if inline:
-                # compiler-made wrapper around one action call: run the action body in place
-                nxt = table.next_name_for(de.action, hit=False)
-                if tr:
-                    self.w(f"    TR(\"Applying table '{info.name}'\")")
-                    args = ", ".join(hex(a) for a in de.args)
-                    self.w(f"    TR({f'Action entry is {de.action} - {args}'!r})")
-                gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}",
-                                   "return None", tr)
-                for line in gen.body(self.prog_action_json(de.action_id).get("primitives", []), 4):
-                    self.w(line)
-                self.w(f"    return {ref(nxt)}")
-            else:
-                tv = f"T_{info.id}"
-                if info.keys:
-                    self.w(f"    e = {tv}.lookup({self.key_expr(info)})")
+                table = self.tables[name]
+                for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
+                    check(nxt)
+                if self._inline_table(table.info):
+                    fixed[name] = [check(table.next_name_for(table.info.default_entry.action, hit=False))]
                 else:
-                    self.w(f"    e = {tv}.default")
-                if tr:
-                    self.w(f"    TR(\"Applying table '{info.name}'\")")
-                    self.w(f"    TR({tv}.describe_hit(e))")
-                if info.direct_counter:
-                    self.w("    c = e.counter")
-                    self.w(f"    if c is not None: c[0] += 1; c[1] += f[{plen}]")
-                self.w("    if e.fn(f, e.data): return None")
-                self.w("    return e.next")
-            self.w(f"NODES[{tj['name']!r}] = {ident}")
-        init = pipe.get("init_table")
+                    fixed[name] = []
+                    for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
+                        if check(nxt) is not None:
+                            dynamic.add(nxt)
+        indegree = {}
+        for succs in fixed.values():
+            for sname in succs:
+                if sname is not None:
+                    indegree[sname] = indegree.get(sname, 0) + 1
+        init = check(pipe.get("init_table"))
+        need = {n for n in nodes if indegree.get(n, 0) != 1} | dynamic
+        if init is not None:
+            need.add(init)
+        queue = sorted(need)
+        done = set()
+        while queue:
+            name = queue.pop()
+            if name in done:
+                continue
+            done.add(name)
+            self.w(f"def {names[name]}(f):")
+            lines = []
+            forced = []
+            self._node_body(name, nodes, names, need, 4, 0, lines, forced)
+            for line in lines:
+                self.w(line)
+            self.w(f"NODES[{name!r}] = {names[name]}")
+            for fname in forced:
+                need.add(fname)
+                queue.append(fname)
         self.w(f"def run_{pipe_name}(f):")
-        if tr:
+        if self.traced:
             self.w(f"    TR(\"Pipeline '{pipe_name}': start\")")
-        self.w(f"    node = {ref(init)}")
+        self.w(f"    node = {names[init] if init else 'None'}")
         self.w("    while node is not None:")
         self.w("        node = node(f)")
-        if tr:
+        if self.traced:
             self.w(f"    TR(\"Pipeline '{pipe_name}': end\")")
+
+    def _inline_table(self, info):
+        """A keyless table whose default entry the control plane cannot change: p4c's wrapper
+        around a direct action call, compiled as the action body itself."""
+        de = info.default_entry
+        return (not info.keys and de is not None and not info.direct_counter and
+                (de.action_entry_const or (de.action_const and not self.prog.actions[de.action_id].params)))
+
+    def _goto(self, target, nodes, names, need, ind, depth, out, forced):
+        pad = " " * ind
+        if target is None:
+            out.append(f"{pad}return None")
+        elif target in need or depth >= self.MAX_INLINE_DEPTH:
+            if target not in need:
+                forced.append(target)
+                need.add(target)
+            out.append(f"{pad}return {names[target]}")
+        else:
+            self._node_body(target, nodes, names, need, ind, depth, out, forced)
+
+    def _node_body(self, name, nodes, names, need, ind, depth, out, forced):
+        prog = self.prog
+        tr = self.traced
+        pad = " " * ind
+        kind, j = nodes[name]
+        if kind == "cond":
+            cond = ExprGen(prog, where=f"condition {name}").cond(j["expression"])
+            if tr:
+                frag = (j.get("source_info") or {}).get("source_fragment")
+                label = f"Condition '{name}'" + (f" ({frag})" if frag else "")
+                out.append(f"{pad}r = {cond}")
+                out.append(f"{pad}TR({label!r} + (' is true' if r else ' is false'))")
+                cond = "r"
+            out.append(f"{pad}if {cond}:")
+            self._goto(j.get("true_next"), nodes, names, need, ind + 4, depth + 1, out, forced)
+            self._goto(j.get("false_next"), nodes, names, need, ind, depth, out, forced)
+            return
+        if kind == "call":
+            out.append(f"{pad}if A_{j['action_id']}(f, ()): return None")
+            self._goto(j.get("next_node"), nodes, names, need, ind, depth, out, forced)
+            return
+        table = self.tables[name]
+        info = table.info
+        if self._inline_table(info):
+            de = info.default_entry
+            if tr:
+                out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
+                args = ", ".join(hex(a) for a in de.args)
+                out.append(f"{pad}TR({f'Action entry is {de.action} - {args}'!r})")
+            gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}", "return None", tr)
+            out.extend(gen.body(self.prog_action_json(de.action_id).get("primitives", []), ind))
+            self._goto(table.next_name_for(de.action, hit=False), nodes, names, need, ind, depth, out, forced)
+            return
+        tv = f"T_{info.id}"
+        out.append(f"{pad}e = {tv}.lookup({self.key_expr(info)})" if info.keys else f"{pad}e = {tv}.default")
+        if tr:
+            out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
+            out.append(f"{pad}TR({tv}.describe_hit(e))")
+        if info.direct_counter:
+            plen = prog.fields[("standard_metadata", "packet_length")].slot
+            out.append(f"{pad}c = e.counter")
+            out.append(f"{pad}if c is not None: c[0] += 1; c[1] += f[{plen}]")
+        out.append(f"{pad}if e.fn(f, e.data): return None")
+        out.append(f"{pad}return e.next")
 
     def key_expr(self, info):
         x = ExprGen(self.prog, where=f"table {info.name}")

@@ -109,7 +109,7 @@ class ExprGen:
             return Lvalue(slot, fi.width, fi.signed, False)
         if t == "expression":
             return self.lvalue(v)
-        if node.get("op") == "access_field" or node.get("op") is None and "op" in node:
+        if node.get("op") == "access_field":
             hslot, h = self.header(node["left"])
             off = node["right"]
             fi = h.fields[off]

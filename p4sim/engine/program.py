@@ -135,6 +135,7 @@ class MeterInfo:
     direct: bool
     binding: Optional[str]
     result_target: Optional[tuple]
+    type: str = "bytes"     # "bytes" or "packets"
 
 
 @dataclass
@@ -152,6 +153,7 @@ class Program:
     meters: dict = field(default_factory=dict)         # name -> MeterInfo
     errors: dict = field(default_factory=dict)         # name -> int
     field_lists: dict = field(default_factory=dict)    # id -> list of (header, field)
+    parse_vsets: dict = field(default_factory=dict)   # name -> compressed bitwidth
     nslots: int = 0
     hidden: dict = field(default_factory=dict)         # hidden slot name -> slot
 
@@ -302,6 +304,8 @@ def _objects(prog, data):
     for a in data.get("actions", []):
         prog.actions[a["id"]] = ActionInfo(a["name"], a["id"], tuple(
             ParamInfo(p["name"], int(p["bitwidth"])) for p in a.get("runtime_data", [])))
+    for vs in data.get("parse_vsets", []):
+        prog.parse_vsets[vs["name"]] = int(vs["compressed_bitwidth"])
     for fl in data.get("field_lists", []):
         elems = []
         for e in fl.get("elements", []):
@@ -316,7 +320,8 @@ def _objects(prog, data):
     for m in data.get("meter_arrays", []):
         prog.meters[m["name"]] = MeterInfo(m["name"], m["id"], int(m.get("size", 0) or 0),
                                            bool(m.get("is_direct")), m.get("binding"),
-                                           tuple(m["result_target"]) if m.get("result_target") else None)
+                                           tuple(m["result_target"]) if m.get("result_target") else None,
+                                           m.get("type", "bytes"))
     direct = {c.binding: c.name for c in prog.counters.values() if c.direct}
     direct_m = {m.binding: m.name for m in prog.meters.values() if m.direct}
     for pipe in data.get("pipelines", []):

@@ -1,4 +1,4 @@
-"""The v1model switch: traffic manager, packet replication engine and the in-process control API.
+"""The v1model switch: loading, the packet path (traffic manager, replication, clones) and tracing.
 
 Packet path (as simple_switch): parse -> verify checksums -> ingress -> [I2E clone, resubmit,
 multicast or unicast, drop on drop_port] -> egress -> [E2E clone, drop on drop_port] -> update
@@ -10,16 +10,17 @@ import time
 from collections import deque
 
 from .codegen import AssertFail, CodeGen
-from .errors import EngineError, NotFoundError, ProgramError
+from .control import ControlAPI
+from .errors import EngineError, ProgramError
+from .meters import MeterArray
 from .program import build_program, load_json, parse_hexstr
-from .tables import Entry, Table, TableEntry
-from .values import parse_match, parse_value
+from .tables import Table
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 MAX_PASSES = 64  # resubmit/recirculate/clone passes per received packet (loop guard)
 
 
-class Switch:
+class Switch(ControlAPI):
     """A v1model software switch running one BMv2 JSON program (see p4sim.engine docs)."""
 
     def __init__(self, bmv2_json, cpu_port=None, drop_port=511):
@@ -40,7 +41,10 @@ class Switch:
         self._t0 = time.monotonic()
         self.stats = {"received": 0, "emitted": 0, "dropped": 0, "internal_errors": 0}
         self.last_internal_error = None
-        self._plain = CodeGen(prog, self._tables, self._registers, self._counters, drop_port).build()
+        self._vsets = {name: [] for name in prog.parse_vsets}
+        self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
+        self._plain = CodeGen(prog, self._tables, self._registers, self._counters, drop_port,
+                              vsets=self._vsets, meters=self._meters).build()
         self._traced = None
         self._code = self._plain
         for t in self._tables.values():
@@ -76,27 +80,42 @@ class Switch:
             entries = t.info.const_entries
             if not entries:
                 continue
-            prios = [e.get("priority", 0) for e in entries]
-            top = max(prios) if prios else 0
-            for raw in entries:
-                match = []
-                for k, mk in zip(t.info.keys, raw["match_key"]):
-                    mt = mk.get("match_type", k.match_type)
-                    if mt in ("exact",):
-                        match.append(_hx(mk["key"]))
-                    elif mt == "valid":
-                        match.append(1 if mk["key"] else 0)
-                    elif mt == "lpm":
-                        match.append((_hx(mk["key"]), int(mk["prefix_length"])))
-                    elif mt in ("ternary", "optional"):
-                        match.append((_hx(mk["key"]), _hx(mk["mask"])))
-                    elif mt == "range":
-                        match.append((_hx(mk["start"]), _hx(mk["end"])))
-                    else:
-                        raise ProgramError(f"table {t.info.name}: const entry match type {mt!r} unsupported")
-                ae = raw["action_entry"]
-                prio = (top + 1 - raw["priority"]) if "priority" in raw and t.info.needs_priority else 0
-                t.add(match, ae["action_id"], [_hx(a) for a in ae.get("action_data", [])], prio, const=True)
+            try:
+                self._install_table_const_entries(t, entries)
+            except ProgramError:
+                raise
+            except (KeyError, TypeError, ValueError, IndexError) as exc:  # incl. EngineError
+                raise ProgramError(f"table {t.info.name}: malformed const entries "
+                                   f"({type(exc).__name__}: {exc})") from None
+
+    def _install_table_const_entries(self, t, entries):
+        prios = [e.get("priority", 0) for e in entries]
+        top = max(prios) if prios else 0
+        for raw in entries:
+            match = []
+            for k, mk in zip(t.info.keys, raw["match_key"]):
+                mt = mk.get("match_type", k.match_type)
+                if mt in ("exact",):
+                    match.append(_hx(mk["key"]))
+                elif mt == "valid":
+                    match.append(1 if mk["key"] else 0)
+                elif mt == "lpm":
+                    match.append((_hx(mk["key"]), int(mk["prefix_length"])))
+                elif mt in ("ternary", "optional"):
+                    match.append((_hx(mk["key"]), _hx(mk["mask"])))
+                elif mt == "range":
+                    match.append((_hx(mk["start"]), _hx(mk["end"])))
+                else:
+                    raise ProgramError(f"table {t.info.name}: const entry match type {mt!r} unsupported")
+            ae = raw["action_entry"]
+            prio = (top + 1 - raw["priority"]) if "priority" in raw and t.info.needs_priority else 0
+            if len(raw["match_key"]) != len(t.info.keys):
+                raise ProgramError(f"table {t.info.name}: const entry has {len(raw['match_key'])} key "
+                                   f"fields, the table has {len(t.info.keys)}")
+            if ae["action_id"] not in self._prog.actions:
+                raise ProgramError(f"table {t.info.name}: const entry action id {ae['action_id']} "
+                                   f"is not declared")
+            t.add(match, ae["action_id"], [_hx(a) for a in ae.get("action_data", [])], prio, const=True)
 
     # ---- read-only description ---------------------------------------------------------------
     @property
@@ -120,7 +139,8 @@ class Switch:
             else:
                 if self._traced is None:
                     self._traced = CodeGen(self._prog, self._tables, self._registers, self._counters,
-                                           self.drop_port, traced=True, trace_fn=self._tr).build()
+                                           self.drop_port, traced=True, trace_fn=self._tr,
+                                           vsets=self._vsets, meters=self._meters).build()
                 code = self._traced
             if code is not self._code:
                 self._code = code
@@ -303,309 +323,6 @@ class Switch:
         if tr:
             self._tr(f"Transmitting packet of size {len(pkt)} out of port {eport}")
         out.append((eport, pkt))
-
-    # ---- name resolution -----------------------------------------------------------------------
-    def _table(self, table):
-        if isinstance(table, int):
-            t = self._tables_by_id.get(table)
-        else:
-            t = self._tables.get(table)
-        if t is None:
-            raise NotFoundError(f"table {table!r} does not exist (tables: {', '.join(sorted(self._tables))})")
-        return t
-
-    def _action(self, t, action):
-        prog = self._prog
-        if isinstance(action, int):
-            if action not in t.info.action_ids:
-                raise EngineError(f"table {t.info.name}: action id {action} is not one of its actions")
-            return prog.actions[action]
-        for aid in t.info.action_ids:
-            if prog.actions[aid].name == action:
-                return prog.actions[aid]
-        for aid in t.info.action_ids:  # P4Info drops p4c's "_N" suffix on duplicated names
-            name = prog.actions[aid].name
-            if name.rsplit("_", 1)[0] == action and name.rsplit("_", 1)[-1].isdigit():
-                return prog.actions[aid]
-        raise EngineError(f"table {t.info.name}: action {action!r} is not one of its actions "
-                          f"({', '.join(t.info.actions)})")
-
-    def _args(self, t, a, params):
-        params = {} if params is None else params
-        if isinstance(params, dict):
-            names = {p.name for p in a.params}
-            extra = set(params) - names
-            if extra:
-                raise EngineError(f"table {t.info.name}, action {a.name}: unknown parameter(s) "
-                                  f"{', '.join(sorted(extra))}")
-            missing = [p.name for p in a.params if p.name not in params]
-            if missing:
-                raise EngineError(f"table {t.info.name}, action {a.name}: missing parameter(s) "
-                                  f"{', '.join(missing)}")
-            values = [params[p.name] for p in a.params]
-        else:
-            values = list(params)
-            if len(values) != len(a.params):
-                raise EngineError(f"table {t.info.name}, action {a.name}: expected {len(a.params)} "
-                                  f"parameters, got {len(values)}")
-        return [parse_value(v, p.width, f"table {t.info.name}, action {a.name}, parameter {p.name}")
-                for v, p in zip(values, a.params)]
-
-    def _match(self, t, match):
-        keys = t.info.keys
-        match = {} if match is None else match
-        if isinstance(match, dict):
-            names = {k.name for k in keys}
-            extra = set(match) - names
-            if extra:
-                raise EngineError(f"table {t.info.name}: unknown key field(s) {', '.join(sorted(extra))} "
-                                  f"(keys: {', '.join(k.name for k in keys)})")
-            values = []
-            for k in keys:
-                if k.name in match:
-                    values.append(match[k.name])
-                elif k.match_type in ("exact", "valid"):
-                    raise EngineError(f"table {t.info.name}: missing exact key field {k.name}")
-                elif k.match_type == "lpm":
-                    values.append((0, 0))
-                elif k.match_type == "range":
-                    values.append((0, (1 << k.width) - 1))
-                else:
-                    values.append(None)
-        else:
-            values = list(match)
-            if len(values) != len(keys):
-                raise EngineError(f"table {t.info.name}: expected {len(keys)} key fields, got {len(values)}")
-        return [parse_match(v, k.match_type, k.width, f"table {t.info.name}, key field {k.name}")
-                for v, k in zip(values, keys)]
-
-    def _priority(self, t, priority):
-        if not t.info.needs_priority:
-            return 0
-        if priority is None:
-            raise EngineError(f"table {t.info.name}: has ternary/range/optional keys, give a priority "
-                              f"(a larger number wins)")
-        if not isinstance(priority, int) or priority < 0:
-            raise EngineError(f"table {t.info.name}: priority must be a non-negative int, got {priority!r}")
-        return priority
-
-    # ---- tables --------------------------------------------------------------------------------
-    def table_add(self, table, match, action, params=None, priority=None):
-        """Install an entry; -> its handle.  See module docs for value formats."""
-        with self.lock:
-            t = self._table(table)
-            a = self._action(t, action)
-            return t.add(self._match(t, match), a.id, self._args(t, a, params), self._priority(t, priority))
-
-    def table_modify(self, table, handle, action, params=None):
-        with self.lock:
-            t = self._table(table)
-            a = self._action(t, action)
-            t.modify(handle, a.id, self._args(t, a, params))
-
-    def table_delete(self, table, handle):
-        with self.lock:
-            self._table(table).delete(handle)
-
-    def table_clear(self, table):
-        """Delete every (non-const) entry of the table."""
-        with self.lock:
-            self._table(table).clear()
-
-    def table_find(self, table, match, priority=None):
-        """Handle of the entry with exactly this match key (and priority), or None."""
-        with self.lock:
-            t = self._table(table)
-            probe = Entry(-1, tuple(self._match(t, match)), None, (), self._priority(t, priority)
-                          if t.info.needs_priority and priority is not None else 0)
-            t._key(probe)
-            ident = t._identity(probe)
-            for e in t.entries.values():
-                if t._identity(e) == ident:
-                    return e.handle
-            return None
-
-    def table_set_default(self, table, action, params=None):
-        with self.lock:
-            t = self._table(table)
-            a = self._action(t, action)
-            t.set_default(a.id, self._args(t, a, params))
-
-    def table_reset_default(self, table):
-        with self.lock:
-            self._table(table).reset_default()
-
-    def _snapshot(self, t, e):
-        a = self._prog.actions[e.action_id] if e.action_id is not None else None
-        c = e.counter or (0, 0)
-        return TableEntry(
-            e.handle, {k.name: m for k, m in zip(t.info.keys, e.match or ())},
-            a.name if a else "", e.action_id if a else -1,
-            {p.name: v for p, v in zip(a.params, e.data)} if a else {},
-            e.priority, e.const, c[0], c[1])
-
-    def table_entries(self, table):
-        """-> list of TableEntry (handle, match, action, action_id, params, priority, ...)."""
-        with self.lock:
-            t = self._table(table)
-            return [self._snapshot(t, e) for e in sorted(t.entries.values(), key=lambda e: e.handle)]
-
-    def table_get(self, table, handle):
-        with self.lock:
-            t = self._table(table)
-            return self._snapshot(t, t.get(handle))
-
-    def table_get_default(self, table):
-        with self.lock:
-            t = self._table(table)
-            return self._snapshot(t, t.default)
-
-    # ---- registers -----------------------------------------------------------------------------
-    def _register(self, name):
-        info = self._prog.registers.get(name)
-        if info is None:
-            raise NotFoundError(f"register {name!r} does not exist (registers: "
-                                f"{', '.join(sorted(self._prog.registers))})")
-        return info, self._registers[name]
-
-    @staticmethod
-    def _index(kind, name, index, size):
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
-            raise EngineError(f"{kind} {name}: index {index!r} out of range 0..{size - 1}")
-        return index
-
-    def register_read(self, name, index=None):
-        """Cell value (unsigned bit pattern); index None -> list of all cells."""
-        with self.lock:
-            info, cells = self._register(name)
-            if index is None:
-                return list(cells)
-            return cells[self._index("register", name, index, info.size)]
-
-    def register_write(self, name, index, value):
-        """Write one cell (index None: every cell)."""
-        with self.lock:
-            info, cells = self._register(name)
-            v = parse_value(value, info.width, f"register {name}, value")
-            if index is None:
-                cells[:] = [v] * info.size
-            else:
-                cells[self._index("register", name, index, info.size)] = v
-
-    def register_reset(self, name):
-        self.register_write(name, None, 0)
-
-    # ---- counters ------------------------------------------------------------------------------
-    def _counter(self, name):
-        info = self._prog.counters.get(name)
-        if info is None:
-            raise NotFoundError(f"counter {name!r} does not exist (counters: "
-                                f"{', '.join(sorted(self._prog.counters))})")
-        if info.direct:
-            raise EngineError(f"counter {name} is a direct counter of table {info.binding}: "
-                              f"use direct_counter_read")
-        return info, self._counters[name]
-
-    def counter_read(self, name, index=None):
-        """-> (packets, bytes); index None -> list of (packets, bytes)."""
-        with self.lock:
-            info, (pk, by) = self._counter(name)
-            if index is None:
-                return list(zip(pk, by))
-            i = self._index("counter", name, index, info.size)
-            return (pk[i], by[i])
-
-    def counter_write(self, name, index, packets, bytes_):
-        with self.lock:
-            info, (pk, by) = self._counter(name)
-            idx = range(info.size) if index is None else [self._index("counter", name, index, info.size)]
-            for i in idx:
-                pk[i], by[i] = int(packets), int(bytes_)
-
-    def counter_reset(self, name):
-        self.counter_write(name, None, 0, 0)
-
-    def direct_counter_read(self, table, handle):
-        with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            c = t.get(handle).counter
-            return (c[0], c[1])
-
-    def direct_counter_write(self, table, handle, packets, bytes_):
-        with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            c = t.get(handle).counter
-            c[0], c[1] = int(packets), int(bytes_)
-
-    # ---- packet replication engine ---------------------------------------------------------------
-    @staticmethod
-    def _replicas(kind, ident, replicas):
-        out = []
-        for r in replicas:
-            try:
-                port, rid = r
-                port, rid = int(port), int(rid)
-            except (TypeError, ValueError):
-                raise EngineError(f"{kind} {ident}: replica {r!r} is not (port, rid)") from None
-            if not 0 <= port < 512 or not 0 <= rid < 65536:
-                raise EngineError(f"{kind} {ident}: replica ({port}, {rid}) out of range "
-                                  f"(port 0..511, rid 0..65535)")
-            out.append((port, rid))
-        return out
-
-    def mc_group_set(self, group, replicas):
-        """Create or replace multicast group `group` with [(port, rid), ...] in order."""
-        with self.lock:
-            if not isinstance(group, int) or not 0 < group < 65536:
-                raise EngineError(f"multicast group {group!r}: id must be 1..65535")
-            self._mc_groups[group] = self._replicas("multicast group", group, replicas)
-
-    def mc_group_delete(self, group):
-        with self.lock:
-            if self._mc_groups.pop(group, None) is None:
-                raise NotFoundError(f"multicast group {group!r} does not exist")
-
-    def mc_group_get(self, group):
-        with self.lock:
-            if group not in self._mc_groups:
-                raise NotFoundError(f"multicast group {group!r} does not exist")
-            return list(self._mc_groups[group])
-
-    def mc_groups(self):
-        """-> {group: [(port, rid), ...]}."""
-        with self.lock:
-            return {g: list(r) for g, r in self._mc_groups.items()}
-
-    def clone_session_set(self, session, replicas, packet_length_bytes=0):
-        """Create or replace clone session `session`; clones are truncated to packet_length_bytes if > 0."""
-        with self.lock:
-            if not isinstance(session, int) or not 0 <= session < 65536:
-                raise EngineError(f"clone session {session!r}: id must be 0..65535")
-            if not isinstance(packet_length_bytes, int) or packet_length_bytes < 0:
-                raise EngineError(f"clone session {session}: packet_length_bytes must be >= 0")
-            self._clone_sessions[session] = (self._replicas("clone session", session, replicas),
-                                             packet_length_bytes)
-
-    def clone_session_delete(self, session):
-        with self.lock:
-            if self._clone_sessions.pop(session, None) is None:
-                raise NotFoundError(f"clone session {session!r} does not exist")
-
-    def clone_session_get(self, session):
-        """-> ([(port, rid), ...], packet_length_bytes)."""
-        with self.lock:
-            if session not in self._clone_sessions:
-                raise NotFoundError(f"clone session {session!r} does not exist")
-            replicas, plen = self._clone_sessions[session]
-            return list(replicas), plen
-
-    def clone_sessions(self):
-        with self.lock:
-            return {s: (list(r), p) for s, (r, p) in self._clone_sessions.items()}
 
 
 def _hx(text):

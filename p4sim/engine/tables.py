@@ -4,6 +4,7 @@ A lookup key is the concatenation of all key fields as one int (first key field 
 so every match kind reduces to dict lookups or `key & mask == value` tests.  Priorities follow
 P4Runtime: a larger number wins; ties go to the entry installed first.
 """
+import bisect
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,6 +39,11 @@ class TableEntry:
     packets: int = 0
     bytes: int = 0
 
+    @property
+    def args(self):
+        """The action arguments in declaration order."""
+        return tuple(self.params.values())
+
 
 def _noop(f, p):
     return None
@@ -70,7 +76,7 @@ class Table:
         if de is not None:
             self.default.action_id, self.default.data = de.action_id, tuple(de.args)
         self.default_const = bool(de and de.action_const)
-        self._rebuild()
+        self._init_lookup()
 
     # ---- binding to compiled code --------------------------------------------------------------
     def next_name_for(self, action_name, hit):
@@ -96,22 +102,23 @@ class Table:
         e.next = self.nodes.get(name) if name else None
 
     # ---- lookup ------------------------------------------------------------------------------
-    def _rebuild(self):
+    # The structures below are updated in place by add/delete, so a control-plane write costs
+    # O(1) (exact, lpm) or O(n) memmove (ternary), never a rebuild of the whole table.
+    def _init_lookup(self):
         d = self.default
+        self._by_ident = {}
         if self.kind == "none":
             self.lookup = lambda k: d
         elif self.kind == "exact":
-            get = {e.value: e for e in self.entries.values()}.get
+            get = self._by_ident.get  # exact identity is the key value itself
 
             def lookup(k):
                 e = get(k)
                 return d if e is None else e
             self.lookup = lookup
         elif self.kind == "lpm":
-            levels = {}
-            for e in self.entries.values():
-                levels.setdefault(e.plen, (e.mask, {}))[1][e.value] = e
-            order = [levels[p] for p in sorted(levels, reverse=True)]
+            self._levels = {}        # prefix length -> (mask, {masked key: entry})
+            order = self._order = []  # the levels, longest prefix first
 
             def lookup(k):
                 for m, dd in order:
@@ -121,8 +128,8 @@ class Table:
                 return d
             self.lookup = lookup
         else:
-            lst = sorted(self.entries.values(), key=lambda e: (-e.priority, -e.plen, e.handle))
-            rows = [(e.mask, e.value, e.ranges, e) for e in lst]
+            rows = self._rows = []    # (mask, value, ranges, entry), best first
+            self._row_keys = []
 
             def lookup(k):
                 for m, v, r, e in rows:
@@ -130,6 +137,36 @@ class Table:
                         return e
                 return d
             self.lookup = lookup
+
+    @staticmethod
+    def _rank(e):
+        return (-e.priority, -e.plen, e.handle)
+
+    def _insert(self, e, ident):
+        self._by_ident[ident] = e
+        if self.kind == "lpm":
+            level = self._levels.get(e.plen)
+            if level is None:
+                level = self._levels[e.plen] = (e.mask, {})
+                self._order[:] = [self._levels[p] for p in sorted(self._levels, reverse=True)]
+            level[1][e.value] = e
+        elif self.kind == "ternary":
+            i = bisect.bisect(self._row_keys, self._rank(e))
+            self._row_keys.insert(i, self._rank(e))
+            self._rows.insert(i, (e.mask, e.value, e.ranges, e))
+
+    def _remove(self, e):
+        del self._by_ident[self._identity(e)]
+        if self.kind == "lpm":
+            level = self._levels[e.plen]
+            del level[1][e.value]
+            if not level[1]:
+                del self._levels[e.plen]
+                self._order[:] = [self._levels[p] for p in sorted(self._levels, reverse=True)]
+        elif self.kind == "ternary":
+            i = bisect.bisect_left(self._row_keys, self._rank(e))
+            del self._row_keys[i]
+            del self._rows[i]
 
     def describe_hit(self, e):
         name = self.info.name
@@ -187,16 +224,23 @@ class Table:
         e = Entry(self._next_handle, tuple(match), action_id, data, priority, counter, const)
         self._key(e)
         ident = self._identity(e)
-        for other in self.entries.values():
-            if self._identity(other) == ident:
-                raise AlreadyExistsError(f"table {self.info.name}: an entry with this match key "
-                                         f"already exists (handle {other.handle})")
+        other = self._by_ident.get(ident)
+        if other is not None:
+            raise AlreadyExistsError(f"table {self.info.name}: an entry with this match key "
+                                     f"already exists (handle {other.handle})")
         self._next_handle += 1
         self.entries[e.handle] = e
         if self.actions:
             self._bind(e, True)
-        self._rebuild()
+        self._insert(e, ident)
         return e.handle
+
+    def find(self, match, priority):
+        """Handle of the entry with exactly this normalized match (and priority), or None."""
+        probe = Entry(-1, tuple(match), None, (), priority)
+        self._key(probe)
+        e = self._by_ident.get(self._identity(probe))
+        return None if e is None else e.handle
 
     def get(self, handle):
         e = self.entries.get(handle)
@@ -213,14 +257,15 @@ class Table:
 
     def delete(self, handle):
         self.check_mutable()
-        self.get(handle)
+        e = self.get(handle)
         del self.entries[handle]
-        self._rebuild()
+        self._remove(e)
 
     def clear(self):
         self.check_mutable()
+        for e in list(self.entries.values()):
+            self._remove(e)
         self.entries.clear()
-        self._rebuild()
 
     def set_default(self, action_id, data):
         if self.default_const and action_id != self.default.action_id:

@@ -4,7 +4,9 @@ Modules, one concern each: `p4info_index` (P4Info lookups), `pipeline` (P4Info b
 JSON by name, engine creation), `match_keys`/`actions`/`tables` (TableEntry), `registers`,
 `counters` (indirect and direct), `pre` (multicast groups, clone sessions), `arbitration`
 (primary/backup election), `packet_io` (packet path, PacketIn/PacketOut), `device` (pipeline and
-entity state), `errors` (status codes), `service` (the gRPC servicer), `server` (the grpc.Server).
+entity state), `rollback` (undo for atomic Write batches), `errors` (status codes), `service`
+(the gRPC servicer), `server` (the grpc.Server), `thrift_service` (BMv2 Thrift register/counter
+subset for simple_switch_CLI).
 """
 from .errors import P4RuntimeError
 from .server import P4RuntimeServer, ServerError

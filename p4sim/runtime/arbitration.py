@@ -34,16 +34,31 @@ class StreamSession:
         self.role_message = p4runtime_pb2.Role()
         self.election_id: Optional[int] = None
         self.outbox: "queue.Queue" = queue.Queue(maxsize=4096)
+        self.dropped_in_a_row = 0
 
     def send(self, message: p4runtime_pb2.StreamMessageResponse):
+        """Queue a message; if the client does not keep up, drop it (warned once per overflow)."""
         try:
             self.outbox.put_nowait(message)
+            self.dropped_in_a_row = 0
         except queue.Full:
-            log.warning("stream %s (%s): outbox full, dropping a message", self.id, self.peer)
+            if not self.dropped_in_a_row:
+                log.warning("stream %s (%s): client is not reading, dropping stream messages",
+                            self.id, self.peer)
+            self.dropped_in_a_row += 1
 
     def close(self, error=None):
-        """Ask the stream's response loop to end (with an error status if given)."""
-        self.outbox.put(("close", error))
+        """Ask the stream's response loop to end (with an error status if given). Never blocks:
+        a full outbox loses its oldest message to make room."""
+        while True:
+            try:
+                self.outbox.put_nowait(("close", error))
+                return
+            except queue.Full:
+                try:
+                    self.outbox.get_nowait()
+                except queue.Empty:
+                    pass
 
 
 class Arbitration:

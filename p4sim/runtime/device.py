@@ -35,6 +35,7 @@ class Device:
         self.cookie: Optional[int] = None
         self._saved: Optional[Pipeline] = None
         self._saved_cookie = None
+        self.loaded_program = None
         self.engine_listeners: List[Callable] = []  # called with the new engine after a swap
 
     # -- pipeline ------------------------------------------------------------------------------
@@ -43,6 +44,7 @@ class Device:
         from p4sim.engine import Switch
         engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port)
         with self.lock:
+            self.loaded_program = program_json  # what the Thrift bm_get_config answers
             self.pipeline = None
             self._install(engine, None, None)
 
@@ -115,8 +117,15 @@ class Device:
                     log.warning("reconcile: dropped an entry of table '%s': %s", table_name, exc)
         if old_replication is not None:
             old_replication.replay_into(replication)
-        self.pipeline = pipeline
-        self._install(engine, tables, replication)
+        old_engine = self.engine
+        if old_engine is None:
+            self.pipeline = pipeline
+            self._install(engine, tables, replication)
+        else:
+            with old_engine.lock:  # no packet updates the old state between copy and swap
+                _carry_stateful_externs(old_engine, engine)
+                self.pipeline = pipeline
+                self._install(engine, tables, replication)
         self.cookie = cookie
 
     def _install(self, engine, tables, replication):
@@ -207,12 +216,14 @@ class Device:
         else:
             raise unimplemented(f"{kind} is not supported by p4sim")
 
-    def read(self, entities) -> Iterator[p4runtime_pb2.Entity]:
+    def read(self, entities) -> List[p4runtime_pb2.Entity]:
+        """All entities matching the request's filters, read under one lock (a consistent view)."""
         with self.lock:
             self._require_pipeline()
             out = []
-            for entity in entities:
-                out.extend(self._read_one(entity))
+            with self.engine.lock:  # packets wait: counters and registers form one snapshot
+                for entity in entities:
+                    out.extend(self._read_one(entity))
             return out
 
     def _read_one(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
@@ -236,3 +247,22 @@ class Device:
             raise invalid("Read: an entity is empty")
         else:
             raise unimplemented(f"reading {kind} is not supported by p4sim")
+
+
+def _carry_stateful_externs(old, new):
+    """Copy register cells and indirect counters that keep their name, size and width, so a
+    RECONCILE_AND_COMMIT of the same program does not lose data-plane state (e.g. partial sums)."""
+    for name, info in old.program.registers.items():
+        target = new.program.registers.get(name)
+        if target is None or (target.size, target.width) != (info.size, info.width):
+            continue
+        for index, value in enumerate(old.register_read(name)):
+            if value:
+                new.register_write(name, index, value)
+    for name, info in old.program.counters.items():
+        target = new.program.counters.get(name)
+        if info.direct or target is None or target.direct or target.size != info.size:
+            continue
+        for index, (packets, octets) in enumerate(old.counter_read(name)):
+            if packets or octets:
+                new.counter_write(name, index, packets, octets)

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 
 from p4.v1 import p4runtime_pb2
 
+from . import bytestrings
 from .errors import invalid
 from .p4info_index import P4InfoIndex, TableInfo
 
@@ -153,7 +154,6 @@ class Pipeline:
         return values
 
     def _const_entry(self, info, binding, entry, position, count, json_actions_by_id):
-        from . import bytestrings
         message = p4runtime_pb2.TableEntry(table_id=info.id, is_const=True)
         for (field_id, mf), key in zip(info.match_fields.items(), entry.get("match_key", [])):
             kind = key.get("match_type", mf.match_type)

@@ -28,7 +28,7 @@ def test_wait_is_bounded_and_reported():
     with pytest.raises(SwitchError) as e:
         SwitchConnection(f"127.0.0.1:{_free_port()}", name="s9").connect(timeout=2.5, report=reports.append)
     took = time.monotonic() - t0
-    assert 2.4 <= took < 6
+    assert 2.4 <= took < 10
     assert "s9" in e.value.message and "within 2.5 s" in e.value.message
     assert reports and all("waiting for switch s9" in r for r in reports)
 

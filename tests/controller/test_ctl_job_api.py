@@ -220,3 +220,53 @@ def test_mininet_description_and_relay_source_address():
         assert info["job"]["switch"]["ip"] == "10.0.0.254"
     finally:
         server.stop()
+
+
+def test_concurrent_joins_and_creates_never_collide():
+    """Many clients at once: distinct ranks, disjoint slot ranges, exact accounting."""
+    import threading
+    hosts = {f"h{i}": {"ip": f"10.0.1.{i}", "mac": f"00:00:00:00:01:{i:02x}", "switch": "s1", "port": i}
+             for i in range(1, 17)}
+    topo = from_dict({"switches": {"s1": {"grpc_addr": "a:1"}}, "hosts": hosts})
+    mgr = JobManager(SlotPool(100), topology=topo, default_workers=16)
+    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
+    results, errors = [], []
+
+    def join(i):
+        try:
+            results.append(JobApiClient(server.address).join("big", ip=f"10.0.1.{i}")["rank"])
+        except JobApiError as e:
+            errors.append(e)
+
+    def create(i):
+        try:
+            JobApiClient(server.address).create(f"j{i}", 1, slots=9)
+        except JobApiError as e:
+            errors.append(e)
+
+    try:
+        JobApiClient(server.address).create("big", 16, slots=64)
+        threads = [threading.Thread(target=join, args=(i,)) for i in range(1, 17)]
+        threads += [threading.Thread(target=create, args=(i,)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert sorted(results) == list(range(16))
+        # 64 slots for "big", 36 left: exactly four 9-slot jobs fit, the others are refused cleanly
+        assert len(errors) == 8 and {e.code for e in errors} == {"no_free_slots"}
+        ranges = sorted((j["slots"]["base"], j["slots"]["count"]) for j in JobApiClient(server.address).jobs())
+        assert len(ranges) == 5
+        assert all(a[0] + a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+        assert mgr.pool.free == 100 - 64 - 36
+    finally:
+        server.stop()
+
+
+def test_failed_first_join_leaves_no_job(served):
+    client, mgr, _, _ = served
+    with pytest.raises(JobApiError) as e:
+        client.join("fresh", rank=7)  # job created for this join (2 workers): rank out of range
+    assert e.value.code == "bad_field" and e.value.field == "rank"
+    assert mgr.list() == [] and mgr.pool.free == 128
+    assert client.join("fresh")["rank"] == 0  # the name is usable at once

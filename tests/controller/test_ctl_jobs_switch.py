@@ -32,12 +32,12 @@ def controller_factory(p4rt_server, p4reduce_build, tmp_path):
     p4info, bmv2 = p4reduce_build
     started = []
 
-    def start(**kw):
+    def start(election_id=10, standby=False, **kw):
         kw.setdefault("lease_s", 30.0)
-        ctl = Controller(topology(addr), p4info, bmv2, election_id=10, connect_timeout=5,
-                         api_address=("127.0.0.1", 0), state_file=tmp_path / "state.json", **kw).start()
+        ctl = Controller(topology(addr), p4info, bmv2, election_id=election_id, connect_timeout=5,
+                         api_address=("127.0.0.1", 0), state_file=tmp_path / f"state{election_id}.json", **kw)
         started.append(ctl)
-        return ctl
+        return ctl.start(standby=standby)
 
     yield start, addr
     for ctl in started:
@@ -106,6 +106,12 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     slot0 = insp.slot(0, ver=0, job="demo")["copies"][0]
     assert slot0["seen_ranks"] == [0, 1] and slot0["count"] == 0 and slot0["lanes"] == list(a + b)
 
+    # a stranger's packet is dropped and counted by reason
+    assert engine.process(3, contribution(job, 0, "10.0.0.3", "00:00:00:00:00:03", 40002, a)) == []
+    [drops] = insp.counters(p4names.DROP_REASONS)
+    by_label = {c["label"]: c["packets"] for c in drops["cells"]}
+    assert by_label["UNKNOWN_WORKER"] == 1 and by_label["UNKNOWN_JOB"] == 0
+
     # ending frees entries, group, slots, and resets the slot registers
     client.end("demo")
     assert insp.jobs() == [] and job["multicast_group"] not in {g["group"] for g in insp.multicast_groups()}
@@ -116,22 +122,29 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
 
 def test_leave_shrinks_group_and_lease_reclaims(controller_factory):
     start, addr = controller_factory
-    ctl = start(lease_s=0.6)
+    ctl = start()
     client = JobApiClient(ctl.api_server.address)
     insp = reader(addr)
     job = client.create("j", 3, slots=8)
     for i in (1, 2, 3):
         client.join("j", ip=f"10.0.0.{i}")
+    assert client.join("j", ip="10.0.0.1")["rank"] == 0  # a restarted worker: same rank, entries rewritten
+    assert sorted(m["rank"] for m in insp.jobs()[0]["members"]) == [0, 1, 2]
     client.leave("j", 1)
     groups = {g["group"]: g["replicas"] for g in insp.multicast_groups()}
     assert groups[job["multicast_group"]] == [{"port": 1, "instance": 0}, {"port": 3, "instance": 2}]
     assert sorted(m["rank"] for m in insp.jobs()[0]["members"]) == [0, 2]
-    deadline = time.monotonic() + 10  # nobody heartbeats: the reaper ends the job
-    while insp.jobs() and time.monotonic() < deadline:
+    # a job whose worker stops heartbeating is reclaimed by the lease reaper, switch state and all
+    short = client.create("short", 1, slots=4, lease_s=0.5)
+    client.join("short", ip="10.0.0.2")
+    deadline = time.monotonic() + 15
+    while "short" in {j["name"] for j in insp.jobs()} and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert insp.jobs() == [] and insp.entries(p4names.WORKERS) == []
+    assert [j["name"] for j in insp.jobs()] == ["j"]
+    assert short["multicast_group"] not in {g["group"] for g in insp.multicast_groups()}
+    assert {e["params"]["rank"] for e in insp.entries(p4names.WORKERS)} == {0, 2}
     with pytest.raises(JobApiError) as e:
-        client.heartbeat("j", 0)
+        client.heartbeat("short", 0)
     assert e.value.code == "job_ended" and "lease expired" in e.value.message
 
 
@@ -184,6 +197,11 @@ def test_cli_views_of_jobs(controller_factory, capsys):
     ctrs = {c["counter"]: c["cells"] for c in json.loads(capsys.readouterr().out)}
     labels = {c["label"] for c in ctrs[p4names.DROP_REASONS]}
     assert {"UNKNOWN_JOB", "BAD_RANK", "DUPLICATE_PENDING"} <= labels
+    assert [c["label"] for c in ctrs[p4names.AGG_EVENTS]] == ["ABSORBED", "RESULT_MULTICAST", "RESULT_UNICAST",
+                                                               "FORWARDED"]
+    assert cli_main(["counters", "--grpc-addr", addr]) == 0
+    text = capsys.readouterr().out
+    assert "UNKNOWN_JOB" in text and "[  0]" not in text.split(p4names.AGG_EVENTS)[0]  # no unused cells
 
 
 def test_forwarding_from_topology(controller_factory, p4rt_server):
@@ -221,3 +239,108 @@ def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
     second = start()
     assert second.resumed == ["named"]
     assert JobApiClient(second.api_server.address).job("named")["slots"] == {"base": 0, "count": 4}
+
+
+def test_switch_failure_is_reported_and_rolled_back(controller_factory, p4rt_server):
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    ctl = start()
+    client = JobApiClient(ctl.api_server.address)
+    client.create("ok", 1, slots=4)
+    server.stop(grace=0)
+    with pytest.raises(JobApiError) as e:
+        client.create("doomed", 1, slots=4)
+    assert e.value.status == 503 and e.value.code == "switch_unavailable"
+    assert "s1" in e.value.message and "UNAVAILABLE" in e.value.message
+    assert [j["name"] for j in client.jobs()] == ["ok"] and ctl.manager.pool.free == ctl.manager.pool.total - 4
+
+
+def test_watching_a_slot_shows_aggregation_progress(controller_factory, p4rt_server, capsys, monkeypatch):
+    import io
+
+    from controller.shell import ShellCommands
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    ctl = start()
+    client = JobApiClient(ctl.api_server.address)
+    job = client.create("w", 2, slots=2)
+    client.join("w", ip="10.0.0.1", udp_port=40000)
+    client.join("w", ip="10.0.0.2", udp_port=40001)
+    lanes = np.arange(32, dtype=np.int64) * 3
+    real_sleep = time.sleep
+    pauses = []
+
+    def sleep_and_send(seconds):  # a worker's packet arrives while the watcher waits
+        pauses.append(seconds)
+        server.device.engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, lanes, slot=1))
+        real_sleep(0.01)
+
+    out = io.StringIO()
+    monkeypatch.setattr(time, "sleep", sleep_and_send)
+    ShellCommands(reader(addr), out=out).watch_slot(1, job="w", ver=0, interval=0.6, count=2)
+    monkeypatch.setattr(time, "sleep", real_sleep)
+    assert pauses == [0.6]
+    frames_ = out.getvalue().split("--- ")[1:]
+    assert len(frames_) == 2
+    assert "ranks [] " in frames_[0] and "count=0" in frames_[0]
+    assert "ranks [0] " in frames_[1] and "count=1" in frames_[1] and " 93" in frames_[1]  # lane 31 = 93
+    # the CLI's --watch prints COUNT times, and --json stays machine-readable
+    assert cli_main(["registers", "--slot", "1", "--job", "w", "--ver", "0", "--watch", "0.05", "--count", "2",
+                     "--json", "--grpc-addr", addr]) == 0
+    docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]  # JSON Lines
+    assert len(docs) == 2 and docs[1]["copies"][0]["seen_ranks"] == [0]
+
+
+def test_switch_restart_is_recovered(controller_factory, p4rt_server):
+    """The switch process dies and comes back empty on the same address: the controller reconnects,
+    pushes the program, reinstalls forwarding and the running job, and aggregation works again."""
+    from p4sim.runtime import P4RuntimeServer
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    ctl = start()
+    client = JobApiClient(ctl.api_server.address)
+    job = client.create("phoenix", 2, slots=4)
+    client.join("phoenix", ip="10.0.0.1", udp_port=40000)
+    client.join("phoenix", ip="10.0.0.2", udp_port=40001)
+    server.stop(grace=0)
+    reborn = P4RuntimeServer(addr)
+    reborn.start()
+    try:
+        dog = ctl.watchdogs[0]
+        deadline = time.monotonic() + 30
+        while dog.recoveries < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert dog.recoveries == 1
+        insp = reader(addr)
+        [j] = insp.jobs()
+        assert j["name"] == "phoenix" and len(j["members"]) == 2
+        a, b = np.ones(32, dtype=np.int64), np.full(32, 4, dtype=np.int64)
+        engine = reborn.device.engine
+        engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a))
+        out = engine.process(2, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b))
+        assert sorted(p for p, _ in out) == [1, 2]
+        assert list(wire.decode(frames.parse_udp_frame(out[0][1]).payload)[1]) == [5] * 32
+        assert client.heartbeat("phoenix", 0)["state"] == "running"
+    finally:
+        ctl.stop()
+        reborn.stop(grace=0)
+
+
+def test_standby_controller_takes_over(controller_factory):
+    import threading
+    start, addr = controller_factory
+    primary = start()
+    client = JobApiClient(primary.api_server.address)
+    client.create("kept", 2, slots=4)
+    client.join("kept", ip="10.0.0.1")
+    result = {}
+    standby = threading.Thread(target=lambda: result.update(ctl=start(election_id=5, standby=True)))
+    standby.start()
+    time.sleep(1.0)
+    assert standby.is_alive() and "ctl" not in result  # standing by while the primary runs
+    primary.stop()
+    standby.join(timeout=30)
+    ctl = result["ctl"]
+    assert ctl.resumed == ["kept"] and ctl.connections["s1"].primary
+    job = JobApiClient(ctl.api_server.address).join("kept", ip="10.0.0.2")["job"]
+    assert job["state"] == "running" and [m["rank"] for m in job["members"]] == [0, 1]

@@ -50,3 +50,39 @@ def net_kwargs(tmp_path, node_prefix):
 def _in_repo(monkeypatch):
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+@pytest.fixture(scope="session")
+def p4reduce_program(tmp_path_factory):
+    """p4src/p4reduce.p4 compiled (p4c-bm2-ss if installed, else p4sim-compile): (json, p4info)."""
+    import shutil
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp("build")
+    json_path, p4info = out / "p4reduce.json", out / "p4reduce.p4info.txtpb"
+    compiler = [shutil.which("p4c-bm2-ss")] if shutil.which("p4c-bm2-ss") else [sys.executable, "-m", "p4sim.compile"]
+    result = subprocess.run(compiler + ["--p4v", "16", "--p4runtime-files", str(p4info), "-o", str(json_path),
+                                        str(REPO / "p4src" / "p4reduce.p4")], capture_output=True, text=True)
+    assert result.returncode == 0, f"compiling p4reduce.p4 failed:\n{result.stderr}"
+    return str(json_path), str(p4info)
+
+
+@pytest.fixture
+def session_factory(tmp_path, node_prefix, p4reduce_program):
+    """Start Sessions (network + controller + job-API relay) on unique names and ports; stops them all."""
+    from mininet_topos.links import LinkOptions
+    from mininet_topos.session import Session
+    started = []
+
+    def start(workers=4, link=LinkOptions(), topo="star", controller_args=None):
+        session = Session(topo=topo, workers=workers, link=link, program=p4reduce_program[0], target="p4sim",
+                          api_port=free_port_block(1), grpc_base=free_port_block(3),
+                          thrift_base=free_port_block(3), prefix=node_prefix, log_dir=str(tmp_path / "logs"),
+                          pcap_dir=None, run_dir=str(tmp_path / "run"),
+                          controller_args=["--state-file", ""] + list(controller_args or []))
+        started.append(session)
+        return session.start()
+
+    yield start
+    for session in started:
+        session.stop()

@@ -125,3 +125,26 @@ def test_lookahead_in_select_and_set():
 def test_lookahead_past_the_end_is_packet_too_short():
     data = send(program(peek=True), b"\x08\x00\x11\x00")
     assert trailer_at(data, 4)[0] == TOO_SHORT
+
+
+def test_parse_value_set_with_two_key_fields():
+    p = Program()
+    p.header("e", [("a", 4), ("b", 12), ("c", 8)])
+    p.header("x", [("v", 8)])
+    p.state("start", [extract("e")], key=[F("e", "a"), F("e", "b")], default=None)
+    p.j["parsers"][0]["parse_states"][0]["transitions"].insert(
+        0, {"type": "parse_vset", "value": "pvs", "mask": None, "next_state": "more"})
+    p.j["parse_vsets"].append({"name": "pvs", "id": 0, "compressed_bitwidth": 16})
+    p.state("more", [extract("x")])
+    p.deparse("e", "x")
+    p.run("ingress", "ing", [P("assign", SM("egress_spec"), C(1)), P("assign", F("e", "c"), E("b2d", E("valid", {"type": "header", "value": "x"})))])
+    sw = Switch(p.build())
+    frame = bytes([0x51, 0x23, 0x00, 0x77])   # a = 5, b = 0x123
+    assert sw.process(1, frame)[0][1][2] == 0
+    sw.parse_vset_set("pvs", [0x5123])
+    assert sw.process(1, frame)[0][1][2] == 1
+    sw.parse_vset_set("pvs", [(0x5000, 0xF000)])
+    assert sw.process(1, frame)[0][1][2] == 1
+    assert sw.parse_vset_get("pvs") == [(0x5000, 0xF000)]
+    sw.parse_vset_set("pvs", [])
+    assert sw.process(1, frame)[0][1][2] == 0

@@ -166,3 +166,31 @@ def test_meta_fields_start_at_zero_for_every_packet():
     sw = Switch(p.build())
     assert one(sw, b"\x05") == b"\x00"
     assert one(sw, b"\x05") == b"\x00"
+
+
+def meter_program():
+    p = simple([("idx", 8), ("color", 8)], [
+        P("execute_meter", {"type": "meter_array", "value": "m"}, h("idx"), h("color"))])
+    p.j["meter_arrays"].append({"name": "m", "id": 0, "is_direct": False, "rate_count": 2,
+                                "type": "packets", "size": 2})
+    return Switch(p.build())
+
+
+def test_unconfigured_meter_marks_green():
+    sw = meter_program()
+    assert [one(sw, b"\x00\x09")[1] for _ in range(5)] == [0] * 5
+
+
+def test_two_rate_three_color_meter():
+    sw = meter_program()
+    now = [100.0]
+    sw._meters["m"].clock = lambda: now[0]
+    sw.meter_set("m", 1, cir=1, cburst=2, pir=2, pburst=3)
+    assert sw.meter_get("m", 1) == (1, 2, 2, 3)
+    colors = [one(sw, b"\x01\x00")[1] for _ in range(4)]
+    assert colors == [0, 0, 1, 2]            # green, green, yellow, red
+    now[0] += 1.0                            # +1 committed token, +2 peak tokens
+    assert [one(sw, b"\x01\x00")[1] for _ in range(3)] == [0, 1, 2]
+    assert one(sw, b"\x00\x00")[1] == 0      # cell 0 is still unconfigured
+    sw.meter_reset("m", 1)
+    assert one(sw, b"\x01\x00")[1] == 0

@@ -168,6 +168,7 @@ def test_entry_lifecycle_errors():
     assert sw.table_find("t", {"hdr.h.k1": 2, "hdr.h.k2": 1}) is None
     sw.table_modify("t", h, "set_out", {"v": 9})
     assert lookup(sw, 1, 1) == 9
+    assert sw.table_get("t", h).args == (9,)
     sw.table_add("t", {"hdr.h.k1": 2, "hdr.h.k2": 1}, "NoAction")
     with pytest.raises(ResourceExhaustedError):
         sw.table_add("t", {"hdr.h.k1": 3, "hdr.h.k2": 1}, "NoAction")
@@ -176,7 +177,9 @@ def test_entry_lifecycle_errors():
         sw.table_delete("t", h)
     assert lookup(sw, 1, 1) == 0xEE
     e = sw.table_entries("t")[0]
-    assert (e.action, e.match, e.params) == ("NoAction", {"hdr.h.k1": 2, "hdr.h.k2": 1}, {})
+    assert (e.action, e.match, e.params, e.args) == ("NoAction", {"hdr.h.k1": 2, "hdr.h.k2": 1}, {}, ())
+    mod = sw.table_entries("t")
+    assert sw.table_get("t", mod[0].handle) == mod[0]
 
 
 @pytest.mark.parametrize("call,message", [
@@ -231,3 +234,31 @@ def test_keyless_table_with_const_action_keeps_data_changeable():
     assert lookup(sw, 0, 0) == 7
     sw.table_set_default("t", "set_out", {"v": 9})
     assert lookup(sw, 0, 0) == 9
+
+
+def test_ternary_ties_and_deletes_keep_order():
+    sw = program("ternary")
+    a = sw.table_add("t", {"hdr.h.k1": "0&&&0", "hdr.h.k2": 1}, "set_out", {"v": 1}, priority=5)
+    b = sw.table_add("t", {"hdr.h.k1": "7&&&0xff", "hdr.h.k2": 1}, "set_out", {"v": 2}, priority=5)
+    c = sw.table_add("t", {"hdr.h.k1": "7&&&0x0f", "hdr.h.k2": 1}, "set_out", {"v": 3}, priority=9)
+    assert lookup(sw, 7, 1) == 3
+    sw.table_delete("t", c)
+    assert lookup(sw, 7, 1) == 1        # equal priority: the entry installed first wins
+    sw.table_delete("t", a)
+    assert lookup(sw, 7, 1) == 2
+    assert sw.table_find("t", {"hdr.h.k1": "7&&&0xff", "hdr.h.k2": 1}, priority=5) == b
+    assert sw.table_find("t", {"hdr.h.k1": "7&&&0xff", "hdr.h.k2": 1}, priority=6) is None
+
+
+def test_lpm_levels_come_and_go():
+    sw = program("lpm")
+    h16 = sw.table_add("t", {"hdr.h.k1": "10.1.0.0/16", "hdr.h.k2": 1}, "set_out", {"v": 16})
+    sw.table_add("t", {"hdr.h.k1": "10.0.0.0/8", "hdr.h.k2": 1}, "set_out", {"v": 8})
+    assert lookup(sw, 0x0A010101, 1) == 16
+    sw.table_delete("t", h16)
+    assert lookup(sw, 0x0A010101, 1) == 8
+    sw.table_clear("t")
+    assert lookup(sw, 0x0A010101, 1) == 0xEE
+    assert sw.table_entries("t") == []
+    sw.table_add("t", {"hdr.h.k1": "10.1.0.0/16", "hdr.h.k2": 1}, "set_out", {"v": 16})
+    assert lookup(sw, 0x0A010101, 1) == 16

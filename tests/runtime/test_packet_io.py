@@ -9,7 +9,6 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from . import acl_program
-from .conftest import CPU_PORT
 from .p4rt_client import update, write_errors
 
 ACL = 37375156

@@ -124,3 +124,22 @@ def test_wrong_device_id_is_not_found(harness, reference):
     with pytest.raises(grpc.RpcError) as info:
         client.set_pipeline(ref.p4info, ref.device_config)
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_reconcile_keeps_register_and_counter_state(harness, reference):
+    ref = reference("agg_mini")
+    client = harness.client()
+    client.set_pipeline(ref.p4info, ref.device_config)
+    engine = harness.server.device.engine
+    engine.register_write("Ing.r3", 5, 0xFFFFFFF0)
+    client.set_pipeline(ref.p4info, ref.device_config, action=Set.RECONCILE_AND_COMMIT)
+    assert harness.server.device.engine is not engine
+    assert harness.server.device.engine.register_read("Ing.r3", 5) == 0xFFFFFFF0
+    fwd = reference("fwd_basic")
+    client.set_pipeline(fwd.p4info, fwd.device_config)
+    non_ip = bytes.fromhex("ffffffffffff000000000000080600000000000000000000000000000000000000000000000000000000")
+    harness.inject(1, non_ip)
+    client.set_pipeline(fwd.p4info, fwd.device_config, action=Set.RECONCILE_AND_COMMIT)
+    assert harness.server.device.engine.counter_read("Ing.drops", 0)[0] == 1
+    client.set_pipeline(fwd.p4info, fwd.device_config)  # a plain commit starts afresh
+    assert harness.server.device.engine.counter_read("Ing.drops", 0)[0] == 0

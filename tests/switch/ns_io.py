@@ -10,7 +10,6 @@ import sys
 import time
 
 ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
 
 
 def open_socket(interface):
@@ -27,17 +26,19 @@ def send(interface, frames):
 
 
 def receive(interface, marker, seconds, limit):
-    sock = open_socket(interface)
+    """Print matching incoming frames, 802.1Q tags restored (p4sim's port reader does that)."""
+    from p4sim.ports.af_packet import AfPacketPort
+    port = AfPacketPort(0, interface)
     marker = bytes.fromhex(marker)
     print("READY", flush=True)
     deadline = time.time() + seconds
     count = 0
     while count < limit and time.time() < deadline:
-        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.time()))
+        ready, _, _ = select.select([port], [], [], max(0.0, deadline - time.time()))
         if not ready:
             break
-        data, address = sock.recvfrom(65535)
-        if address[2] == PACKET_OUTGOING or marker not in data:
+        data = port.receive()
+        if data is None or marker not in data:
             continue
         print(data.hex(), flush=True)
         count += 1

@@ -68,6 +68,8 @@ def test_bad_json_program_is_reported_without_traceback(tmp_path):
 
 def start(*args):
     port = free_port()
+    if "--thrift-port" not in args:
+        args += ("--thrift-port", str(free_port()))
     process = subprocess.Popen([PYTHON, "-m", "p4sim.switch", *args, "--", "--grpc-server-addr",
                                 f"127.0.0.1:{port}"], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -78,7 +80,7 @@ def start(*args):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_serves_p4runtime_then_stops_cleanly_on_signal(sig):
-    process, port = start("--no-p4", "--thrift-port", "9999", "--device-id", "3")
+    process, port = start("--no-p4", "--device-id", "3")
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
@@ -123,7 +125,8 @@ def test_log_file_gets_the_per_packet_trace(tmp_path, level, traced):
     from runtime import acl_program
     from runtime.p4rt_client import RawClient
     log_file = tmp_path / "logs" / "s1.log"
-    args = ["--no-p4", "--log-file", str(log_file)] + (["-L", level] if level else [])
+    args = ["--no-p4", "--log-file", str(log_file), "--thrift-port", str(free_port())] + \
+        (["-L", level] if level else [])
     port = free_port()
     process = subprocess.Popen([PYTHON, "-m", "p4sim.switch", *args, "--", "--grpc-server-addr",
                                 f"127.0.0.1:{port}", "--cpu-port", "64"], cwd=REPO,

@@ -44,7 +44,8 @@ class VethSwitch:
             command = [PYTHON, "-m", "p4sim.switch"]
             for index, iface in enumerate(self.switch_ifaces, start=1):
                 command += ["-i", f"{index}@{iface}"]
-            command += ["--pcap", str(self.pcap_dir), *extra_args, "--no-p4", "--",
+            command += ["--pcap", str(self.pcap_dir), "--thrift-port", str(free_port()),
+                        *extra_args, "--no-p4", "--",
                         "--grpc-server-addr", self.address, "--cpu-port", str(cpu_port)]
             self.log = open(self.log_path, "w")
             self.process = subprocess.Popen(command, cwd=REPO, stdout=self.log,

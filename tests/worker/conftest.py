@@ -1,104 +1,16 @@
 """Fixtures for the worker tests: the P4 program on p4sim's engine, served over UDP on loopback."""
-import pathlib
-import socket
-import threading
-
 import pytest
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.frames import parse_udp_frame, udp_frame
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PROGRAM = REPO / "p4src" / "p4reduce.p4"
-SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
-
-
-class P4SimUdpSwitch:
-    """The real P4 program (compiled by p4sim-compile, run by p4sim's engine) behind a UDP socket.
-
-    Workers live on 127.0.0.1 with distinct UDP ports; inside the switch each is a host
-    10.0.0.<rank+1> on port rank+1. A datagram from a worker becomes the Ethernet/IPv4/UDP frame
-    that host would send to the switch; each frame the program emits is delivered by UDP to the
-    worker owning its destination port. The control plane entries are those of docs/protocol.md
-    section 3, written with the engine's API (what the controller does over P4Runtime).
-    """
-
-    def __init__(self, bmv2_json, drop_every: int = 0):
-        from p4sim.engine import Switch
-        self.sw = Switch(bmv2_json)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.addr = self.sock.getsockname()
-        self.by_port = {}          # loopback UDP port -> (rank, fake ip, mac, switch port)
-        self.wrong_port = 0        # frames emitted on a port that does not lead to their destination
-        self.drop_every = drop_every
-        self.received = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def add_job(self, job_id, n_workers, slot_count, sparse=False, slot_base=0, mcast_grp=1):
-        self.job = (job_id, n_workers, mcast_grp)
-        self.sw.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
-                          {"slot_base": slot_base, "slot_count": slot_count, "num_workers": n_workers,
-                           "mcast_grp": mcast_grp, "mode": int(C.Mode.SPARSE if sparse else C.Mode.DENSE)})
-        self.members = []
-
-    def add_worker(self, job_id, rank, ip, udp_port):
-        fake_ip, mac, port = f"10.0.0.{rank + 1}", f"00:00:00:00:00:{rank + 1:02x}", rank + 1
-        self.by_port[udp_port] = (rank, fake_ip, mac, port)
-        self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": fake_ip, "hdr.udp.srcPort": udp_port,
-                                      "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": rank})
-        self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": rank},
-                          N.SET_WORKER_ADDR, {"mac": mac, "ip": fake_ip, "udp_port": udp_port})
-        self.members.append((port, rank))
-        self.sw.mc_group_set(self.job[2], sorted(self.members))
-
-    def counter(self, name, index):
-        return self.sw.counter_read(name, index)[0]
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
-
-    def _serve(self):
-        while not self._stop.is_set():
-            try:
-                data, (_, sport) = self.sock.recvfrom(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.received += 1
-            if self.drop_every and self.received % self.drop_every == 0:
-                continue  # deterministic loss
-            who = self.by_port.get(sport)
-            if who is None:
-                continue
-            rank, ip, mac, port = who
-            frame = udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, C.AGG_UDP_PORT, data)
-            for egress, out in self.sw.process(port, frame):
-                f = parse_udp_frame(out)
-                dest = self.by_port.get(f.dport)
-                if dest is None or dest[3] != egress or dest[1] != f.dst_ip:
-                    self.wrong_port += 1
-                    continue
-                self.sock.sendto(f.payload, ("127.0.0.1", f.dport))
+from worker.p4sim_udp import PROGRAM, REPO, P4SimUdpSwitch, compile_program  # noqa: F401 - used by tests
 
 
 @pytest.fixture(scope="session")
 def p4reduce_json():
-    """p4src/p4reduce.p4 compiled by p4sim-compile (skips until the dataplane program exists)."""
+    """p4src/p4reduce.p4 compiled by p4sim-compile (skips while the dataplane program is absent)."""
     if not PROGRAM.exists():
         pytest.skip(f"{PROGRAM.relative_to(REPO)} does not exist yet")
-    from p4sim.compiler import CompileError, compile_file
+    from p4sim.compiler import CompileError
     try:
-        return compile_file(str(PROGRAM), include_dirs=[str(PROGRAM.parent)]).bmv2
+        return compile_program()
     except CompileError as e:
         pytest.skip(f"p4src/p4reduce.p4 does not compile with p4sim yet: {str(e)[:300]}")

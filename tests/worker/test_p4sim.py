@@ -11,7 +11,12 @@ from worker import quantize as qz
 from worker.communicator import Communicator
 from worker.streaming import JobParams, RetryPolicy, UdpReducer
 
-from conftest import P4SimUdpSwitch  # noqa: E402 - tests/worker/conftest.py
+from worker.p4sim_udp import P4SimUdpSwitch
+
+# Both signs: BMv2 reads an int<32> register cell as its unsigned pattern (see
+# ../shared/p4-reference agg_mini), so the program must convert stored partial sums explicitly;
+# negative data is what catches it.
+SIGNS = [pytest.param(True, id="signed"), pytest.param(False, id="nonnegative")]
 
 
 def _through_p4sim(bmv2, n, slots, fn, sparse=False, drop_every=0):
@@ -44,11 +49,12 @@ def _through_p4sim(bmv2, n, slots, fn, sparse=False, drop_every=0):
     return out, sw, reds
 
 
+@pytest.mark.parametrize("signed", SIGNS)
 @pytest.mark.parametrize("sparse", [False, True])
-def test_int32_bit_exact_through_the_p4_program(p4reduce_json, sparse):
+def test_int32_bit_exact_through_the_p4_program(p4reduce_json, sparse, signed):
     n = 4
     rng = np.random.default_rng(0)
-    xs = [rng.integers(-2**24, 2**24, 32 * 40 + 5, dtype=np.int32) for _ in range(n)]
+    xs = [rng.integers(-2**24 if signed else 0, 2**24, 32 * 40 + 5, dtype=np.int32) for _ in range(n)]
     if sparse:
         for x in xs:
             x[32 * 3:32 * 35] = 0
@@ -60,10 +66,13 @@ def test_int32_bit_exact_through_the_p4_program(p4reduce_json, sparse):
         assert reds[0].stats.packets_sent < 41 - 20
 
 
-def test_float32_and_loss_through_the_p4_program(p4reduce_json):
+@pytest.mark.parametrize("signed", SIGNS)
+def test_float32_and_loss_through_the_p4_program(p4reduce_json, signed):
     n = 3
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal(32 * 30).astype(np.float32) for _ in range(n)]
+    if not signed:
+        xs = [np.abs(x) for x in xs]
     out, sw, reds = _through_p4sim(p4reduce_json, n, 4, lambda red: Communicator(red).allreduce(xs[red.rank]),
                                    drop_every=7)
     exact = np.sum([x.astype(np.float64) for x in xs], axis=0)
@@ -75,3 +84,18 @@ def test_float32_and_loss_through_the_p4_program(p4reduce_json):
     # the switch saw the retransmissions: duplicates of counted packets or unicast result resends
     assert sw.counter(N.AGG_EVENTS, C.AggEvent.RESULT_UNICAST) + \
         sw.counter(N.DROP_REASONS, C.DropReason.DUPLICATE_PENDING) > 0
+
+
+def test_training_through_the_p4_program_matches_the_simulation(p4reduce_json):
+    """Digits logreg, 2 workers, 1 epoch through the P4 program: bit-identical to the simulated switch."""
+    from worker.training.data import load_digits_split
+    from worker.training.loop import TrainConfig, train_worker
+    from worker.training.simulate import run_simulated
+    split = load_digits_split(limit=600)
+    cfg = TrainConfig(model="logreg", epochs=1)
+    sim = run_simulated("fixedpoint", cfg, 2, split, sparse=False)["history"].params
+    out, _, _ = _through_p4sim(
+        p4reduce_json, 2, 16,
+        lambda red: train_worker(red.rank, 2, split, cfg,
+                                 lambda g, key: Communicator(red).allreduce(g, average=True, key=key)).params)
+    assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], sim)

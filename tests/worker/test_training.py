@@ -85,3 +85,17 @@ def test_training_through_udp_matches_the_simulated_switch(split):
             red.close()
     assert np.array_equal(out[0], out[1])
     assert np.array_equal(out[0], sim)
+
+
+def test_networked_runner_counts_real_packets_and_matches_the_simulation():
+    """worker.training.networked (used by the experiment's --through) over protocol.model."""
+    from worker.training.networked import run_networked
+    split = load_digits_split(limit=400)
+    cfg = TrainConfig(model="logreg", epochs=1)
+    net = run_networked("topk", cfg, 2, split, switch="model", slots=8)
+    sim = run_simulated("topk", cfg, 2, split)
+    assert net["replicas_identical"]
+    assert np.array_equal(net["history"].params, sim["history"].params)
+    assert net["bytes_per_worker"] > 0
+    with pytest.raises(ValueError, match="float32 cannot go through a switch"):
+        run_networked("float32", cfg, 2, split, switch="model")

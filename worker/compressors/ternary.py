@@ -62,8 +62,9 @@ class TernarySource(BlockSource):
         self.per_block = lanes * digits_per_lane(n_workers)
         self.xb = qz.blocks_of(x, self.per_block)
         self.n_blocks = self.xb.shape[0]
-        self.proposals = qz.propose_exponents(x, self.per_block)
-        self.nonzero = self.proposals != qz.EXP_MIN
+        amax = qz.block_maxima(x, self.per_block)
+        self.proposals = qz.exponents_for(amax)
+        self.nonzero = amax > 0
 
     def encode(self, blocks, exponents):
         r = self.xb[blocks] / self.comp.scales(exponents)[:, None]  # |r| <= 1 (terngrad), <= 1/m (3lc)

@@ -21,7 +21,7 @@ class TrainConfig:
     model: str = "logreg"
     epochs: int = 30
     batch: int = 16           # per worker
-    lr: float = 0.1
+    lr: float = 0.03
     momentum: float = 0.9
     seed: int = 0
 

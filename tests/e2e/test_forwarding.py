@@ -76,3 +76,39 @@ def test_link_options_are_applied(reference_dir, net_kwargs, tmp_path):
         # Four lossy crossings per echo (two links, both ways): ~34% of 200 pings lost.
         received = ping(h1, "10.0.0.2", count=200, interval=0.005, wait=1)
         assert 100 <= received <= 170, received
+
+
+def test_two_tier_forwards_between_leaves_through_the_spine(reference_dir, net_kwargs, tmp_path):
+    out = reference_dir / "p4c-out"
+    with P4Network(topo="two-tier", workers=4, **net_kwargs) as net:
+        desc = json.loads((tmp_path / "topology.json").read_text())
+        switches = {s["role"] if s["role"] == "spine" else s["name"]: s for s in desc["switches"]}
+        spine = switches.pop("spine")
+        leaf_of = {h["name"]: h["switch"] for h in desc["hosts"]}
+        spine_port = {l["a"] if l["b"] == spine["name"] else l["b"]: l["b_port"] if l["b"] == spine["name"] else l["a_port"]
+                      for l in desc["links"]}
+        assert len(spine_port) == 2
+        for sw in desc["switches"]:
+            entries = []
+            for h in desc["hosts"]:
+                if sw is spine:
+                    port = spine_port[h["switch"]]
+                elif h["switch"] == sw["name"]:
+                    port = h["port"]
+                else:
+                    port = sw["uplink_port"]
+                entries.append({"table": "Ing.l2", "action": "Ing.l2_forward", "match": {"hdr.eth.dst": h["mac"]},
+                                "params": {"port": str(port)}})
+            push(sw["grpc_addr"], sw["device_id"], entries, p4info=str(out / "fwd_basic.p4info.txtpb"),
+                 bmv2_json=str(out / "fwd_basic.json"))
+        hosts = sorted(net.hosts, key=lambda h: h.params["index"])
+        assert leaf_of[hosts[0].name] != leaf_of[hosts[3].name]
+        assert ping(hosts[0], hosts[3].IP(), count=3, interval=0.05) == 3     # leaf1 -> spine -> leaf2
+        assert ping(hosts[0], hosts[1].IP(), count=3, interval=0.05) == 3     # within leaf1
+        # Take the spine's route to h4 away: cross-leaf traffic stops, same-leaf traffic does not.
+        h4 = desc["hosts"][3]
+        push(spine["grpc_addr"], spine["device_id"],
+             [{"table": "Ing.l2", "action": "Ing.l2_forward", "match": {"hdr.eth.dst": h4["mac"]},
+               "params": {"port": str(spine_port[h4["switch"]])}, "op": "delete"}])
+        assert ping(hosts[0], hosts[3].IP()) == 0
+        assert ping(hosts[0], hosts[1].IP()) == 1

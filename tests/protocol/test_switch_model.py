@@ -82,6 +82,11 @@ def contrib(rank, slot=0, ver=0, offset=0, nxt=C.NEXT_NONE, exp=C.EXP_BIAS, bloc
                          exponent=exp, bitmap=bitmap), block)
 
 
+def patched(payload, at, data):
+    """payload with bytes [at, at+len(data)) replaced (hostile packets the codec refuses to build)."""
+    return payload[:at] + data + payload[at + len(data):]
+
+
 def send(model, rank, payload, job=1):
     addr = model.worker_of(job, rank)
     return model.receive(addr.ip, addr.port, payload)
@@ -175,7 +180,7 @@ def test_admission_drops_are_counted_and_change_nothing():
         (model.receive(ip0, port0, contrib(1)), DropReason.BAD_RANK),
         (model.receive(ip0, port0, contrib(0, slot=4)), DropReason.SLOT_RANGE),
         (model.receive(ip0, port0, contrib(0, bitmap=0b0111)), DropReason.BAD_BITMAP),
-        (model.receive(ip0, port0, contrib(0, bitmap=0b10000 | 0xF)), DropReason.BAD_BITMAP),
+        (model.receive(ip0, port0, patched(contrib(0), 18, (0x1F).to_bytes(2, 'big'))), DropReason.BAD_BITMAP),
         (model.receive(ip0, port0, contrib(0)[:30]), DropReason.TRUNCATED),
         (model.receive(ip0, port0, contrib(0) + b"\0" * 4), DropReason.BAD_LENGTH),
         (model.receive(ip0, port0, contrib(0, job=2)), DropReason.UNKNOWN_WORKER),

@@ -1,0 +1,377 @@
+"""The in-process control API of a Switch: tables, registers, counters, meters, value sets and the
+packet replication engine (multicast groups, clone sessions).
+
+Names are JSON names (or JSON ids for tables and actions); values are unsigned bit patterns or
+p4runtime-shell strings (values.py).  Every method holds `self.lock`.
+"""
+from .errors import EngineError, NotFoundError
+from .tables import TableEntry
+from .values import parse_match, parse_value
+
+
+class ControlAPI:
+    """Mixed into Switch; relies on its _prog, _tables, _registers, _counters, _meters, _vsets,
+    _mc_groups, _clone_sessions and lock."""
+
+    # ---- name resolution -----------------------------------------------------------------------
+    def _table(self, table):
+        if isinstance(table, int):
+            t = self._tables_by_id.get(table)
+        else:
+            t = self._tables.get(table)
+        if t is None:
+            raise NotFoundError(f"table {table!r} does not exist (tables: {', '.join(sorted(self._tables))})")
+        return t
+
+    def _action(self, t, action):
+        prog = self._prog
+        if isinstance(action, int):
+            if action not in t.info.action_ids:
+                raise EngineError(f"table {t.info.name}: action id {action} is not one of its actions")
+            return prog.actions[action]
+        for aid in t.info.action_ids:
+            if prog.actions[aid].name == action:
+                return prog.actions[aid]
+        for aid in t.info.action_ids:  # P4Info drops p4c's "_N" suffix on duplicated names
+            name = prog.actions[aid].name
+            if name.rsplit("_", 1)[0] == action and name.rsplit("_", 1)[-1].isdigit():
+                return prog.actions[aid]
+        raise EngineError(f"table {t.info.name}: action {action!r} is not one of its actions "
+                          f"({', '.join(t.info.actions)})")
+
+    def _args(self, t, a, params):
+        params = {} if params is None else params
+        if isinstance(params, dict):
+            names = {p.name for p in a.params}
+            extra = set(params) - names
+            if extra:
+                raise EngineError(f"table {t.info.name}, action {a.name}: unknown parameter(s) "
+                                  f"{', '.join(sorted(extra))}")
+            missing = [p.name for p in a.params if p.name not in params]
+            if missing:
+                raise EngineError(f"table {t.info.name}, action {a.name}: missing parameter(s) "
+                                  f"{', '.join(missing)}")
+            values = [params[p.name] for p in a.params]
+        else:
+            values = list(params)
+            if len(values) != len(a.params):
+                raise EngineError(f"table {t.info.name}, action {a.name}: expected {len(a.params)} "
+                                  f"parameters, got {len(values)}")
+        return [parse_value(v, p.width, f"table {t.info.name}, action {a.name}, parameter {p.name}")
+                for v, p in zip(values, a.params)]
+
+    def _match(self, t, match):
+        keys = t.info.keys
+        match = {} if match is None else match
+        if isinstance(match, dict):
+            names = {k.name for k in keys}
+            extra = set(match) - names
+            if extra:
+                raise EngineError(f"table {t.info.name}: unknown key field(s) {', '.join(sorted(extra))} "
+                                  f"(keys: {', '.join(k.name for k in keys)})")
+            values = []
+            for k in keys:
+                if k.name in match:
+                    values.append(match[k.name])
+                elif k.match_type in ("exact", "valid"):
+                    raise EngineError(f"table {t.info.name}: missing exact key field {k.name}")
+                elif k.match_type == "lpm":
+                    values.append((0, 0))
+                elif k.match_type == "range":
+                    values.append((0, (1 << k.width) - 1))
+                else:
+                    values.append(None)
+        else:
+            values = list(match)
+            if len(values) != len(keys):
+                raise EngineError(f"table {t.info.name}: expected {len(keys)} key fields, got {len(values)}")
+        return [parse_match(v, k.match_type, k.width, f"table {t.info.name}, key field {k.name}")
+                for v, k in zip(values, keys)]
+
+    def _priority(self, t, priority):
+        if not t.info.needs_priority:
+            return 0
+        if priority is None:
+            raise EngineError(f"table {t.info.name}: has ternary/range/optional keys, give a priority "
+                              f"(a larger number wins)")
+        if not isinstance(priority, int) or priority < 0:
+            raise EngineError(f"table {t.info.name}: priority must be a non-negative int, got {priority!r}")
+        return priority
+
+    # ---- tables --------------------------------------------------------------------------------
+    def table_add(self, table, match, action, params=None, priority=None):
+        """Install an entry; -> its handle.  See module docs for value formats."""
+        with self.lock:
+            t = self._table(table)
+            a = self._action(t, action)
+            return t.add(self._match(t, match), a.id, self._args(t, a, params), self._priority(t, priority))
+
+    def table_modify(self, table, handle, action, params=None):
+        with self.lock:
+            t = self._table(table)
+            a = self._action(t, action)
+            t.modify(handle, a.id, self._args(t, a, params))
+
+    def table_delete(self, table, handle):
+        with self.lock:
+            self._table(table).delete(handle)
+
+    def table_clear(self, table):
+        """Delete every (non-const) entry of the table."""
+        with self.lock:
+            self._table(table).clear()
+
+    def table_find(self, table, match, priority=None):
+        """Handle of the entry with exactly this match key (and priority), or None."""
+        with self.lock:
+            t = self._table(table)
+            prio = self._priority(t, priority) if t.info.needs_priority and priority is not None else 0
+            return t.find(self._match(t, match), prio)
+
+    def table_set_default(self, table, action, params=None):
+        with self.lock:
+            t = self._table(table)
+            a = self._action(t, action)
+            t.set_default(a.id, self._args(t, a, params))
+
+    def table_reset_default(self, table):
+        with self.lock:
+            self._table(table).reset_default()
+
+    def _snapshot(self, t, e):
+        a = self._prog.actions[e.action_id] if e.action_id is not None else None
+        c = e.counter or (0, 0)
+        return TableEntry(
+            e.handle, {k.name: m for k, m in zip(t.info.keys, e.match or ())},
+            a.name if a else "", e.action_id if a else -1,
+            {p.name: v for p, v in zip(a.params, e.data)} if a else {},
+            e.priority, e.const, c[0], c[1])
+
+    def table_entries(self, table):
+        """-> list of TableEntry (handle, match, action, action_id, params, priority, ...)."""
+        with self.lock:
+            t = self._table(table)
+            return [self._snapshot(t, e) for e in sorted(t.entries.values(), key=lambda e: e.handle)]
+
+    def table_get(self, table, handle):
+        with self.lock:
+            t = self._table(table)
+            return self._snapshot(t, t.get(handle))
+
+    def table_get_default(self, table):
+        with self.lock:
+            t = self._table(table)
+            return self._snapshot(t, t.default)
+
+    # ---- registers -----------------------------------------------------------------------------
+    def _register(self, name):
+        info = self._prog.registers.get(name)
+        if info is None:
+            raise NotFoundError(f"register {name!r} does not exist (registers: "
+                                f"{', '.join(sorted(self._prog.registers))})")
+        return info, self._registers[name]
+
+    @staticmethod
+    def _index(kind, name, index, size):
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
+            raise EngineError(f"{kind} {name}: index {index!r} out of range 0..{size - 1}")
+        return index
+
+    def register_read(self, name, index=None):
+        """Cell value (unsigned bit pattern); index None -> list of all cells."""
+        with self.lock:
+            info, cells = self._register(name)
+            if index is None:
+                return list(cells)
+            return cells[self._index("register", name, index, info.size)]
+
+    def register_write(self, name, index, value):
+        """Write one cell (index None: every cell)."""
+        with self.lock:
+            info, cells = self._register(name)
+            v = parse_value(value, info.width, f"register {name}, value")
+            if index is None:
+                cells[:] = [v] * info.size
+            else:
+                cells[self._index("register", name, index, info.size)] = v
+
+    def register_reset(self, name):
+        self.register_write(name, None, 0)
+
+    # ---- counters ------------------------------------------------------------------------------
+    def _counter(self, name):
+        info = self._prog.counters.get(name)
+        if info is None:
+            raise NotFoundError(f"counter {name!r} does not exist (counters: "
+                                f"{', '.join(sorted(self._prog.counters))})")
+        if info.direct:
+            raise EngineError(f"counter {name} is a direct counter of table {info.binding}: "
+                              f"use direct_counter_read")
+        return info, self._counters[name]
+
+    def counter_read(self, name, index=None):
+        """-> (packets, bytes); index None -> list of (packets, bytes)."""
+        with self.lock:
+            info, (pk, by) = self._counter(name)
+            if index is None:
+                return list(zip(pk, by))
+            i = self._index("counter", name, index, info.size)
+            return (pk[i], by[i])
+
+    def counter_write(self, name, index, packets, bytes_):
+        with self.lock:
+            info, (pk, by) = self._counter(name)
+            idx = range(info.size) if index is None else [self._index("counter", name, index, info.size)]
+            for i in idx:
+                pk[i], by[i] = int(packets), int(bytes_)
+
+    def counter_reset(self, name):
+        self.counter_write(name, None, 0, 0)
+
+    def direct_counter_read(self, table, handle):
+        with self.lock:
+            t = self._table(table)
+            if not t.info.direct_counter:
+                raise EngineError(f"table {t.info.name} has no direct counter")
+            c = t.get(handle).counter
+            return (c[0], c[1])
+
+    def direct_counter_write(self, table, handle, packets, bytes_):
+        with self.lock:
+            t = self._table(table)
+            if not t.info.direct_counter:
+                raise EngineError(f"table {t.info.name} has no direct counter")
+            c = t.get(handle).counter
+            c[0], c[1] = int(packets), int(bytes_)
+
+    # ---- meters --------------------------------------------------------------------------------
+    def _meter(self, name):
+        m = self._meters.get(name)
+        if m is None:
+            info = self._prog.meters.get(name)
+            if info is not None and info.direct:
+                raise EngineError(f"meter {name} is a direct meter of table {info.binding}: "
+                                  f"direct meters are not configurable (they mark GREEN)")
+            raise NotFoundError(f"meter {name!r} does not exist (meters: {', '.join(sorted(self._meters))})")
+        return m
+
+    def meter_set(self, name, index, cir, cburst, pir, pburst):
+        """Configure meter cell `index` (rates in units/second, bursts in units; units are bytes or
+        packets per the meter's type).  Until configured, a cell marks every packet GREEN."""
+        with self.lock:
+            m = self._meter(name)
+            idx = range(m.info.size) if index is None else [self._index("meter", name, index, m.info.size)]
+            values = []
+            for label, v in (("cir", cir), ("cburst", cburst), ("pir", pir), ("pburst", pburst)):
+                if not isinstance(v, (int, float)) or v < 0:
+                    raise EngineError(f"meter {name}: {label} must be a non-negative number, got {v!r}")
+                values.append(v)
+            if pir < cir:
+                raise EngineError(f"meter {name}: pir ({pir}) must be >= cir ({cir})")
+            for i in idx:
+                m.configure(i, tuple(values))
+
+    def meter_get(self, name, index):
+        """-> (cir, cburst, pir, pburst) or None when unconfigured."""
+        with self.lock:
+            m = self._meter(name)
+            return m.configs[self._index("meter", name, index, m.info.size)]
+
+    def meter_reset(self, name, index=None):
+        """Back to unconfigured (GREEN) for one cell or all."""
+        with self.lock:
+            m = self._meter(name)
+            idx = range(m.info.size) if index is None else [self._index("meter", name, index, m.info.size)]
+            for i in idx:
+                m.configure(i, None)
+
+    # ---- parser value sets -----------------------------------------------------------------------
+    def parse_vset_set(self, name, members):
+        """Replace the members of parse value set `name`: values or (value, mask) pairs, each the
+        select key's fields concatenated at their own widths (BMv2's "compressed" form)."""
+        with self.lock:
+            width = self._prog.parse_vsets.get(name)
+            if width is None:
+                raise NotFoundError(f"parse value set {name!r} does not exist")
+            full = (1 << width) - 1
+            parsed = []
+            for m in members:
+                if isinstance(m, (tuple, list)):
+                    v, mask = m
+                else:
+                    v, mask = m, full
+                parsed.append((parse_value(v, width, f"parse value set {name}, value"),
+                               parse_value(mask, width, f"parse value set {name}, mask")))
+            self._vsets[name][:] = parsed
+
+    def parse_vset_get(self, name):
+        with self.lock:
+            if name not in self._vsets:
+                raise NotFoundError(f"parse value set {name!r} does not exist")
+            return list(self._vsets[name])
+
+    # ---- packet replication engine ---------------------------------------------------------------
+    @staticmethod
+    def _replicas(kind, ident, replicas):
+        out = []
+        for r in replicas:
+            try:
+                port, rid = r
+                port, rid = int(port), int(rid)
+            except (TypeError, ValueError):
+                raise EngineError(f"{kind} {ident}: replica {r!r} is not (port, rid)") from None
+            if not 0 <= port < 512 or not 0 <= rid < 65536:
+                raise EngineError(f"{kind} {ident}: replica ({port}, {rid}) out of range "
+                                  f"(port 0..511, rid 0..65535)")
+            out.append((port, rid))
+        return out
+
+    def mc_group_set(self, group, replicas):
+        """Create or replace multicast group `group` with [(port, rid), ...] in order."""
+        with self.lock:
+            if not isinstance(group, int) or not 0 < group < 65536:
+                raise EngineError(f"multicast group {group!r}: id must be 1..65535")
+            self._mc_groups[group] = self._replicas("multicast group", group, replicas)
+
+    def mc_group_delete(self, group):
+        with self.lock:
+            if self._mc_groups.pop(group, None) is None:
+                raise NotFoundError(f"multicast group {group!r} does not exist")
+
+    def mc_group_get(self, group):
+        with self.lock:
+            if group not in self._mc_groups:
+                raise NotFoundError(f"multicast group {group!r} does not exist")
+            return list(self._mc_groups[group])
+
+    def mc_groups(self):
+        """-> {group: [(port, rid), ...]}."""
+        with self.lock:
+            return {g: list(r) for g, r in self._mc_groups.items()}
+
+    def clone_session_set(self, session, replicas, packet_length_bytes=0):
+        """Create or replace clone session `session`; clones are truncated to packet_length_bytes if > 0."""
+        with self.lock:
+            if not isinstance(session, int) or not 0 <= session < 65536:
+                raise EngineError(f"clone session {session!r}: id must be 0..65535")
+            if not isinstance(packet_length_bytes, int) or packet_length_bytes < 0:
+                raise EngineError(f"clone session {session}: packet_length_bytes must be >= 0")
+            self._clone_sessions[session] = (self._replicas("clone session", session, replicas),
+                                             packet_length_bytes)
+
+    def clone_session_delete(self, session):
+        with self.lock:
+            if self._clone_sessions.pop(session, None) is None:
+                raise NotFoundError(f"clone session {session!r} does not exist")
+
+    def clone_session_get(self, session):
+        """-> ([(port, rid), ...], packet_length_bytes)."""
+        with self.lock:
+            if session not in self._clone_sessions:
+                raise NotFoundError(f"clone session {session!r} does not exist")
+            replicas, plen = self._clone_sessions[session]
+            return list(replicas), plen
+
+    def clone_sessions(self):
+        with self.lock:
+            return {s: (list(r), p) for s, (r, p) in self._clone_sessions.items()}

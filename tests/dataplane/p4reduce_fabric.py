@@ -1,0 +1,141 @@
+"""Test harness: the compiled p4reduce program on p4sim's engine, configured the way the
+controller configures it, run in lockstep with protocol.model.SwitchModel (every output frame
+must be byte-identical to the model's)."""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import subprocess
+import sys
+from typing import Dict, List, Optional, Tuple
+
+
+from protocol import constants as C
+from protocol import p4names as N
+from protocol.constants import Mode
+from protocol.frames import parse_udp_frame, udp_frame
+from protocol.model import SwitchModel
+from protocol.wire import Layout
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SWITCH_MAC = "02:00:00:00:00:fe"
+SWITCH_IP = "10.0.0.254"
+
+
+def compile_program(out_dir: pathlib.Path, defines: Tuple[str, ...] = ()) -> Tuple[pathlib.Path, str]:
+    """Compile p4src/p4reduce.p4 with p4sim-compile -> (json path, stderr)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "p4reduce.json"
+    cmd = [sys.executable, "-m", "p4sim.compile", "--p4v", "16", "--p4runtime-files",
+           str(out_dir / "p4reduce.p4info.txtpb"), "-o", str(json_path)]
+    cmd += [f"-D{d}" for d in defines] + [str(REPO / "p4src" / "p4reduce.p4")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"p4sim-compile failed:\n{proc.stderr}")
+    return json_path, proc.stderr
+
+
+@dataclasses.dataclass
+class WorkerEnd:
+    job_id: int
+    rank: int
+    ip: str
+    port: int
+    mac: str
+    switch_port: int
+
+
+class Fabric:
+    """One p4reduce switch (engine + model) and the workers attached to it."""
+
+    def __init__(self, switch, layout: Layout = Layout(), slots: int = C.SLOTS,
+                 max_workers: int = C.MAX_WORKERS, check_model: bool = True):
+        self.sw = switch
+        self.model = SwitchModel(layout, slots, max_workers)
+        self.layout = layout
+        self.check_model = check_model
+        self.ends: Dict[Tuple[int, int], WorkerEnd] = {}
+        self.by_addr: Dict[Tuple[str, int], WorkerEnd] = {}
+        self.mismatches: List[str] = []
+
+    # ---- control plane, as the controller does it -------------------------------------------
+    def add_job(self, job_id: int, num_workers: int, slot_base: int, slot_count: int,
+                mode: Mode = Mode.DENSE, mcast_grp: Optional[int] = None, ports: Optional[List[int]] = None):
+        mcast_grp = job_id if mcast_grp is None else mcast_grp
+        ports = ports or [r + 1 for r in range(num_workers)]
+        for i in range(2 * slot_base, 2 * (slot_base + slot_count)):
+            self.sw.register_write(N.SEEN, i, 0)
+            self.sw.register_write(N.COUNT, i, 0)
+        self.sw.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
+                          {"slot_base": slot_base, "slot_count": slot_count, "num_workers": num_workers,
+                           "mcast_grp": mcast_grp, "mode": int(mode)})
+        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, mcast_grp)
+        replicas = []
+        for r in range(num_workers):
+            end = WorkerEnd(job_id, r, f"10.{job_id % 256}.{r // 200}.{r % 200 + 1}", 40000 + r,
+                            f"02:00:{job_id >> 8:02x}:{job_id & 255:02x}:00:{r + 1:02x}", ports[r])
+            self.add_worker(end)
+            replicas.append((end.switch_port, r))
+        self.sw.mc_group_set(mcast_grp, replicas)
+
+    def add_worker(self, end: WorkerEnd, table_rank: Optional[int] = None):
+        rank = end.rank if table_rank is None else table_rank
+        self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": end.ip, "hdr.udp.srcPort": end.port,
+                                      "hdr.p4r.job_id": end.job_id}, N.SET_RANK, {"rank": rank})
+        self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": end.job_id, "standard_metadata.egress_rid": rank},
+                          N.SET_WORKER_ADDR, {"mac": end.mac, "ip": end.ip, "udp_port": end.port})
+        self.model.add_worker(end.job_id, rank, end.ip, end.port, end.mac, end.switch_port)
+        self.ends[(end.job_id, rank)] = end
+        self.by_addr[(end.ip, end.port)] = end
+
+    # ---- data plane -------------------------------------------------------------------------
+    def frame(self, job_id: int, rank: int, payload: bytes, **kw) -> Tuple[int, bytes]:
+        end = self.ends[(job_id, rank)]
+        return end.switch_port, udp_frame(end.mac, SWITCH_MAC, end.ip, SWITCH_IP, end.port,
+                                          C.AGG_UDP_PORT, payload, **kw)
+
+    def inject(self, port: int, frame: bytes) -> List[Tuple[int, bytes]]:
+        """One frame through the switch (and the model); returns the switch's output frames."""
+        out = self.sw.process(port, frame)
+        if self.sw.last_internal_error is not None:
+            raise AssertionError(f"engine internal error: {self.sw.last_internal_error!r}")
+        if self.check_model:
+            want = self.model.process(port, frame)
+            if sorted(out) != sorted(want):
+                self.mismatches.append(f"frame {frame.hex()}:\n switch {[(p, f.hex()) for p, f in out]}\n"
+                                       f" model  {[(p, f.hex()) for p, f in want]}")
+                raise AssertionError(self.mismatches[-1])
+        return out
+
+    def send(self, job_id: int, rank: int, payload: bytes) -> List[Tuple[int, int, bytes]]:
+        """A worker's UDP payload in, the results out as (job, rank, payload) (LossyNetwork's switch)."""
+        results = []
+        for port, frame in self.inject(*self.frame(job_id, rank, payload)):
+            udp = parse_udp_frame(frame, strict=True)
+            end = self.by_addr[(udp.dst_ip, udp.dport)]
+            assert port == end.switch_port, f"result for {end} left on port {port}"
+            assert (udp.src_ip, udp.sport) == (SWITCH_IP, C.AGG_UDP_PORT)
+            assert udp.dst_mac == end.mac and udp.src_mac == SWITCH_MAC
+            results.append((end.job_id, end.rank, udp.payload))
+        return results
+
+    # ---- counters ---------------------------------------------------------------------------
+    def drops(self) -> Dict[int, int]:
+        """Non-zero ingress drop counters (packets) by reason."""
+        out = {}
+        for reason in range(C.DROP_REASONS_SIZE):
+            packets, _ = self.sw.counter_read(N.DROP_REASONS, reason)
+            if packets:
+                out[reason] = packets
+        return out
+
+    def events(self) -> Dict[int, int]:
+        return {e: self.sw.counter_read(N.AGG_EVENTS, e)[0] for e in range(C.AGG_EVENTS_SIZE)}
+
+    def assert_counters_match_model(self):
+        model_drops = {int(i): int(v) for i, v in enumerate(self.model.drop_counts)
+                       if v and i != C.DropReason.NO_WORKER_ADDR}
+        assert self.drops() == model_drops
+        model_events = {e: int(self.model.event_counts[e]) for e in range(C.AGG_EVENTS_SIZE)}
+        model_events[C.AggEvent.FORWARDED] = self.events()[C.AggEvent.FORWARDED]
+        assert self.events() == model_events

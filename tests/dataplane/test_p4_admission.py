@@ -1,0 +1,121 @@
+"""Hostile and malformed packets change no state, produce nothing, and are counted by reason."""
+import numpy as np
+import pytest
+
+from protocol import constants as C
+from protocol import p4names as N
+from protocol.constants import DropReason, Mode, MsgType
+from protocol.frames import udp_frame
+from protocol.wire import Header, encode
+from p4reduce_fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
+
+
+def contribution(job, rank, slot=0, bitmap=None, block=None):
+    bitmap = C.full_bitmap() if bitmap is None else bitmap
+    block = np.full(C.LANES, 1000 + rank, np.int32) if block is None else block
+    return encode(Header(job_id=job, rank=rank, slot=slot, bitmap=bitmap), block)
+
+
+def patched(payload, at, data):
+    return payload[:at] + data + payload[at + len(data):]
+
+
+def state_snapshot(sw, indices):
+    regs = [N.SEEN, N.COUNT, N.ROUND_OFFSET, N.UNION_BITMAP, N.MIN_NEXT, N.MAX_EXP,
+            N.lane_register(0, 0), N.lane_register(C.NUM_SUBBLOCKS - 1, C.SUBBLOCK - 1)]
+    return {(r, i): sw.register_read(r, i) for r in regs for i in indices}
+
+
+@pytest.fixture
+def two_jobs(fabric):
+    fabric.add_job(1, 3, slot_base=0, slot_count=4, mode=Mode.DENSE)
+    fabric.add_job(2, 2, slot_base=4, slot_count=4, mode=Mode.SPARSE)
+    # a half-done round in each job, so that any wrongly admitted packet would change something
+    fabric.send(1, 0, contribution(1, 0))
+    fabric.send(2, 1, contribution(2, 1, bitmap=0b0001))
+    return fabric
+
+
+def hostile_frames(f):
+    """(name, port, frame, reason) for every way a packet can be refused."""
+    w0 = f.ends[(1, 0)]
+    w1 = f.ends[(1, 1)]
+
+    def frame_from(end, payload, **kw):
+        return udp_frame(end.mac, SWITCH_MAC, end.ip, SWITCH_IP, end.port, C.AGG_UDP_PORT, payload, **kw)
+
+    good = contribution(1, 1)
+    cases = [
+        ("unknown source IP", 1, udp_frame("02:00:00:00:09:09", SWITCH_MAC, "10.9.9.9", SWITCH_IP, w1.port,
+                                           C.AGG_UDP_PORT, good), DropReason.UNKNOWN_WORKER),
+        ("known IP, other UDP port", 2, udp_frame(w1.mac, SWITCH_MAC, w1.ip, SWITCH_IP, w1.port + 1000,
+                                                  C.AGG_UDP_PORT, good), DropReason.UNKNOWN_WORKER),
+        ("unknown job", 2, frame_from(w1, contribution(9, 1)), DropReason.UNKNOWN_JOB),
+        ("worker of job 1 naming job 2", 2, frame_from(w1, contribution(2, 1, bitmap=1)), DropReason.UNKNOWN_WORKER),
+        ("spoofed rank", 2, frame_from(w1, contribution(1, 2)), DropReason.BAD_RANK),
+        ("spoofed rank of a counted worker", 2, frame_from(w1, contribution(1, 0)), DropReason.BAD_RANK),
+        ("slot of job 2 via job 1", 2, frame_from(w1, contribution(1, 1, slot=4)), DropReason.SLOT_RANGE),
+        ("slot far out of range", 2, frame_from(w1, contribution(1, 1, slot=0x7FFF)), DropReason.SLOT_RANGE),
+        ("dense job, partial bitmap", 2, frame_from(w1, contribution(1, 1, bitmap=0b0111)), DropReason.BAD_BITMAP),
+        ("bitmap bit beyond NUM_SUBBLOCKS", 2, frame_from(w1, patched(good, 18, (0x10 | C.full_bitmap()).to_bytes(2, "big"))),
+         DropReason.BAD_BITMAP),
+        ("truncated p4reduce header", 2, frame_from(w1, good[:12]), DropReason.TRUNCATED),
+        ("bitmap promises more sub-blocks than sent", 2, frame_from(w1, good[:-C.SUBBLOCK_BYTES]), DropReason.TRUNCATED),
+        ("trailing bytes after the sub-blocks", 2, frame_from(w1, good + b"\0" * 8), DropReason.BAD_LENGTH),
+        ("UDP length lies", 2, patched(frame_from(w1, good), 38, (8 + len(good) + 32).to_bytes(2, "big")), DropReason.BAD_LENGTH),
+        ("frame longer than IPv4 length", 2, frame_from(w1, good) + b"\0" * 4, DropReason.BAD_LENGTH),
+        ("bad IPv4 checksum", 2, patched(frame_from(w1, good), 24, b"\x12\x34"), DropReason.BAD_CHECKSUM),
+        ("a result sent to the switch", 2, frame_from(w1, patched(good, 0, bytes([MsgType.RESULT]))), DropReason.BAD_TYPE),
+        ("unknown message type", 2, frame_from(w1, patched(good, 0, b"\x07")), DropReason.BAD_TYPE),
+    ]
+    # sparse job: bitmap says 2 sub-blocks, one sent
+    w2 = f.ends[(2, 0)]
+    sparse = contribution(2, 0, bitmap=0b0011)
+    cases.append(("sparse: bitmap/length mismatch", 1, frame_from(w2, sparse[:-C.SUBBLOCK_BYTES]), DropReason.TRUNCATED))
+    return cases
+
+
+def test_hostile_packets_change_nothing_and_are_counted(two_jobs):
+    f = two_jobs
+    indices = range(0, 16)
+    before = state_snapshot(f.sw, indices)
+    want = {}
+    for name, port, frame, reason in hostile_frames(f):
+        assert f.inject(port, frame) == [], name
+        want[reason] = want.get(reason, 0) + 1
+        assert f.drops() == want, name
+    assert state_snapshot(f.sw, indices) == before
+    f.assert_counters_match_model()
+
+
+def test_rank_beyond_job_size(two_jobs):
+    """A worker table entry with a rank >= num_workers (controller error) cannot reach the slots."""
+    f = two_jobs
+    end = WorkerEnd(1, 7, "10.1.9.9", 41000, "02:00:00:01:09:09", 3)
+    f.add_worker(end)
+    before = state_snapshot(f.sw, range(8))
+    assert f.send(1, 7, contribution(1, 7)) == []
+    assert f.drops() == {DropReason.RANK_RANGE: 1}
+    assert state_snapshot(f.sw, range(8)) == before
+
+
+def test_missing_worker_address_is_counted_in_egress(fabric):
+    fabric.add_job(1, 2, slot_base=0, slot_count=1)
+    fabric.sw.table_delete(N.WORKER_ADDRS, fabric.sw.table_find(
+        N.WORKER_ADDRS, {"hdr.p4r.job_id": 1, "standard_metadata.egress_rid": 1}))
+    fabric.check_model = False
+    fabric.send(1, 0, contribution(1, 0))
+    out = fabric.send(1, 1, contribution(1, 1))
+    assert [r for _, r, _ in out] == [0]
+    assert fabric.sw.counter_read(N.EGRESS_DROPS, DropReason.NO_WORKER_ADDR)[0] == 1
+
+
+def test_counts_survive_a_good_round(two_jobs):
+    """After the hostile packets the half-done rounds still complete with the right sums."""
+    f = two_jobs
+    for name, port, frame, reason in hostile_frames(f):
+        f.inject(port, frame)
+    f.send(1, 1, contribution(1, 1))
+    out = f.send(1, 2, contribution(1, 2))
+    from protocol.wire import decode
+    assert len(out) == 3 and all((decode(p)[1] == 3003).all() for _, _, p in out)

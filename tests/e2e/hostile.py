@@ -1,0 +1,67 @@
+"""A hostile host: garbage, malformed and spoofed frames at the switch, for a bounded time.
+
+    python hostile.py '{"intf": ..., "seconds": 5, "job_id": 1, "victims": [{"ip","mac","udp_port","rank"}],
+                        "service_ip": ..., "service_mac": ..., "udp_port": 48864, "own_mac": ...}'
+Prints how many frames it sent.
+"""
+import json
+import random
+import struct
+import sys
+import time
+
+from scapy.all import IP, UDP, Ether, Raw, conf, sendp
+
+
+def contrib(job_id, rank, slot, offset, lanes=32, bitmap=0xF, value=0x01000000):
+    # docs/protocol.md 2.1: type, flags, job, rank, count, ver|slot, offset, next, exponent, ...
+    header = struct.pack("!BBHBBHIIBBH", 1, 0, job_id, rank, 0, slot & 0x7FFF, offset, 0xFFFFFFFF, 128, 0, bitmap)
+    return header + struct.pack(f"!{lanes}i", *([value] * lanes))
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    rng = random.Random(1234)
+    conf.verb = 0
+    sock = conf.L2socket(iface=cfg["intf"])
+    svc = (cfg["service_ip"], cfg["service_mac"], cfg["udp_port"])
+    sent = 0
+    deadline = time.monotonic() + cfg["seconds"]
+    while time.monotonic() < deadline:
+        victim = rng.choice(cfg["victims"])
+        slot, offset = rng.randrange(0, 64), 32 * rng.randrange(0, 64)
+        frames = [
+            # garbage payloads of every length, honest source
+            Ether(dst=svc[1], src=cfg["own_mac"]) / IP(src=cfg["own_ip"], dst=svc[0]) /
+            UDP(sport=rng.randrange(1024, 65535), dport=svc[2]) / Raw(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200)))),
+            # a well-formed contribution for the running job from an unknown worker
+            Ether(dst=svc[1], src=cfg["own_mac"]) / IP(src=cfg["own_ip"], dst=svc[0]) /
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+            # the same, spoofing a worker's MAC, IP and UDP port
+            Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+            # a spoofed RESULT aimed at a worker, as if from the switch
+            Ether(dst=victim["mac"], src=svc[1]) / IP(src=svc[0], dst=victim["ip"]) /
+            UDP(sport=svc[2], dport=victim["udp_port"]) /
+            Raw(b"\x02" + contrib(cfg["job_id"], victim["rank"], slot, offset)[1:]),
+            # truncated header, bad IP checksum, non-IP ethertype, broadcast
+            Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)[:11]),
+            Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0], chksum=0x1234) /
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+            Ether(dst=svc[1], src=cfg["own_mac"], type=0x88B5) / Raw(bytes(rng.randrange(256) for _ in range(60))),
+            Ether(dst="ff:ff:ff:ff:ff:ff", src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+        ]
+        kinds = cfg.get("kinds")
+        for i, frame in enumerate(frames):
+            if kinds is not None and i not in kinds:
+                continue
+            sock.send(frame)
+            sent += 1
+        time.sleep(0.002)
+    print(json.dumps({"sent": sent}))
+
+
+if __name__ == "__main__":
+    main()

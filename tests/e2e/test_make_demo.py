@@ -1,0 +1,32 @@
+"""`make demo`, the README's first command, run as a test (small tensors, unique names and ports)."""
+import re
+import subprocess
+
+import pytest
+
+from .conftest import REPO, free_port_block
+
+pytestmark = pytest.mark.root
+
+
+def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix):
+    args = (f"--elements 8192 --tensors 2 --epochs 2 --timeout 150 --quiet "
+            f"--api-port {free_port_block(1)} --grpc-port {free_port_block(1)} "
+            f"--thrift-port {free_port_block(1)} --prefix {node_prefix} --run-dir {tmp_path}/run "
+            f"--log-dir {tmp_path}/logs --pcap-dir {tmp_path}/pcaps")
+    out = subprocess.run(["make", "demo", f"ARGS={args}"], cwd=REPO, capture_output=True, text=True,
+                         timeout=540)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    text = out.stdout
+    assert text.count("exact: yes") == 2, text
+    # OmniReduce: the sparse phase skips zero blocks.
+    saved = re.search(r"saved vs dense streaming \(.*\): (-?[\d.]+)%", text)
+    assert saved and float(saved.group(1)) > 50.0, text
+    assert len(re.findall(r"saved vs ring allreduce", text)) == 2
+    acc = re.search(r"test accuracy ([\d.]+)% \(single-machine reference ([\d.]+)%\); replicas identical: yes", text)
+    assert acc and float(acc.group(1)) > 80.0, text
+    assert "everything it started is stopped" in text
+    # Nothing left behind: no recorded state, no interfaces with our prefix.
+    assert not (tmp_path / "run" / "state.json").exists()
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert f"{node_prefix}s1" not in links and f"{node_prefix}h1" not in links

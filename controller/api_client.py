@@ -11,7 +11,10 @@ Errors from the controller raise JobApiError with the API's `code`, `message`, `
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+
+DEFAULT_PORT = 8090
 
 
 class JobApiError(Exception):
@@ -22,10 +25,12 @@ class JobApiError(Exception):
 
 class JobApiClient:
     def __init__(self, address, timeout=10.0):
-        address = address if "://" in address else f"http://{address}"
-        if address.rsplit(":", 1)[-1].strip("/").isdigit() is False:
-            address = address.rstrip("/") + ":8090"
-        self.base = address.rstrip("/") + "/v1"
+        """`address`: HOST:PORT, HOST (port 8090) or an http:// URL."""
+        url = urllib.parse.urlsplit(address if "://" in address else f"http://{address}")
+        if url.scheme != "http" or not url.hostname:
+            raise ValueError(f"controller address {address!r}: expected HOST:PORT or http://HOST:PORT")
+        host = f"[{url.hostname}]" if ":" in url.hostname else url.hostname
+        self.base = f"http://{host}:{url.port or DEFAULT_PORT}/v1"
         self.timeout = timeout
 
     def request(self, method, path, body=None):

@@ -12,6 +12,8 @@ from controller.connection import Update, update
 from controller.entities import register_entry
 from controller.errors import SwitchError
 
+DEFAULT_THRIFT_PORT = 9090
+
 
 class P4RuntimeRegisters:
     """Registers over P4Runtime RegisterEntry (p4sim, and targets that implement it)."""
@@ -134,9 +136,16 @@ def open_register_access(conn, thrift_addr=None, probe_register=None):
     except SwitchError as e:
         if getattr(e, "grpc_code", None) != grpc.StatusCode.UNIMPLEMENTED:
             raise
-    if thrift_addr is None:
-        raise SwitchError(f"switch {conn.name} does not implement P4Runtime registers (simple_switch_grpc); "
-                          f"give its Thrift address (--thrift-port / thrift_port in the topology) to read them")
+    guessed = thrift_addr is None
+    if guessed:  # simple_switch_grpc's default Thrift port, on the switch's host
+        thrift_addr = f"{conn.grpc_addr.rsplit(':', 1)[0]}:{DEFAULT_THRIFT_PORT}"
     host, _, port = thrift_addr.rpartition(":") if isinstance(thrift_addr, str) else ("127.0.0.1", "", thrift_addr)
-    return ThriftRegisters(host or "127.0.0.1", int(port), conn.index)
+    try:
+        return ThriftRegisters(host or "127.0.0.1", int(port), conn.index)
+    except SwitchError as e:
+        if guessed:
+            raise SwitchError(f"switch {conn.name} does not implement P4Runtime registers (simple_switch_grpc) "
+                              f"and nothing answers on its default Thrift port ({thrift_addr}); give its "
+                              f"Thrift port (--thrift-port / thrift_port in the topology)") from None
+        raise e from None
 

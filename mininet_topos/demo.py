@@ -49,6 +49,9 @@ class Progress:
 
     def __init__(self, phase: Phase, workers: int, quiet: bool):
         from tqdm import tqdm
+        if not quiet and not sys.stderr.isatty():     # a log file: one line per phase, no bar redraws
+            print(f"demo: {phase.kind}: running {phase.name} on {workers} workers ...", file=sys.stderr, flush=True)
+            quiet = True
         self.bar = tqdm(total=phase.units * workers, desc=f"{phase.kind:>6}", unit="step",
                         file=sys.stderr, disable=quiet, leave=True,
                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")

@@ -3,7 +3,6 @@ import sys
 
 from mininet.cli import CLI
 
-from mininet_topos.controller_proc import ControllerError
 from mininet_topos.job_client import create_job
 from mininet_topos.links import from_args
 from mininet_topos.session import Session

@@ -35,6 +35,14 @@ def write_state(processes: List[dict], interfaces: List[str], nft_tables: List[s
                                 "interfaces": interfaces, "nft_tables": nft_tables}, indent=2) + "\n")
 
 
+def anything_alive(path=STATE_FILE) -> bool:
+    """True when a state file lists a process that still runs (a session not yet stopped)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    return any(_same_process(r) for r in json.loads(path.read_text()).get("processes", []))
+
+
 def _same_process(record: dict) -> bool:
     now = cmdline(record["pid"])
     return bool(now) and bool(record.get("cmdline")) and now.startswith(record["cmdline"][:80])

@@ -63,12 +63,10 @@ class Session:
         self.relay: Optional[ApiRelay] = None
 
     def start(self) -> "Session":
-        if self.state_file.exists():
-            state = runstate.json.loads(self.state_file.read_text())
-            if any(runstate._same_process(r) for r in state.get("processes", [])):
-                raise SessionError(f"a previous session is still running ({self.state_file}): "
-                                   "`make stop` ends it")
-            self.state_file.unlink()
+        if runstate.anything_alive(self.state_file):
+            raise SessionError(f"a previous session is still running ({self.state_file}): "
+                               "`make stop` ends it")
+        self.state_file.unlink(missing_ok=True)
         _terminate_on_sigterm()
         try:
             self.network.start()

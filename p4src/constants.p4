@@ -42,6 +42,7 @@ const bit<32> DROP_OFFSET_MISMATCH   = 11;
 const bit<32> DROP_DUPLICATE_PENDING = 12;
 const bit<32> DROP_NO_ROUTE          = 13;
 const bit<32> DROP_NO_WORKER_ADDR    = 14;
+const bit<32> DROP_STALE_COPY        = 15;
 #define DROP_REASONS_SIZE 16
 
 /* indices of counter ReduceIngress.agg_events */

@@ -82,6 +82,7 @@ struct metadata_t {
     worker_set_t me;            /* 1 << rank */
     worker_set_t seen;
     bit<8>       count;
+    bit<8>       other_count;   /* count of the other shadow copy */
     bit<1>       first;         /* first contribution of the round */
     sb_bitmap_t  old_union;
     sb_bitmap_t  union_bitmap;

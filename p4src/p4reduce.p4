@@ -117,7 +117,13 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
             }
         } else {
             if (meta.count == 0) {
+                /* a new round may only start here once the other copy's round is complete */
                 meta.first = 1;
+                read_other_count();
+                if (meta.other_count != 0) {
+                    drop_with(DROP_STALE_COPY);
+                    return;
+                }
             } else {
                 meta.first = 0;
                 read_round_offset();

@@ -35,6 +35,10 @@ action join_round() {
     union_bitmap.read(meta.old_union, meta.reg_index);
 }
 
+action read_other_count() {
+    count.read(meta.other_count, meta.reg_index ^ 1);
+}
+
 action read_round_offset() {
     round_offset.read(meta.round_offset, meta.reg_index);
 }

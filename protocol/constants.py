@@ -61,6 +61,7 @@ class DropReason(enum.IntEnum):
     DUPLICATE_PENDING = 12
     NO_ROUTE = 13
     NO_WORKER_ADDR = 14
+    STALE_COPY = 15
 
 
 DROP_REASONS_SIZE = 16

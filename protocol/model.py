@@ -183,6 +183,8 @@ class SwitchModel:
                                deliveries=[Delivery(h.job_id, h.rank, ip_str(src_ip), src_port, out, True)])
             return self._drop(DropReason.DUPLICATE_PENDING)
         first = self.count[i] == 0
+        if first and self.count[i ^ 1] != 0:
+            return self._drop(DropReason.STALE_COPY)
         if not first and h.offset != self.round_offset[i]:
             return self._drop(DropReason.OFFSET_MISMATCH)
         self.seen[i ^ 1] &= ~me

@@ -99,6 +99,15 @@ class CodeGen:
 
     # ---- entry point -----------------------------------------------------------------------
     def build(self):
+        try:
+            return self._build()
+        except RecursionError:
+            raise ProgramError("program too deeply nested to compile (expressions or control flow)") from None
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise ProgramError(f"BMv2 JSON: malformed or unsupported content "
+                               f"({type(exc).__name__}: {exc})") from None
+
+    def _build(self):
         prog = self.prog
         ns = dict(RUNTIME_HELPERS)
         ns.update({
@@ -489,7 +498,9 @@ class CodeGen:
         self.w(f"HDR_VSLOT = {({h.name: h.vslot for h in prog.headers.values()})!r}")
 
     # ---- control pipelines -------------------------------------------------------------------
-    MAX_INLINE_DEPTH = 40  # nested inlined conditionals per function (Python allows ~100 levels)
+    # nodes inlined along one path of one function: bounds both the nesting of ifs (Python allows
+    # ~100 levels) and the generator's recursion
+    MAX_INLINE_DEPTH = 40
 
     def emit_pipeline(self, pipe_name):
         """One function per control-flow node that needs one; every other node is inlined into its
@@ -602,11 +613,11 @@ class CodeGen:
                 cond = "r"
             out.append(f"{pad}if {cond}:")
             self._goto(j.get("true_next"), nodes, names, need, ind + 4, depth + 1, out, forced)
-            self._goto(j.get("false_next"), nodes, names, need, ind, depth, out, forced)
+            self._goto(j.get("false_next"), nodes, names, need, ind, depth + 1, out, forced)
             return
         if kind == "call":
             out.append(f"{pad}if A_{j['action_id']}(f, ()): return None")
-            self._goto(j.get("next_node"), nodes, names, need, ind, depth, out, forced)
+            self._goto(j.get("next_node"), nodes, names, need, ind, depth + 1, out, forced)
             return
         table = self.tables[name]
         info = table.info
@@ -618,7 +629,8 @@ class CodeGen:
                 out.append(f"{pad}TR({f'Action entry is {de.action} - {args}'!r})")
             gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}", "return None", tr)
             out.extend(gen.body(self.prog_action_json(de.action_id).get("primitives", []), ind))
-            self._goto(table.next_name_for(de.action, hit=False), nodes, names, need, ind, depth, out, forced)
+            self._goto(table.next_name_for(de.action, hit=False), nodes, names, need, ind, depth + 1, out,
+                       forced)
             return
         tv = f"T_{info.id}"
         out.append(f"{pad}e = {tv}.lookup({self.key_expr(info)})" if info.keys else f"{pad}e = {tv}.default")

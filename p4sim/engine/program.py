@@ -203,6 +203,8 @@ def load_json(source):
         data = json.loads(source)
     except json.JSONDecodeError as exc:
         raise ProgramError(f"BMv2 JSON: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ProgramError("BMv2 JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ProgramError("BMv2 JSON: top level must be an object")
     return data

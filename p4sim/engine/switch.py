@@ -156,12 +156,16 @@ class Switch(ControlAPI):
     # ---- packet processing ---------------------------------------------------------------------
     def process(self, ingress_port, frame):
         """Run one received frame through the switch; -> list of (egress_port, bytes) emitted."""
+        if isinstance(ingress_port, bool) or not isinstance(ingress_port, int):
+            raise EngineError(f"process: ingress_port must be an int, got {ingress_port!r}")
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise EngineError(f"process: frame must be bytes, got {type(frame).__name__}")
         with self.lock:
             self._pkt_id += 1
             self.stats["received"] += 1
             out = []
             try:
-                self._run(int(ingress_port), bytes(frame), out)
+                self._run(ingress_port, bytes(frame), out)
             except Exception as exc:  # never let a packet take the switch down
                 self.stats["internal_errors"] += 1
                 self.last_internal_error = exc

@@ -2,7 +2,7 @@
 
 Modules, one concern each: `p4info_index` (P4Info lookups), `pipeline` (P4Info bound to the BMv2
 JSON by name, engine creation), `match_keys`/`actions`/`tables` (TableEntry), `registers`,
-`counters` (indirect and direct), `pre` (multicast groups, clone sessions), `arbitration`
+`counters` (indirect and direct), `meters`, `value_sets`, `pre` (multicast groups, clone sessions), `arbitration`
 (primary/backup election), `packet_io` (packet path, PacketIn/PacketOut), `device` (pipeline and
 entity state), `rollback` (undo for atomic Write batches), `errors` (status codes), `service`
 (the gRPC servicer), `server` (the grpc.Server), `thrift_service` (BMv2 Thrift register/counter

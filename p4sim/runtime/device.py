@@ -10,7 +10,7 @@ from typing import Callable, Iterator, List, Optional
 
 from p4.v1 import p4runtime_pb2
 
-from . import counters, registers, rollback
+from . import counters, meters, registers, rollback, value_sets
 from .errors import P4RuntimeError, aborted_error, failed_precondition, invalid, unimplemented
 from .pipeline import Pipeline
 from .pre import Replication
@@ -211,6 +211,10 @@ class Device:
                                   entity.direct_counter_entry)
         elif kind == "packet_replication_engine_entry":
             self.replication.write(update_type, entity.packet_replication_engine_entry)
+        elif kind == "meter_entry":
+            meters.write(self.pipeline, self.engine, update_type, entity.meter_entry)
+        elif kind == "value_set_entry":
+            value_sets.write(self.pipeline, self.engine, update_type, entity.value_set_entry)
         elif kind is None:
             raise invalid("Update.entity is empty")
         else:
@@ -243,6 +247,12 @@ class Device:
         elif kind == "packet_replication_engine_entry":
             for e in self.replication.read(entity.packet_replication_engine_entry):
                 yield p4runtime_pb2.Entity(packet_replication_engine_entry=e)
+        elif kind == "meter_entry":
+            for e in meters.read(self.pipeline, self.engine, entity.meter_entry):
+                yield p4runtime_pb2.Entity(meter_entry=e)
+        elif kind == "value_set_entry":
+            for e in value_sets.read(self.pipeline, self.engine, entity.value_set_entry):
+                yield p4runtime_pb2.Entity(value_set_entry=e)
         elif kind is None:
             raise invalid("Read: an entity is empty")
         else:

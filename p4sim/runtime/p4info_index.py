@@ -70,6 +70,15 @@ class SizedInfo:
 
 
 @dataclass
+class ValueSetInfo:
+    """A parser value set: its member fields (concatenated in this order) and capacity."""
+    id: int
+    name: str
+    size: int
+    fields: List[MatchFieldInfo]
+
+
+@dataclass
 class DirectCounterInfo:
     id: int
     name: str
@@ -109,6 +118,7 @@ class P4InfoIndex:
         self.direct_meters: Dict[int, str] = {}
         self.registers: Dict[int, SizedInfo] = {}
         self.controller_headers: Dict[str, ControllerHeaderInfo] = {}
+        self.value_sets: Dict[int, "ValueSetInfo"] = {}
         self._names: Dict[str, Dict[str, int]] = {}
         seen_ids = set()
 
@@ -152,6 +162,12 @@ class P4InfoIndex:
                     width = getattr(spec.bitstring, kind).bitwidth
             self.registers[register.preamble.id] = SizedInfo(
                 register.preamble.id, register.preamble.name, register.size, bitwidth=width)
+        for value_set in p4info.value_sets:
+            claim("value_set", value_set.preamble)
+            self.value_sets[value_set.preamble.id] = ValueSetInfo(
+                value_set.preamble.id, value_set.preamble.name, value_set.size,
+                [MatchFieldInfo(m.id, m.name, m.bitwidth, MATCH_TYPE_NAMES.get(m.match_type, "exact"))
+                 for m in value_set.match])
         for header in p4info.controller_packet_metadata:
             claim("controller_packet_metadata", header.preamble)
             self.controller_headers[header.preamble.name] = ControllerHeaderInfo(
@@ -207,6 +223,18 @@ class P4InfoIndex:
             return self.direct_counters[counter_id]
         except KeyError:
             raise not_found(f"direct counter id {counter_id} is not in the P4Info") from None
+
+    def meter(self, meter_id: int) -> SizedInfo:
+        try:
+            return self.meters[meter_id]
+        except KeyError:
+            raise not_found(f"meter id {meter_id} is not in the P4Info") from None
+
+    def value_set(self, value_set_id: int) -> "ValueSetInfo":
+        try:
+            return self.value_sets[value_set_id]
+        except KeyError:
+            raise not_found(f"value set id {value_set_id} is not in the P4Info") from None
 
     def register(self, register_id: int) -> SizedInfo:
         try:

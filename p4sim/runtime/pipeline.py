@@ -60,6 +60,8 @@ class Pipeline:
         self.counters: Dict[int, str] = {}
         self.direct_counters: Dict[int, str] = {}  # direct counter id -> JSON table name
         self.registers: Dict[int, str] = {}
+        self.meters: Dict[int, str] = {}
+        self.value_sets: Dict[int, str] = {}
         self._bind()
 
     # -- binding -------------------------------------------------------------------------------
@@ -107,6 +109,18 @@ class Pipeline:
                 raise invalid(f"P4Info direct counter '{info.name}' is bound to unknown table id "
                               f"{info.table_id}")
             self.direct_counters[counter_id] = table.name
+        meters = {m["name"]: m for m in self.program.get("meter_arrays", [])}
+        for meter_id, info in self.index.meters.items():
+            if info.name not in meters or meters[info.name].get("is_direct"):
+                raise invalid(f"P4Info meter '{info.name}' has no indirect meter array of that name "
+                              f"in the BMv2 JSON")
+            self.meters[meter_id] = info.name
+        value_sets = {v["name"] for v in self.program.get("parse_vsets", [])}
+        for value_set_id, info in self.index.value_sets.items():
+            if info.name not in value_sets:
+                raise invalid(f"P4Info value set '{info.name}' has no parse_vsets entry of that "
+                              f"name in the BMv2 JSON")
+            self.value_sets[value_set_id] = info.name
         registers = {r["name"] for r in self.program.get("register_arrays", [])}
         for register_id, info in self.index.registers.items():
             if info.name not in registers:

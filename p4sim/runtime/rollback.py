@@ -9,7 +9,7 @@ from typing import List
 
 from p4.v1 import p4runtime_pb2
 
-from . import counters, registers
+from . import counters, meters, registers, value_sets
 from .errors import P4RuntimeError
 
 Update = p4runtime_pb2.Update
@@ -38,6 +38,12 @@ def undo_updates(device, update: Update) -> List[Update]:
             return [_update(Update.MODIFY, direct_counter_entry=e) for e in old]
         if kind == "packet_replication_engine_entry":
             return _undo_pre(device, update.type, entity.packet_replication_engine_entry)
+        if kind == "meter_entry":
+            old = list(meters.read(device.pipeline, device.engine, entity.meter_entry))
+            return [_update(Update.MODIFY, meter_entry=e) for e in old]
+        if kind == "value_set_entry":
+            old = list(value_sets.read(device.pipeline, device.engine, entity.value_set_entry))
+            return [_update(Update.MODIFY, value_set_entry=e) for e in old]
     except P4RuntimeError:
         return []  # the update itself will fail with the same problem: nothing to undo
     return []

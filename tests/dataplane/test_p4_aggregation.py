@@ -174,3 +174,43 @@ def test_two_jobs_in_disjoint_slot_ranges(fabric):
     used = [i for i in range(0, 20) if fabric.sw.register_read(N.SEEN, i)]
     assert set(used) <= set(range(0, 10)) and {0, 1, 2, 3} & set(used) and {4, 5, 6, 7, 8, 9} & set(used)
     fabric.assert_counters_match_model()
+
+
+def test_late_copy_of_an_old_round_cannot_start_a_round(fabric):
+    """Worker 0's round-0 packet duplicated in the network arrives after worker 0 moved on to copy 1
+    (its bit in copy 0 is released): while round 1 is open it is refused as STALE_COPY."""
+    fabric.add_job(1, 2, slot_base=0, slot_count=1)
+    old = packet(0, ver=0, offset=0, block=np.full(C.LANES, 99))
+    fabric.send(1, 0, old)
+    fabric.send(1, 1, packet(1, ver=0, offset=0))
+    fabric.send(1, 0, packet(0, ver=1, offset=32))                  # round 1 open on copy 1
+    before = [fabric.sw.register_read(r, 0) for r in (N.SEEN, N.COUNT, N.lane_register(0, 0))]
+    assert fabric.send(1, 0, old) == []
+    assert fabric.drops() == {DropReason.STALE_COPY: 1}
+    assert [fabric.sw.register_read(r, 0) for r in (N.SEEN, N.COUNT, N.lane_register(0, 0))] == before
+    out = fabric.send(1, 1, packet(1, ver=1, offset=32))
+    assert len(out) == 2 and (decode(out[0][2])[1] == 3).all()
+
+
+def test_scapy_reads_the_switch_output(fabric):
+    """What the P4 program emits dissects with protocol.scapy_layer as it decodes with the codec."""
+    from scapy.all import Ether
+    from protocol.scapy_layer import P4Reduce
+    fabric.add_job(1, 2, slot_base=0, slot_count=1, mode=Mode.SPARSE)
+    b = np.zeros(C.LANES, np.int32); b[C.SUBBLOCK * 2:C.SUBBLOCK * 3] = -42
+    fabric.send(1, 0, packet(0, block=b, bitmap=0b0100, nxt=320, exp=150))
+    frames = fabric.inject(*fabric.frame(1, 1, packet(1, block=np.zeros(C.LANES), bitmap=0, nxt=96)))
+    assert len(frames) == 2
+    for port, frame in frames:
+        pkt = Ether(frame)
+        assert pkt.haslayer(P4Reduce)
+        p = pkt[P4Reduce]
+        h, lanes = decode(bytes(p))
+        assert (p.msg_type, p.bitmap, p.next_offset, p.exponent, p.count) == (MsgType.RESULT, 0b0100, 96, 150, 2)
+        np.testing.assert_array_equal(p.lanes(), lanes)
+        assert (lanes[C.SUBBLOCK * 2:C.SUBBLOCK * 3] == -42).all() and p.rank == h.rank
+        again = pkt.copy()
+        del again["IP"].chksum, again["IP"].len, again["UDP"].len
+        rebuilt = Ether(bytes(again))          # scapy recomputes checksum and lengths
+        assert (rebuilt["IP"].chksum, rebuilt["IP"].len, rebuilt["UDP"].len) == \
+            (pkt["IP"].chksum, pkt["IP"].len, pkt["UDP"].len)

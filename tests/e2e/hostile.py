@@ -10,7 +10,7 @@ import struct
 import sys
 import time
 
-from scapy.all import IP, UDP, Ether, Raw, conf, sendp
+from scapy.all import IP, UDP, Ether, Raw, conf
 
 
 def contrib(job_id, rank, slot, offset, lanes=32, bitmap=0xF, value=0x01000000):

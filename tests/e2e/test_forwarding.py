@@ -82,11 +82,14 @@ def test_two_tier_forwards_between_leaves_through_the_spine(reference_dir, net_k
     out = reference_dir / "p4c-out"
     with P4Network(topo="two-tier", workers=4, **net_kwargs) as net:
         desc = json.loads((tmp_path / "topology.json").read_text())
-        switches = {s["role"] if s["role"] == "spine" else s["name"]: s for s in desc["switches"]}
-        spine = switches.pop("spine")
+        spine = next(s for s in desc["switches"] if s["role"] == "spine")
         leaf_of = {h["name"]: h["switch"] for h in desc["hosts"]}
-        spine_port = {l["a"] if l["b"] == spine["name"] else l["b"]: l["b_port"] if l["b"] == spine["name"] else l["a_port"]
-                      for l in desc["links"]}
+        spine_port = {}          # leaf name -> spine port towards it
+        for link in desc["links"]:
+            if link["b"] == spine["name"]:
+                spine_port[link["a"]] = link["b_port"]
+            else:
+                spine_port[link["b"]] = link["a_port"]
         assert len(spine_port) == 2
         for sw in desc["switches"]:
             entries = []

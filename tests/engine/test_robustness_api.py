@@ -191,3 +191,44 @@ def test_trace_reports_drops_and_table_results():
     sw2.trace = lines.append
     assert sw2.process(1, b"\x01") == []
     assert any("Dropping packet at the end of ingress" in line for line in lines)
+
+
+def test_deeply_nested_conditions_compile():
+    """A chain of 150 nested ifs exceeds what one Python function may nest; it must still run."""
+    p = Program()
+    p.header("h", [("a", 8), ("b", 8)])
+    p.state("start", [extract("h")])
+    p.deparse("h")
+    depth = 150
+    for i in range(depth):
+        nxt = f"c{i + 1}" if i + 1 < depth else "tbl_mark"
+        p.cond("ingress", f"c{i}", E(">=", F("h", "a"), C(i % 200)), nxt, None)
+    p.run("ingress", "mark", [P("assign", F("h", "b"), C(1)), P("assign", SM("egress_spec"), C(1))])
+    p.init("ingress", "c0")
+    sw = Switch(p.build())
+    assert sw.process(1, b"\xff\x00") == [(1, b"\xff\x01")]
+    out = sw.process(1, b"\x05\x00")  # fails the 7th condition: no egress_spec set, port 0
+    assert out == [(0, b"\x05\x00")]
+
+
+def test_long_straight_line_pipeline_compiles():
+    p = Program()
+    p.header("h", [("a", 16)])
+    p.state("start", [extract("h")])
+    p.deparse("h")
+    n = 1200
+    for i in range(n):
+        p.run("ingress", f"inc{i}", [P("assign", F("h", "a"), E("&", E("+", F("h", "a"), C(1)), C(0xFFFF)))],
+              next_node=f"tbl_inc{i + 1}" if i + 1 < n else None)
+    p.init("ingress", "tbl_inc0")
+    sw = Switch(p.build())
+    assert sw.process(1, b"\x00\x00") == [(0, n.to_bytes(2, "big"))]
+
+
+def test_process_argument_errors():
+    sw = register_program()
+    with pytest.raises(EngineError, match="ingress_port"):
+        sw.process("1", b"\x00\x00\x00")
+    with pytest.raises(EngineError, match="frame"):
+        sw.process(1, "abc")
+    assert sw.process(1, bytearray(b"\x00\x00\x00")) == [(1, b"\x00\x00\x00")]

@@ -95,3 +95,25 @@ def test_other_layouts():
     np.testing.assert_array_equal(got, block)
     with pytest.raises(WireError, match="1..16"):
         Layout(lanes=64, subblock=2)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=st.fixed_dictionaries({
+    "msg_type": st.integers(0, 255), "flags": st.integers(0, 255), "job_id": st.integers(0, 65535),
+    "rank": st.integers(0, 255), "count": st.integers(0, 255), "ver": st.integers(0, 1),
+    "slot": st.integers(0, 32767), "offset": st.integers(0, 2**32 - 1),
+    "next_offset": st.integers(0, 2**32 - 1), "exponent": st.integers(0, 255)}),
+    bitmap=st.integers(0, C.full_bitmap()),
+    lanes=st.lists(st.integers(C.LANE_MIN, C.LANE_MAX), min_size=C.LANES, max_size=C.LANES))
+def test_round_trip_property(fields, bitmap, lanes):
+    block = np.array(lanes, np.int64).astype(np.int32)
+    h = Header(bitmap=bitmap, **fields)
+    payload = encode(h, block)
+    h2, got = decode(payload)
+    assert h2 == h
+    mask = np.repeat([(bitmap >> k) & 1 for k in range(C.NUM_SUBBLOCKS)], C.SUBBLOCK).astype(bool)
+    np.testing.assert_array_equal(got, np.where(mask, block, 0))
+    assert encode_batch(header_array([h]), block[None, :]) == [payload]

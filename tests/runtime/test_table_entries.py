@@ -165,7 +165,7 @@ def test_batch_continues_after_an_error(fwd):
 def test_unsupported_entities_are_unimplemented(fwd):
     client, _ = fwd
     with pytest.raises(grpc.RpcError) as info:
-        client.read(Entity(meter_entry=p4runtime_pb2.MeterEntry()))
+        client.read(Entity(direct_meter_entry=p4runtime_pb2.DirectMeterEntry()))
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     errors = failed_write(client, update("INSERT", action_profile_member=p4runtime_pb2.ActionProfileMember()))
     assert errors[0][1] == code_pb2.UNIMPLEMENTED

@@ -86,9 +86,10 @@ def plot(rows, path) -> None:
     for j, m in enumerate(models):
         for r in (r for r in rows if r["model"] == m):
             ep = range(1, len(r["test_acc"]) + 1)
-            style = "k--" if r["compressor"] == "float32" else "-"
-            axes[0][j].plot(ep, [a * 100 for a in r["test_acc"]], style, label=r["compressor"])
-            axes[1][j].plot(ep, r["train_loss"], style, label=r["compressor"])
+            ref = r["compressor"] == "float32"  # drawn on top: fixed point lies exactly under it
+            kw = {"color": "k", "linestyle": "--", "zorder": 5} if ref else {}
+            axes[0][j].plot(ep, [a * 100 for a in r["test_acc"]], label=r["compressor"], **kw)
+            axes[1][j].plot(ep, r["train_loss"], label=r["compressor"], **kw)
         axes[0][j].set_title(f"{m}: test accuracy (%)")
         axes[1][j].set_title(f"{m}: train loss")
         axes[1][j].set_yscale("log")

@@ -1,0 +1,56 @@
+"""MeterEntry (indirect meters): per-cell two-rate three-color configuration.
+
+Direct meters are not configurable in the engine (they always mark GREEN), so DirectMeterEntry
+answers UNIMPLEMENTED.
+"""
+from typing import Iterator
+
+from p4.v1 import p4runtime_pb2
+
+from .errors import call_engine, invalid, out_of_range
+
+MODIFY = p4runtime_pb2.Update.MODIFY
+
+
+def _indices(info, entry):
+    if entry.HasField("index"):
+        index = entry.index.index
+        if index < 0 or index >= info.size:
+            raise out_of_range(f"meter '{info.name}': index {index} is outside 0..{info.size - 1}")
+        return [index]
+    return range(info.size)
+
+
+def write(pipeline, engine, update_type, entry: p4runtime_pb2.MeterEntry):
+    info = pipeline.index.meter(entry.meter_id)
+    what = f"meter '{info.name}'"
+    if update_type != MODIFY:
+        raise invalid(f"{what}: only MODIFY is allowed on meters")
+    name = pipeline.meters[info.id]
+    index = entry.index.index if entry.HasField("index") else None
+    if index is not None:
+        _indices(info, entry)
+    if entry.HasField("config"):
+        config = entry.config
+        if config.pir < config.cir:
+            raise invalid(f"{what}: pir {config.pir} is below cir {config.cir}")
+        call_engine(what, engine.meter_set, name, index, config.cir, config.cburst, config.pir,
+                    config.pburst)
+    else:
+        call_engine(what, engine.meter_reset, name, index)  # no config: back to all-GREEN
+
+
+def read(pipeline, engine, entry: p4runtime_pb2.MeterEntry) -> Iterator[p4runtime_pb2.MeterEntry]:
+    infos = ([pipeline.index.meter(entry.meter_id)] if entry.meter_id
+             else list(pipeline.index.meters.values()))
+    for info in infos:
+        name = pipeline.meters[info.id]
+        for index in (_indices(info, entry) if entry.meter_id else range(info.size)):
+            out = p4runtime_pb2.MeterEntry(meter_id=info.id)
+            out.index.index = index
+            config = call_engine(f"meter '{info.name}'", engine.meter_get, name, index)
+            if config is not None:
+                cir, cburst, pir, pburst = config
+                out.config.cir, out.config.cburst = int(cir), int(cburst)
+                out.config.pir, out.config.pburst = int(pir), int(pburst)
+            yield out

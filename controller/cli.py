@@ -212,7 +212,8 @@ def cmd_groups(args):
 def cmd_serve(args):
     from controller import topology as topo
     from controller.api_server import JobApi, JobApiServer
-    from controller.jobs import JobManager, LeaseReaper
+    from controller.jobs import JobManager
+    from controller.leases import LeaseReaper
     from controller.service import Controller
     from controller.slots import SlotPool
     log = logging.getLogger("controller")

@@ -10,6 +10,7 @@ import logging
 from p4.v1 import p4runtime_pb2
 from protocol import constants, p4names
 
+from controller import defaults
 from controller.connection import Update, update
 from controller.entities import decode_table_entry, multicast_group, table_entry
 from controller.errors import SwitchError
@@ -17,6 +18,13 @@ from controller.errors import SwitchError
 log = logging.getLogger("controller.jobs")
 
 RESET_REGISTERS = (p4names.SEEN, p4names.COUNT)  # what must be clear before a job uses a slot
+
+
+def slot_pool_size(index):
+    """SLOTS as compiled into the program: the `seen` register holds 2 * SLOTS entries."""
+    if index.has("register", p4names.SEEN):
+        return index.get("register", p4names.SEEN).size // 2
+    return defaults.num_slots()
 
 
 class JobProgrammer:

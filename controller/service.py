@@ -16,21 +16,14 @@ from controller.api_server import JobApi, JobApiServer
 from controller.connection import SwitchConnection
 from controller.errors import SwitchError
 from controller.forwarding import install_forwarding
-from controller.job_programmer import JobProgrammer
+from controller.job_programmer import JobProgrammer, slot_pool_size
+from controller.jobs import JobManager
+from controller.leases import LeaseReaper
 from controller.recovery import SwitchWatchdog
-from controller.jobs import JobManager, LeaseReaper
 from controller.registers import open_register_access
 from controller.slots import SlotPool
 
 log = logging.getLogger("controller")
-
-
-def slot_pool_size(index):
-    """SLOTS as compiled into the program: the `seen` register holds 2 * SLOTS entries."""
-    if index.has("register", p4names.SEEN):
-        return index.get("register", p4names.SEEN).size // 2
-    from controller import defaults
-    return defaults.num_slots()
 
 
 class StateFile:

@@ -4,8 +4,14 @@
                  [--pcap [DIR]] [--thrift-port N] (--no-p4 | PROGRAM.json)
                  [-- --grpc-server-addr HOST:PORT --cpu-port N --drop-port N]
 
-Startup order: load the JSON (if any), listen on gRPC, then open the ports and start moving
-packets. SIGINT/SIGTERM stop the packet loop (sockets closed, pcaps flushed) and the gRPC server.
+Startup order: load the JSON (if any), open the ports (errors name the -i binding), listen on
+gRPC (then print "Server listening on ADDR") and on Thrift, then move packets. SIGINT/SIGTERM
+stop the packet loop (sockets closed, pcaps flushed), Thrift and the gRPC server; exit status 0.
+
+Logging as BMv2: --log-console (stdout) and/or --log-file F, level -L (default trace when
+logging, which traces every packet: parser states, tables, actions, drops, egress ports).
+--pcap DIR writes IFACE_in.pcap / IFACE_out.pcap. Thrift serves the register/counter subset of
+BMv2's runtime API for simple_switch_CLI (p4sim/runtime/thrift_service.py).
 """
 import argparse
 import logging
@@ -322,6 +328,10 @@ def main(argv=None):
         from p4sim.runtime import ServerError
         if isinstance(exc, (PortError, ServerError)):
             print(f"p4sim-switch: error: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(exc, OSError):  # e.g. --log-file or --pcap directory not writable
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            print(f"p4sim-switch: error: {exc.strerror or exc}{where}", file=sys.stderr)
             return 1
         raise
 

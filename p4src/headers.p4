@@ -70,6 +70,7 @@ struct headers_t {
 
 struct metadata_t {
     /* from the jobs table */
+    bit<1>       local_job;     /* the packet's job is aggregated here (jobs table hit) */
     bit<32>      slot_base;
     bit<16>      slot_count;
     bit<8>       num_workers;

@@ -42,15 +42,36 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
 
-        /* ---- everything that is not aggregation: route, else switch ---- */
-        if (!hdr.p4r.isValid()) {
+        /* ---- is this an aggregation packet for a job of this switch? ---- */
+        if (hdr.p4r.isValid()) {
+            if (standard_metadata.checksum_error == 1) {
+                drop_with(DROP_BAD_CHECKSUM);
+                return;
+            }
+            if (hdr.p4r.msg_type != MSG_CONTRIB) {
+                drop_with(DROP_BAD_TYPE);
+                return;
+            }
+            if (jobs.apply().hit) {
+                meta.local_job = 1;
+            }
+        }
+
+        /* ---- everything else: route, else switch. Contributions for jobs this switch does not
+         * aggregate are forwarded too (a leaf passes them up to the aggregating switch); with no
+         * route for them they are dropped as UNKNOWN_JOB. ---- */
+        if (meta.local_job == 0) {
             bool routed = false;
             if (hdr.ipv4.isValid()) {
                 routed = ipv4_routes.apply().hit;
             }
             if (!routed) {
                 if (!l2_forward.apply().hit) {
-                    drop_with(DROP_NO_ROUTE);
+                    if (hdr.p4r.isValid()) {
+                        drop_with(DROP_UNKNOWN_JOB);
+                    } else {
+                        drop_with(DROP_NO_ROUTE);
+                    }
                     return;
                 }
             }
@@ -59,18 +80,6 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         /* ---- admission ---- */
-        if (standard_metadata.checksum_error == 1) {
-            drop_with(DROP_BAD_CHECKSUM);
-            return;
-        }
-        if (hdr.p4r.msg_type != MSG_CONTRIB) {
-            drop_with(DROP_BAD_TYPE);
-            return;
-        }
-        if (!jobs.apply().hit) {
-            drop_with(DROP_UNKNOWN_JOB);
-            return;
-        }
         if (!workers.apply().hit) {
             drop_with(DROP_UNKNOWN_WORKER);
             return;

@@ -5,7 +5,9 @@ Two entry points:
   * `receive(src_ip, src_port, payload)` -> Outcome with deliveries as (ip, port, payload):
     what a worker's UDP socket would see (a fake switch).
   * `process(ingress_port, frame)` -> list of (egress_port, frame): byte-exact frames, as the P4
-    program emits them (the oracle for p4sim runs). Only aggregation frames are modelled.
+    program emits them (the oracle for p4sim runs). Only aggregation frames are modelled, and
+    the switch has no routes: a contribution for a job not in its table is dropped as UNKNOWN_JOB
+    (the P4 program forwards it when a route exists, docs/protocol.md section 5).
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from protocol import constants
 
 from controller.api_client import JobApiClient, JobApiError
 from controller.api_server import JobApi, JobApiServer
-from controller.jobs import JobManager, LeaseReaper
+from controller.jobs import JobManager
+from controller.leases import LeaseReaper
 from controller.slots import SlotPool
 from controller.topology import from_dict
 

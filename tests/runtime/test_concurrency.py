@@ -67,3 +67,32 @@ def test_batches_are_atomic_for_packets(harness, reference):
         thread.join()
     assert failures == []
     assert len(set(seen)) > 1  # the packets really ran while entries changed
+
+
+def test_pipeline_swaps_while_packets_flow(harness, reference):
+    """Packets keep flowing (no errors, no exceptions) while the program is replaced."""
+    fwd, agg = reference("fwd_basic"), reference("agg_mini")
+    client = harness.client()
+    client.set_pipeline(fwd.p4info, fwd.device_config)
+    frames = [bytes.fromhex(f) for _, f in fwd.case["packets"] + agg.case["packets"]]
+    stop = threading.Event()
+    count = [0]
+
+    def packets():
+        while not stop.is_set():
+            for frame in frames:
+                harness.server.packet_path.inject(1, frame)
+                count[0] += 1
+
+    thread = threading.Thread(target=packets)
+    thread.start()
+    try:
+        for round_ in range(6):
+            ref = agg if round_ % 2 == 0 else fwd
+            client.set_pipeline(ref.p4info, ref.device_config)
+    finally:
+        stop.set()
+        thread.join()
+    assert count[0] > len(frames)
+    assert harness.server.packet_path.stats["errors"] == 0
+    assert harness.server.device.pipeline.index.p4info == fwd.p4info

@@ -171,3 +171,12 @@ def test_p4runtime_shell_packet_out_and_packet_in(harness, tmp_path):
         assert len(got) == 1
         assert got[0].packet.payload == frame(etype="0905")
         assert {m.metadata_id: m.value for m in got[0].packet.metadata}[1] == b"\x04"
+
+
+def test_full_table_is_resource_exhausted(harness, acl):
+    updates = [update("INSERT", table_entry=acl_entry(i + 1, port=bytes([i]))) for i in range(64)]
+    acl.write(*updates)
+    with pytest.raises(grpc.RpcError) as info:
+        acl.write(update("INSERT", table_entry=acl_entry(100, dst=(b"\x01", b"\x01"))))
+    ((_, code, message),) = write_errors(info.value)
+    assert code == code_pb2.RESOURCE_EXHAUSTED and "MyIngress.acl" in message and "64" in message

@@ -145,3 +145,29 @@ def test_log_file_gets_the_per_packet_trace(tmp_path, level, traced):
     assert ("Processing packet received on port 64" in text) == traced
     if traced:
         assert "[bmv2] [T]" in text and "Transmitting packet" in text
+
+
+def test_unwritable_log_file_is_reported_without_traceback():
+    result = switch("--no-p4", "--log-file", "/proc/p4sim-no-such-dir/s1.log", "--",
+                    "--grpc-server-addr", f"127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "/proc/p4sim-no-such-dir" in result.stderr
+
+
+def test_simple_switch_grpc_command_lines_parse(tmp_path):
+    """The forms Mininet nodes and the P4 tutorials use for simple_switch_grpc."""
+    from p4sim.switch import parse_args
+    program = tmp_path / "prog.json"
+    program.write_text("{}")
+    options, target = parse_args(["-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "1",
+                                  "--thrift-port", "9091", "--log-file", "logs/s1.log",
+                                  f"--pcap={tmp_path}", "--no-p4", "--", "--grpc-server-addr",
+                                  "0.0.0.0:50051", "--cpu-port", "255"])
+    assert options.ports == {1: "s1-eth1", 2: "s1-eth2"} and options.device_id == 1
+    assert options.pcap == str(tmp_path) and options.thrift_port == 9091 and options.no_p4
+    assert (target.grpc_server_addr, target.cpu_port, target.drop_port) == ("0.0.0.0:50051", 255, 511)
+    options, target = parse_args(["--log-console", "-L", "info", "--pcap", str(program)])
+    assert options.program == str(program) and options.pcap == "."  # bare --pcap before the JSON
+    assert target.grpc_server_addr == "0.0.0.0:9559" and target.cpu_port is None
+    options, _ = parse_args(["--pcap", str(tmp_path), str(program)])
+    assert options.pcap == str(tmp_path) and options.program == str(program)

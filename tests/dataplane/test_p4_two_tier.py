@@ -1,0 +1,81 @@
+"""Two leaves under a spine, every switch running p4reduce: leaves forward contributions up to the
+aggregating spine (their jobs table is empty) and results back down, so the all-reduce works
+across switches exactly as on one."""
+import json
+
+import numpy as np
+
+from protocol import constants as C
+from protocol import p4names as N
+from protocol.constants import AggEvent, Mode
+from protocol.frames import parse_udp_frame, udp_frame
+from protocol.lossy_net import LossyNetwork
+from protocol.reference_worker import JobRun
+from p4reduce_fabric import SWITCH_IP, SWITCH_MAC
+
+UPLINK = 9                       # leaf port towards the spine
+SPINE_PORT = {"leaf1": 1, "leaf2": 2}
+
+
+class TwoTier:
+    """Workers 0..n-1 alternate between leaf1 and leaf2 (leaf port = rank // 2 + 1)."""
+
+    def __init__(self, program, n, job_id=1, slot_count=3, mode=Mode.SPARSE):
+        from p4sim.engine import Switch
+        self.sw = {name: Switch(program) for name in ("leaf1", "leaf2", "spine")}
+        self.hosts = {}
+        for r in range(n):
+            leaf = "leaf1" if r % 2 == 0 else "leaf2"
+            self.hosts[r] = dict(leaf=leaf, port=r // 2 + 1, ip=f"10.0.{r // 200}.{r % 200 + 1}",
+                                 mac=f"02:00:00:00:01:{r + 1:02x}", udp=40000 + r)
+        for leaf in ("leaf1", "leaf2"):
+            sw = self.sw[leaf]
+            sw.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{SWITCH_IP}/32"}, N.FORWARD, {"port": UPLINK})
+        spine = self.sw["spine"]
+        replicas = []
+        for r, h in self.hosts.items():
+            self.sw[h["leaf"]].table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
+                                         {"port": h["port"]})
+            spine.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
+                            {"port": SPINE_PORT[h["leaf"]]})
+            spine.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": h["ip"], "hdr.udp.srcPort": h["udp"],
+                                        "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": r})
+            spine.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": r},
+                            N.SET_WORKER_ADDR, {"mac": h["mac"], "ip": h["ip"], "udp_port": h["udp"]})
+            replicas.append((SPINE_PORT[h["leaf"]], r))
+        spine.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
+                        {"slot_base": 0, "slot_count": slot_count, "num_workers": n, "mcast_grp": 1,
+                         "mode": int(mode)})
+        spine.mc_group_set(1, replicas)
+        self.by_addr = {(h["ip"], h["udp"]): r for r, h in self.hosts.items()}
+        self.job_id = job_id
+
+    def send(self, job_id, rank, payload):
+        """Host -> leaf -> spine -> leaves -> hosts; returns what reaches the hosts."""
+        h = self.hosts[rank]
+        frame = udp_frame(h["mac"], SWITCH_MAC, h["ip"], SWITCH_IP, h["udp"], C.AGG_UDP_PORT, payload)
+        up = self.sw[h["leaf"]].process(h["port"], frame)
+        assert up == [(UPLINK, frame)]                      # the leaf passes it up unchanged
+        delivered = []
+        for spine_port, down in self.sw["spine"].process(SPINE_PORT[h["leaf"]], frame):
+            leaf = "leaf1" if spine_port == 1 else "leaf2"
+            for host_port, result in self.sw[leaf].process(UPLINK, down):
+                udp = parse_udp_frame(result)
+                r = self.by_addr[(udp.dst_ip, udp.dport)]
+                assert (self.hosts[r]["leaf"], self.hosts[r]["port"]) == (leaf, host_port)
+                delivered.append((job_id, r, udp.payload))
+        return delivered
+
+
+def test_allreduce_across_leaves_and_spine(compiled):
+    program = json.loads(compiled.read_text())
+    n = 6
+    net = TwoTier(program, n)
+    rng = np.random.default_rng(4)
+    tensors = [(rng.integers(-50, 50, 700) * (rng.random(700) < 0.1)).astype(np.int32) for _ in range(n)]
+    run = JobRun(tensors, 1, 3, Mode.SPARSE)
+    LossyNetwork(net.send, seed=4, loss=0.05, dup=0.05).run({1: run})
+    assert (run.results() == np.sum(tensors, axis=0)).all()
+    leaf_events = net.sw["leaf1"].counter_read(N.AGG_EVENTS, AggEvent.FORWARDED)[0]
+    assert leaf_events > 0 and net.sw["leaf1"].counter_read(N.AGG_EVENTS, AggEvent.ABSORBED)[0] == 0
+    assert net.sw["spine"].counter_read(N.AGG_EVENTS, AggEvent.RESULT_MULTICAST)[0] > 0

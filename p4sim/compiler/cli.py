@@ -72,9 +72,8 @@ def main(argv=None):
     if args.p4runtime_files:
         p4info_outs += [f for f in args.p4runtime_files.split(",") if f]
     if args.p4runtime_file:
-        ext = {"text": ".txt", "binary": ".bin", "json": ".json", None: ""}[args.p4runtime_format]
-        p4info_outs.append(args.p4runtime_file + ("" if args.p4runtime_file.endswith(ext) else "")
-                           if args.p4runtime_format is None else (args.p4runtime_file, args.p4runtime_format))
+        # legacy spelling: the format comes from --p4runtime-format (p4c's default: binary)
+        p4info_outs.append((args.p4runtime_file, args.p4runtime_format or "binary"))
     for f in p4info_outs:
         if isinstance(f, str) and not f.endswith((".txt", ".txtpb", ".bin", ".json")):
             sys.stderr.write(f"p4sim-compile: error: --p4runtime-files {f}: unknown format "

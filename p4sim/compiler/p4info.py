@@ -46,6 +46,19 @@ def _anno_strings(annos):
     return out
 
 
+def _ser_enum(info, t):
+    """Describe a serializable enum in type_info (p4c does for enums in action data and keys)."""
+    if t.name in info.type_info.serializable_enums:
+        return
+    e = info.type_info.serializable_enums[t.name]
+    w = t.underlying.width
+    e.underlying_type.bitwidth = w
+    for m in t.members:
+        mm = e.members.add()
+        mm.name = m
+        mm.value = (t.values[m] & ((1 << w) - 1)).to_bytes((w + 7) // 8, "big")
+
+
 def build(prog, backend):
     """Build the P4Info message from the checked program and the BMv2 backend's results."""
     info = p4info_pb2.P4Info()
@@ -121,6 +134,9 @@ def build(prog, backend):
             if isinstance(k.expr.type, ErrorT):
                 mf.bitwidth = 32
             mf.match_type = _MATCH[k.match_kind]
+            if isinstance(k.expr.type, EnumT) and k.expr.type.underlying is not None:
+                mf.type_name.name = k.expr.type.name
+                _ser_enum(info, k.expr.type)
         for r in t.action_list:
             ar = pt.action_refs.add()
             ar.id = aid[id(r.decl)]
@@ -158,6 +174,9 @@ def build(prog, backend):
             pp.id = i
             pp.name = p.name
             pp.bitwidth = _width(p.ptype)
+            if isinstance(p.ptype, EnumT) and p.ptype.underlying is not None:
+                pp.type_name.name = p.ptype.name
+                _ser_enum(info, p.ptype)
             for s in _anno_strings(p.annos):
                 pp.annotations.append(s)
     for kind, name, inst in instances:

@@ -108,3 +108,12 @@ def test_module_entry_point(tmp_path, src):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["program"] == str(src)
+
+
+def test_legacy_p4runtime_file_and_format(tmp_path, src):
+    out = tmp_path / "legacy.p4info"
+    assert main(["--p4runtime-file", str(out), "--p4runtime-format", "text", "-o", str(tmp_path / "o.json"),
+                 str(src)]) == 0
+    assert text_format.Parse(out.read_text(), p4info_pb2.P4Info()).tables[0].preamble.name == "Ing.t"
+    assert main(["--p4runtime-file", str(out), "-o", str(tmp_path / "o.json"), str(src)]) == 0
+    assert p4info_pb2.P4Info.FromString(out.read_bytes()).tables[0].preamble.name == "Ing.t"

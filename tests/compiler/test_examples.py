@@ -150,3 +150,28 @@ def test_parser_group_paths(engine):
     pkt = eth("00:00:00:00:00:01", "00:00:00:00:00:02", 0x9000) + bytes([9, 200])
     (_, out), = sw.process(1, pkt)
     assert out[16] == 1 and out[19] == 2                       # path: tag; error: HeaderTooShort
+
+
+def test_control_group_priorities_switch_and_hit_miss(engine):
+    sw = engine.Switch(compile_file(str(EXAMPLES / "group_control.p4")).bmv2)
+    src_mac = "00:00:00:00:00:99"
+    sw.table_add("CIngress.routes", {"hdr.ip.dst": "20.0.0.0/8"}, "CIngress.forward", {"port": 2})
+
+    def send(proto, sport, dport, dst="20.0.0.1"):
+        l4 = struct.pack("!HH", sport, dport)
+        pkt = eth("00:00:00:00:00:01", src_mac, 0x0800) + ipv4("10.1.1.1", dst, proto=proto, payload=l4)
+        return sw.process(1, pkt)
+
+    # UDP to port 53: class 2 (priority 100); acl miss -> TTL - 1 (forward) - 3 (class + 1)
+    (port, out), = send(17, 1234, 53)
+    assert port == 2 and out[14 + 8] == 60
+    # TCP from 10/8 with sport 7777: entries with priority 30 (class 1) and 10 (class 3) both match;
+    # the larger priority wins, and an acl entry for class 1 turns the miss into a hit
+    sw.table_add("CIngress.acl", {"hdr.eth.src": src_mac, "meta.klass": 1}, "CIngress.permit", {})
+    (port, out), = send(6, 7777, 80)
+    assert out[14 + 8] == 63
+    # no route: drop, and the switch's 'return' skips the acl
+    assert send(17, 1, 53, dst="30.0.0.1") == []
+    # the direct counter on acl counted the one hit
+    (entry,) = sw.table_entries("CIngress.acl")
+    assert sw.direct_counter_read("CIngress.acl", entry.handle)[0] == 1

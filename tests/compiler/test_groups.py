@@ -257,3 +257,16 @@ def test_digest_learn_list(tmp_path):
     prim = [p for a in res.bmv2["actions"] for p in a["primitives"] if p["op"] == "generate_digest"][0]
     assert prim["parameters"] == [hx("0x00000001"), hx("0x1")]
     assert len(res.p4info.digests) == 1
+
+
+def test_serializable_enums_in_p4info():
+    info = compile_file(str(EXAMPLES / "group_declarations.p4")).p4info
+    kind = info.type_info.serializable_enums["Kind"]
+    assert kind.underlying_type.bitwidth == 8
+    assert [(m.name, m.value) for m in kind.members] == [("DATA", b"\x01"), ("CONTROL", b"\x02"), ("OTHER", b"\xff")]
+    tbl = info.tables[0]
+    assert tbl.match_fields[0].type_name.name == "Kind"
+    assert tbl.match_fields[1].bitwidth == 1                      # bool key
+    act = [a for a in info.actions if a.preamble.name == "DeclIngress.classify"][0]
+    assert act.params[0].type_name.name == "Kind"
+    assert tbl.initial_default_action.arguments[0].value == b"\xff"

@@ -76,9 +76,10 @@ def test_link_options_are_applied(reference_dir, net_kwargs, tmp_path):
         assert desc["link_options"]["loss_pct"] == 10
         push(switch["grpc_addr"], switch["device_id"], l2_entries(desc),
              p4info=str(out / "fwd_basic.p4info.txtpb"), bmv2_json=str(out / "fwd_basic.json"))
-        # Four lossy crossings per echo (two links, both ways): ~34% of 200 pings lost.
-        received = ping(h1, "10.0.0.2", count=200, interval=0.005, total_s=8)
-        assert 100 <= received <= 170, received
+        # Four lossy crossings per echo (two links, both ways): 0.9**4 = 66% of echoes answered.
+        out = h1.cmd("ping -n -q -c 300 -i 0.005 -W 2 10.0.0.2")
+        sent, got = map(int, re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
+        assert sent == 300 and 0.50 <= got / sent <= 0.80, out
 
 
 def test_two_tier_forwards_between_leaves_through_the_spine(reference_dir, net_kwargs, tmp_path):

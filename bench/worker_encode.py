@@ -6,7 +6,8 @@ switch, per compressor, on one core (target: >= 10 M elements/s for fixed point)
 For each compressor, one step is timed end to end without a network: exponent proposals,
 (agreement stubbed by a loopback reducer that returns this worker's own values as the "sum"),
 quantization/compression into int32 lanes, and decoding of the lanes back to float32 -- plus,
-separately, turning the lanes into wire packets (protocol.wire.encode_batch) and back.
+separately, turning the lanes into wire packets (protocol.wire.encode_batch) and back, and the
+packet rate of the UDP streaming loop against an echo "switch" on loopback.
 The last line of stdout is one JSON document (for bench/extra_sections.py).
 """
 from __future__ import annotations
@@ -67,6 +68,58 @@ def time_packets(size: int, repeat: int) -> tuple[float, float]:
     return nb * LANES / enc, nb * LANES / dec
 
 
+class EchoSwitch:
+    """A one-worker 'switch' answering every contribution with itself as the result, so the
+    worker's streaming loop (worker.streaming) is what gets measured, not a switch."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.addr = self.sock.getsockname()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        import socket
+        while not self._stop.is_set():
+            try:
+                data, peer = self.sock.recvfrom(2048)
+            except socket.timeout:
+                continue
+            out = bytearray(data)
+            out[0], out[5] = 2, 1                                   # RESULT, count = 1 worker
+            out[1] = (out[1] & ~2) | (1 if data[12:16] == b"\xff\xff\xff\xff" else 0)  # EOT iff no next
+            self.sock.sendto(out, peer)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(1)
+        self.sock.close()
+
+
+def time_streaming(blocks: int) -> float:
+    """Packets per second of one worker's UDP streaming loop against :class:`EchoSwitch`."""
+    from worker.streaming import JobParams, UdpReducer
+    sw = EchoSwitch()
+    red = UdpReducer(JobParams(1, 0, 1, 64, "127.0.0.1", sw.addr[1]), bind=("127.0.0.1", 0))
+    x = np.arange(blocks * LANES, dtype=np.int32)
+    try:
+        red.sum_int32(x[: 64 * LANES])  # warm-up
+        t0 = time.perf_counter()
+        y = red.sum_int32(x)
+        secs = time.perf_counter() - t0
+    finally:
+        red.close()
+        sw.close()
+    if not np.array_equal(x, y):
+        raise RuntimeError("echo streaming returned wrong data")
+    return red.stats.packets_sent and blocks / secs
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.worker_encode", description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=4_000_000, help="float32 elements per step")
@@ -92,14 +145,18 @@ def main(argv=None) -> int:
     secs = time_step(Communicator(LoopbackReducer(args.workers)), ints, args.repeat)
     rows.append({"case": "int32 passthrough", "elements_per_s": round(args.size / secs), "ms_per_step": round(secs * 1e3, 2)})
     penc, pdec = time_packets(min(args.size, 400_000), args.repeat)
+    pps = time_streaming(2000 if args.quick else 20000)
     doc = {"size": args.size, "workers": args.workers, "cpu_count": os.cpu_count(), "rows": rows,
            "fixedpoint_elements_per_s": next(r["elements_per_s"] for r in rows if r["case"] == "fixedpoint"),
            "target_elements_per_s": 10_000_000,
-           "packet_encode_elements_per_s": round(penc), "packet_decode_elements_per_s": round(pdec)}
+           "packet_encode_elements_per_s": round(penc), "packet_decode_elements_per_s": round(pdec),
+           "streaming_echo_pps": round(pps)}
     if not args.json:
         print(f"int32 passthrough {rows[-1]['elements_per_s'] / 1e6:8.1f} M elements/s", file=sys.stderr)
         print(f"packets: encode {penc / 1e6:.1f} M elements/s, decode {pdec / 1e6:.1f} M elements/s "
               f"(protocol.wire batch codecs)", file=sys.stderr)
+        print(f"streaming loop vs an echo switch: {pps:,.0f} packets/s ({pps * LANES / 1e6:.2f} M int32/s) "
+              "per worker", file=sys.stderr)
     print(json.dumps(doc))
     return 0
 

@@ -44,6 +44,12 @@ class Backend:
         self.table_info = []           # (TableDecl, control, full name) for P4Info
         self.direct_called = set()     # ids of actions called directly from apply blocks
         self.digests = []              # (name, learn list id, [(field name, width)]) for P4Info
+        self.table_action_ids = set()
+        for b in (prog.ingress, prog.egress):
+            for t in b.tables:
+                for r in t.action_list:
+                    self.table_action_ids.add(id(r.decl))
+                    self._action_names.add(self.action_full_name(r.decl))
 
     # ---- small registries
     def next_id(self, kind):

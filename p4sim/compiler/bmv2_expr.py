@@ -222,7 +222,9 @@ class ExprLowering:
             if e.op == "~":
                 return op("^", x, hexstr(mask_of(t.width), t.width))
             return op("&", op("-", hexstr(1 << t.width), x), hexstr(mask_of(t.width), t.width))
-        return self.wrap(op("-" if e.op == "-" else "~", None, x), t)
+        if e.op == "-":
+            return self.wrap(op("-", hexstr(0), x), t)     # BMv2 has no unary minus
+        return self.wrap(op("~", None, x), t)
 
     def x_Binary(self, e):
         o, t = e.op, e.type

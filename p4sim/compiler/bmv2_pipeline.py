@@ -117,6 +117,9 @@ class PipelineBuilder:
         if len(single) == 1 and isinstance(single[0], A.CallStmt) and single[0].call.kind[0] == "action":
             decl = single[0].call.kind[1]
             aname = self.b.action_full_name(decl)
+            if id(decl) in self.b.table_action_ids:
+                # keep the table's action the only one with its name (the control plane's view)
+                aname = self.b.unique_action_name(aname)
             tname = self.b.unique_table_name("tbl_" + decl.name)
             self.b.direct_called.add(id(decl))
         else:

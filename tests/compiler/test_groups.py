@@ -270,3 +270,28 @@ def test_serializable_enums_in_p4info():
     act = [a for a in info.actions if a.preamble.name == "DeclIngress.classify"][0]
     assert act.params[0].type_name.name == "Kind"
     assert tbl.initial_default_action.arguments[0].value == b"\xff"
+
+
+def test_direct_call_of_table_action_gets_its_own_json_action(tmp_path):
+    text = program(ingress="action set(bit<8> v) { meta.a = v; } "
+                           "table t { key = { meta.a: exact; } actions = { set; } } "
+                           "apply { if (meta.b == 0) { set(7); } else { t.apply(); } }")
+    res = compile_text(tmp_path, text)
+    names = [a["name"] for a in res.bmv2["actions"]]
+    assert names.count("Ing.set") == 1                               # the table's, with action data
+    assert action_by_name(res.bmv2, "Ing.set")[0]["runtime_data"] == [{"name": "v", "bitwidth": 8}]
+    copy = action_by_name(res.bmv2, "Ing.set_0")[0]
+    assert copy["runtime_data"] == [] and copy["primitives"][0]["parameters"][1] == hx("0x07")
+    t = by_name(pipeline(res.bmv2)["tables"], "Ing.t")
+    assert t["default_entry"]["action_id"] == by_name(res.bmv2["actions"], "NoAction")["id"]
+    assert [a.preamble.name for a in res.p4info.actions] == ["NoAction", "Ing.set"]
+
+
+def test_shift_and_generic_brackets(tmp_path):
+    text = program(ingress="register<bit<32>>(4) r; apply { bit<32> x; r.read(x, 0); "
+                           "meta.c = x >> 2; meta.a = (bit<8>)(x >>1); meta.b = meta.a > 8w1 ? 8w1 : 8w0; "
+                           "if (meta.a < meta.b && meta.b > meta.a) { meta.c = meta.c << 1; } }")
+    doc = compile_text(tmp_path, text).bmv2
+    assert by_name(doc["register_arrays"], "Ing.r")["bitwidth"] == 32
+    srcs = [p["parameters"][1] for a in doc["actions"] for p in a["primitives"] if p["op"] == "assign"]
+    assert {"type": "expression", "value": expr(">>", field("scalars", "x"), hx("0x2"))} in srcs

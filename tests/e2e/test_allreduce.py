@@ -42,3 +42,10 @@ def test_two_jobs_at_once_stay_separate(session_factory):
     follow(first + second, timeout=120)
     assert_exact(first)
     assert_exact(second)
+
+
+def test_two_tier_allreduce_is_exact_across_leaves(session_factory):
+    session = session_factory(workers=4, topo="two-tier")
+    topo_hosts = {h.name: h for h in session.network.hosts}
+    assert len(session.network.switches) == 3 and len(topo_hosts) == 4
+    assert_exact(run_job(session, session.network.hosts, "e2e-two-tier", "dense", elements=4096, tensors=2))

@@ -1,1 +1,16 @@
-"""mininet_topos."""
+"""Mininet topologies with P4 switches, and the `make run` / `make demo` / `make stop` sessions.
+
+Modules, one concept each:
+  target       which P4 target binary (simple_switch_grpc or p4sim-switch) and its command line
+  p4switch     the Mininet switch node that runs that target and waits for its gRPC port
+  addressing   host IPs/MACs and the switch's aggregation address
+  links        --bw/--delay/--loss (TCLink; nftables loss where the kernel has no netem)
+  star, twotier, topologies   the topologies
+  network      P4Network: build, address, shape, describe and stop a topology
+  description  the topology description file the controller reads (run/topology.json)
+  apirelay     the job API reachable at 127.0.0.1 inside every host, out of band
+  controller_proc, job_client   start the controller; the few job-API calls we make
+  session      network + controller + relay, with the PID record that `stop` uses (runstate)
+  hostproc     run a command on every host and follow its JSON-line events
+  run, demo, demo_worker, __main__   the command-line entry points
+"""

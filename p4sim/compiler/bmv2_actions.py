@@ -241,7 +241,7 @@ class PrimitiveLowering:
                 xl.field_loc(a[0]).json(), param(xl.data(a[2])), {"type": "calculation", "value": calc},
                 param(xl.data(a[4]))]))
         elif name == "random":
-            out.append(prim("modify_field_rand_interval", [xl.field_loc(a[0]).json(),
+            out.append(prim("modify_field_rng_uniform", [xl.field_loc(a[0]).json(),
                                                           param(xl.data(a[1])), param(xl.data(a[2]))]))
         elif name in ("clone", "clone_preserving_field_list"):
             fl = 0 if name == "clone" else self.b.field_list_id(a[2].value, c.pos)

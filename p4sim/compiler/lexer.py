@@ -25,7 +25,7 @@ def scan_type_names(text):
         names.add(n)
     names.discard("void")
     # v1model externs outside the subset still parse as types, so the checker can name them
-    names.update(("meter", "direct_meter", "action_profile", "action_selector", "Checksum16"))
+    names.update(("meter", "direct_meter", "action_profile", "action_selector", "Checksum16", "value_set"))
     return names
 
 

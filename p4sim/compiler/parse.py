@@ -268,6 +268,14 @@ class ToAst(Transformer):
     def action_decl(self, meta, c):
         return A.ActionDecl(c[0], c[1], c[2], [], pos=self._p(meta))
 
+    def function_decl(self, meta, c):
+        raise CompileError("function declarations are not supported by p4sim-compile (outside its "
+                           "P4_16 subset; see docs/p4-subset.md); use an action", self._p(meta))
+
+    def newtype_decl(self, meta, c):
+        raise CompileError("'type' declarations are not supported by p4sim-compile (outside its "
+                           "P4_16 subset; see docs/p4-subset.md); use typedef", self._p(meta))
+
     # ---- parser
     def parser_decl(self, meta, c):
         name, params, ctor = c[0], c[1], c[2]

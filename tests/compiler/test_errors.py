@@ -153,3 +153,17 @@ def test_cpp_error_is_reported(tmp_path):
     text = program(decls='#include "missing.p4"')
     got = compile_error(tmp_path, text)
     assert "missing.p4" in got and "No such file" in got
+
+
+def test_functions_and_new_types_are_outside_the_subset(tmp_path):
+    text = program(decls="bit<8> twice(in bit<8> x) { return x + x; }")
+    err_at(tmp_path, text, "bit<8> twice", "function declarations" + SUFFIX + "; use an action")
+    text = program(decls="type bit<9> Port_t;")
+    err_at(tmp_path, text, "type bit<9>", "'type' declarations" + SUFFIX + "; use typedef")
+
+
+def test_value_sets_and_sub_controls_are_outside_the_subset(tmp_path):
+    text = program(parser="value_set<bit<16>>(4) types; state start { pkt.extract(hdr.eth); transition accept; }")
+    err_at(tmp_path, text, "value_set", "extern 'value_set'" + SUFFIX)
+    text = program(decls="control Sub(inout headers_t hdr) { apply { } }", ingress="Sub() sub; apply { }")
+    err_at(tmp_path, text, "Sub() sub", "instantiating a control inside another (sub-controls)" + SUFFIX)

@@ -222,7 +222,7 @@ def test_externs_group_json_and_p4info():
     h = by_op["modify_field_with_hash_based_offset"][0]
     assert h == [field("stats", "h_crc32"), hx("0x00000000"), {"type": "calculation", "value": "calc"},
                  hx("0xffffffff")]
-    assert by_op["modify_field_rand_interval"][0] == [field("stats", "rnd"), hx("0x00"), hx("0x00")]
+    assert by_op["modify_field_rng_uniform"][0] == [field("stats", "rnd"), hx("0x00"), hx("0x00")]
     assert by_op["register_read"][0][1] == {"type": "register_array", "value": "XIngress.seen"}
     assert by_op["register_write"][0][0] == {"type": "register_array", "value": "XIngress.seen"}
     assert {"type": "counter_array", "value": "XIngress.per_port"} in [p[0] for p in by_op["count"]]

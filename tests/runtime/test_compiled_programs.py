@@ -1,10 +1,8 @@
 """Every program of p4src/ and examples/p4/, compiled by p4sim-compile, pushed over P4Runtime:
-the P4Info binds to the JSON (every table and its default entry readable), or the push fails
-cleanly with INVALID_ARGUMENT naming what the engine rejected (never INTERNAL or a crash)."""
+the P4Info binds to the JSON and every table and its default entry are readable."""
 import json
 import pathlib
 
-import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
@@ -20,12 +18,7 @@ def test_compiled_program_binds(harness, path):
     except CompileError as exc:
         pytest.fail(f"p4sim-compile rejected {path.name}: {exc}")
     client = harness.client()
-    try:
-        client.set_pipeline(result.p4info, json.dumps(result.bmv2).encode())
-    except grpc.RpcError as exc:
-        assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT, exc.details()
-        assert "engine" in exc.details()
-        pytest.xfail(f"engine does not run {path.name} yet: {exc.details()}")
+    client.set_pipeline(result.p4info, json.dumps(result.bmv2).encode())
     for table in result.p4info.tables:
         request = p4runtime_pb2.TableEntry(table_id=table.preamble.id, is_default_action=True)
         (default,) = client.read(p4runtime_pb2.Entity(table_entry=request))

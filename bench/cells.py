@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, List, Optional
 
-from bench import aggregate, hostrun
+from bench import aggregate, counters, hostrun
 from bench.systems import System
 from bench.topology import BenchNet
 
@@ -21,11 +21,20 @@ def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
     base = {"section": section, "system": system.name, "workers": len(bn.workers), "size": size,
             "density": density, "link": bn.link.name, "link_applied": bn.link.applied(),
             "switch": bn.switch_kind}
+    ports = [bn.switch_iface(h) for h in bn.workers]
     try:
         jobs = system.jobs(bn, size, reps, warmup, density)
+        before = [counters.read_sysfs(p) for p in ports]
         records = hostrun.run_jobs(jobs, timeout=timeout, start_delay=0.3)
-    except (hostrun.HostRunError, NotImplementedError, OSError) as exc:
+        after = [counters.read_sysfs(p) for p in ports]
+    except (hostrun.HostRunError, counters.CounterError, NotImplementedError, OSError) as exc:
         return {**base, "status": "failed", "error": str(exc)}
+    # Cross-check from the other end of each worker's link, via /sys/class/net in the root
+    # namespace: the switch port's counters over the whole cell (setup, warm-up and the timed loop).
+    base["switch_port_cell_totals"] = {
+        "ports": ports,
+        "rx_bytes": [(a - b).rx_bytes for a, b in zip(after, before)],
+        "tx_bytes": [(a - b).tx_bytes for a, b in zip(after, before)]}
     workers = [r for r in records if r.get("role") != "server"]
     servers = [r for r in records if r.get("role") == "server"]
     try:

@@ -103,6 +103,9 @@ def sparsity_chart(cells: List[dict], path: pathlib.Path) -> Optional[pathlib.Pa
     for ax, what in ((ax_t, "speed-up over dense (time)"), (ax_b, "reduction over dense (bytes sent)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks([d * 100 for d in densities])
+        ax.set_xticklabels([f"{d * 100:g}" for d in densities])
+        ax.minorticks_off()
         ax.invert_xaxis()
         ax.set_xlabel("non-zero block density (%)")
         ax.set_ylabel("x")

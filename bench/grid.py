@@ -66,6 +66,6 @@ def full_grid() -> Grid:
 def quick_grid() -> Grid:
     """Smallest size, 4 workers, few repetitions: a test of the harness that CI can afford."""
     return Grid(mode="quick", workers=(4,), sizes=(64 * KI,), links=tuple(LINKS), systems=SYSTEMS,
-                reps=3, warmup=1, densities=(1.0, 0.25, 0.01), sparsity_size=64 * KI,
+                reps=2, warmup=1, densities=(1.0, 0.25, 0.01), sparsity_size=64 * KI,
                 sparsity_workers=4, sparsity_links=("unshaped",), cell_budget_s=60.0,
                 cell_timeout_s=60.0)

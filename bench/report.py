@@ -120,6 +120,8 @@ def render(doc: dict) -> str:
            f"command: {doc['command']}", ""]
     for section, result in doc["sections"].items():
         out.append(f"== {section} ({result.get('elapsed_s', 0):.0f}s) ==")
+        if result.get("status") not in (None, "ok") and "cells" in result:
+            out.append(f"{result['status']}: {result.get('error', '')}")
         if section == "allreduce" and "cells" in result:
             nets = {n["switch_detail"] for n in result.get("networks", [])}
             out += [f"switch: {n}" for n in sorted(nets)]

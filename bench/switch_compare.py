@@ -28,7 +28,7 @@ def compare(grid, progress) -> dict:
     real = shutil.which("simple_switch_grpc")
     if reason:
         return {"veth": {"status": "skipped", "error": reason, "simple_switch_grpc": real}}
-    duration = 3.0 if grid.mode == "quick" else 15.0
+    duration = 2.0 if grid.mode == "quick" else 15.0
     targets = ["p4sim"] + (["bmv2"] if real else [])
     rows, errors = [], []
     for target in targets:

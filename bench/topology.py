@@ -114,6 +114,13 @@ class BenchNet:
         return host.defaultIntf().name
 
     @staticmethod
+    def switch_iface(host) -> str:
+        """The switch's port toward the host (root namespace: readable in /sys/class/net)."""
+        link = host.defaultIntf().link
+        peer = link.intf2 if link.intf1.node is host else link.intf1
+        return peer.name
+
+    @staticmethod
     def ip(host) -> str:
         return host.IP()
 

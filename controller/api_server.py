@@ -168,11 +168,16 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.client_address[0], fmt % args)
 
 
+class _BackloggedHTTPServer(ThreadingHTTPServer):
+    """A whole job's workers join at once: the default listen backlog (5) would drop their SYNs."""
+    request_queue_size = 128
+
+
 class JobApiServer:
     """The HTTP server in a daemon thread. `address` is (host, port); port 0 picks a free one."""
 
     def __init__(self, api, address=("0.0.0.0", 8090)):
-        self.httpd = ThreadingHTTPServer(address, _Handler)
+        self.httpd = _BackloggedHTTPServer(address, _Handler)
         self.httpd.daemon_threads = True
         self.httpd.api = api
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="job-api", daemon=True)

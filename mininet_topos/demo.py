@@ -54,7 +54,7 @@ class Progress:
             quiet = True
         self.bar = tqdm(total=phase.units * workers, desc=f"{phase.kind:>6}", unit="step",
                         file=sys.stderr, disable=quiet, leave=True,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
+                        bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
 
     def __call__(self, run, event):
         if event.get("event") == "progress":
@@ -140,7 +140,7 @@ def main(args) -> int:
                              for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):
-            create_job(session.api_addr, phase.name, args.workers, phase.mode)
+            create_job(session.api_addr, phase.name, args.workers, phase.mode, slots=args.slots)
             progress = Progress(phase, args.workers, quiet)
             t0 = time.monotonic()
             runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),
@@ -170,6 +170,8 @@ def add_arguments(parser):
     parser.add_argument("--density", type=float, default=0.05,
                         help="fraction of non-zero packet-sized blocks per worker in the sparse phase "
                              "(default %(default)s)")
+    parser.add_argument("--slots", type=int, default=8,
+                        help="switch slots per job, i.e. packets each worker keeps in flight (default %(default)s)")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="bound on each phase, seconds (default %(default)s)")

@@ -66,7 +66,8 @@ class Session:
         if runstate.anything_alive(self.state_file):
             raise SessionError(f"a previous session is still running ({self.state_file}): "
                                "`make stop` ends it")
-        self.state_file.unlink(missing_ok=True)
+        if self.state_file.exists():   # a killed session's leftovers: interfaces, loss tables
+            runstate.stop_recorded(self.state_file, log=lambda *_: None)
         _terminate_on_sigterm()
         try:
             self.network.start()

@@ -21,7 +21,7 @@ import numpy as np
 #: Smallest exponent proposed: blocks whose values are all below 2**EXP_MIN are scaled as if
 #: their maximum were 2**EXP_MIN (keeps 2**s inside float32's range). Also the "all zero" proposal.
 EXP_MIN = -96
-#: Largest exponent (int8 on the wire); values of magnitude >= 2**127 cannot be quantized.
+#: Largest exponent (the wire carries e + EXP_BIAS in 8 bits); |x| >= 2**127 cannot be quantized.
 EXP_MAX = 127
 INT32_MAX = 2**31 - 1
 

@@ -35,7 +35,7 @@ from .reducer import AggregationError, BlockSource, Reducer
 # The header as a struct, derived from protocol.wire's definition (docs/protocol.md 2.1)
 _HDR = struct.Struct("!" + "".join("BHI"[HEADER_DTYPE[name].itemsize // 2] for name in HEADER_DTYPE.names))
 assert _HDR.size == C.HEADER_BYTES and HEADER_DTYPE.names[5] == "slot_ver"
-FRAME_OVERHEAD = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES
+ETH_IP_UDP_BYTES = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES  # around a payload
 NONE = C.NEXT_NONE
 
 
@@ -290,7 +290,7 @@ class UdpReducer(Reducer):
         except OSError:
             self.stats.send_errors += 1
         self.stats.packets_sent += 1
-        self.bytes_sent += len(data) + FRAME_OVERHEAD
+        self.bytes_sent += len(data) + ETH_IP_UDP_BYTES
 
     def _resend(self, s: int, payload: list, now: float, sent_at: list) -> None:
         data = payload[s]

@@ -4,11 +4,10 @@ import os
 
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
-from .bmv2_expr import ExprLowering, param
+from .bmv2_expr import ExprLowering
 from .bmv2_parser import ParserBuilder, deparser_order
 from .bmv2_pipeline import PipelineBuilder
-from .bmv2_storage import FieldLoc, Storage
-from .checker import anno, anno_str
+from .bmv2_storage import Storage
 from .diagnostics import CompileError, Unsupported
 from .naming import full_name
 
@@ -184,8 +183,6 @@ class Backend:
                             "calculation": calc, "verify": verify, "update": not verify, "if_cond": cond,
                             "source_info": self.src(s.pos, want)})
         walk(control.body.stmts)
-        if control.tables or [d for d in control.actions]:
-            pass
         return out
 
     # ---- assembly

@@ -3,14 +3,15 @@
 Action calls are inlined (their parameters substituted), ``if`` becomes ``_jump_if_zero``/``_jump``
 as p4c does, and v1model extern calls map to BMv2 primitives.
 """
-from . import ast as A
 import copy
+
+from . import ast as A
 
 from .bmv2_expr import LocRef, b2d, has_cond, hexstr, op, param, mask_of
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc, STANDARD_METADATA
 from .diagnostics import CompileError, Unsupported
 from .externs import HASH_ALGOS
-from .types import BitsT, BoolT, HeaderT, StackT, StructT
+from .types import BoolT, HeaderT
 
 
 def prim(name, params, pos=None, src=None):

@@ -7,7 +7,7 @@ wrapped explicitly: ``& mask`` for bit<W>, ``two_comp_mod`` for int<W>; saturati
 from . import ast as A
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
-from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, IntT, StackT, StructT
+from .types import BitsT, BoolT, EnumT, ErrorT, IntT, StackT
 
 
 class LocRef(A.Expr):

@@ -4,7 +4,7 @@ from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, hexstr, param
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
-from .types import BitsT, BoolT, HeaderT, StackT, StructT
+from .types import BitsT, BoolT, StackT
 
 
 def range_to_masks(lo, hi, w):

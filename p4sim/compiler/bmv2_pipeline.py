@@ -7,10 +7,10 @@ by keyless ``tbl_*`` tables (as p4c does); ``if`` becomes a conditional node; ``
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
-from .bmv2_storage import FieldLoc, HdrLoc
+from .bmv2_storage import FieldLoc
 from .checker import anno_str
 from .diagnostics import CompileError, Unsupported
-from .types import BitsT, BoolT
+from .types import BoolT
 
 
 def expr_text(e):
@@ -23,6 +23,8 @@ def expr_text(e):
         return f"{expr_text(e.expr)}[{e.index.value}]"
     if isinstance(e, A.Slice):
         return f"{expr_text(e.expr)}[{e.hi}:{e.lo}]"
+    if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.member == "isValid":
+        return f"{expr_text(e.func.expr)}.$valid$"      # p4c's name for an isValid() key
     if isinstance(e, A.Call):
         return f"{expr_text(e.func)}()"
     return "key"

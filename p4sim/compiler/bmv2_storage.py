@@ -6,7 +6,7 @@ fresh metadata-free header instance for header-typed locals).
 """
 from . import ast as A
 from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, width_of
-from .diagnostics import Unsupported
+from .diagnostics import CompileError, Unsupported
 
 
 class HdrLoc:
@@ -75,16 +75,21 @@ class Storage:
         self.scalars.append((name, w, bool(getattr(t, "signed", False))))
         return FieldLoc("scalars", name, t)
 
-    def add_header(self, base, t, metadata=False):
-        if not metadata and t.width() % 8:
-            from .diagnostics import CompileError
+    @staticmethod
+    def _check_bytes(t):
+        if t.width() % 8:
             raise CompileError(f"header '{t.name}' is {t.width()} bits long; BMv2 needs headers to be a "
                                f"whole number of bytes", getattr(t, "pos", None))
+
+    def add_header(self, base, t, metadata=False):
+        if not metadata:
+            self._check_bytes(t)
         name = self.unique(base)
         self.headers.append((name, self.header_type(t), metadata))
         return HdrLoc(name, t)
 
     def add_stack(self, base, t):
+        self._check_bytes(t.elem)
         name = self.unique(base)
         elems = []
         for i in range(t.size):
@@ -117,7 +122,7 @@ class Storage:
         if isinstance(t, (BitsT, BoolT, ErrorT)) or (isinstance(t, EnumT) and t.underlying is not None):
             return self.add_scalar(scalar_prefix, t)
         if isinstance(t, EnumT):
-            return self.add_scalar(scalar_prefix, BitsT(32)) if False else self._enum_scalar(scalar_prefix, t)
+            return self._enum_scalar(scalar_prefix, t)
         raise Unsupported(f"storage for a value of type {t}")
 
     def _enum_scalar(self, name, t):
@@ -161,8 +166,7 @@ class Storage:
 
     def alloc_local(self, v):
         if id(v) not in self.locs:
-            self.locs[id(v)] = self.alloc(v.vtype, v.name, self.unique(v.name + "_0") if False else v.name,
-                                          v.name)
+            self.locs[id(v)] = self.alloc(v.vtype, v.name, v.name, v.name)
 
     def scalars_json(self):
         fields = [[n, w, s] for n, w, s in self.scalars]

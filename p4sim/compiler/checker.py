@@ -8,8 +8,8 @@ from . import ast as A
 from . import constfold as F
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_CTORS, EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
-from .types import (BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ListT, MatchKindT, ObjT,
-                    StackT, StringT, StructLikeT, StructT, Type, VoidT, width_of)
+from .types import (BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ListT, ObjT, StackT, StringT,
+                    StructLikeT, StructT, VoidT)
 
 
 class Sym:
@@ -175,7 +175,7 @@ class Checker:
     def resolve_type(self, tr):
         if isinstance(tr, A.BitTypeRef):
             w = self.const_int(tr.width, self.globals, "bit width")
-            if w <= 0 or (tr.signed and w < 2 and False):
+            if w <= 0:
                 raise CompileError(f"bit width must be positive, got {w}", tr.pos)
             return BitsT(w, tr.signed)
         if isinstance(tr, A.BoolTypeRef):
@@ -235,9 +235,10 @@ class Checker:
         if isinstance(e.type, IntT):
             if isinstance(t, BitsT):
                 if isinstance(e, A.IntLit):
-                    lo = -(1 << (t.width - 1)) if t.signed else -(1 << (t.width - 1)) if False else 0
+                    # unsigned targets also take small negative constants (-1 is all ones)
+                    lo = -(1 << (t.width - 1)) if t.signed else -((1 << t.width) - 1)
                     hi = (1 << (t.width - 1)) - 1 if t.signed else (1 << t.width) - 1
-                    if not (lo if t.signed else -((1 << t.width) - 1)) <= e.value <= hi:
+                    if not lo <= e.value <= hi:
                         self.warn(e.pos, f"value {e.value} does not fit in {t}; it is truncated to "
                                          f"{F.normalize(e.value, t)}")
                     return F.int_lit(e.value, t, e.pos)

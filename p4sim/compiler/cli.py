@@ -13,7 +13,6 @@ import sys
 
 from .diagnostics import CompileError
 from .driver import compile_file
-from .p4info import serialize
 
 VERSION = "p4sim-compile 0.1.0 (P4_16 v1model subset; command-line compatible with p4c-bm2-ss)"
 
@@ -47,6 +46,9 @@ def make_parser():
     p.add_argument("--target", default="bmv2", help="target (bmv2)")
     p.add_argument("--arch", default="v1model", help="architecture (v1model)")
     p.add_argument("--Werror", action="store_true", help="treat warnings as errors")
+    p.add_argument("--Wdisable", nargs="?", const="all", default=None, metavar="DIAG",
+                   help="silence warnings (p4c spelling; any DIAG silences all of p4sim's warnings)")
+    p.add_argument("--Wwarn", nargs="?", const="all", default=None, metavar="DIAG", help=argparse.SUPPRESS)
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -84,6 +86,7 @@ def main(argv=None):
     try:
         result = compile_file(args.source, include_dirs=args.includes, defines=defines,
                               undefines=args.undefines)
+        info = result.p4info if p4info_outs else None
     except CompileError as e:
         sys.stderr.write(e.render() + "\n")
         return 1
@@ -96,20 +99,23 @@ def main(argv=None):
         sys.stderr.write(f"{args.source}: error: internal compiler error: {type(e).__name__}: {e}\n"
                          "please report this with the source file that triggers it\n")
         return 3
-    for w in result.warnings:
+    warnings = [] if args.Wdisable else result.warnings
+    for w in warnings:
         sys.stderr.write(w + "\n")
-    if result.warnings and args.Werror:
+    if warnings and args.Werror:
         return 1
     try:
+        if info is not None:
+            from .p4info import serialize
         with open(output, "w") as f:
             json.dump(result.bmv2, f, indent=2)
             f.write("\n")
-        for out in p4info_outs:
+        for out in p4info_outs if info is not None else ():
             if isinstance(out, tuple):
                 path, fmt = out
-                data = serialize(result.p4info, {"text": ".txt", "binary": ".bin", "json": ".json"}[fmt])
+                data = serialize(info, {"text": ".txt", "binary": ".bin", "json": ".json"}[fmt])
             else:
-                path, data = out, serialize(result.p4info, out)
+                path, data = out, serialize(info, out)
             with open(path, "wb") as f:
                 f.write(data)
     except OSError as e:

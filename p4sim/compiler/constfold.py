@@ -1,7 +1,7 @@
 """Constant folding over checked literals, with P4 width rules and wraparound."""
 from . import ast as A
 from .diagnostics import CompileError
-from .types import BitsT, BoolT, IntT
+from .types import BitsT, BoolT
 
 
 def normalize(value, t):

@@ -11,7 +11,7 @@ from . import ast as A
 from .checker import anno, anno_str
 from .naming import IdAllocator, aliases, full_name
 from .bmv2_pipeline import expr_text
-from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT
+from .types import BoolT, EnumT, ErrorT
 
 _MATCH = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
           "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,

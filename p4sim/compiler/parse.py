@@ -6,7 +6,7 @@ for grammar analysis.
 import os
 import tempfile
 
-from lark import Lark, Transformer, Token, v_args
+from lark import Lark, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, UnexpectedEOF, VisitError
 
 from . import ast as A

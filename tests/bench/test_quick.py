@@ -18,7 +18,7 @@ def quick_run(tmp_path_factory, p4reduce_program):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--no-progress", "--out", str(out),
                            "--name", "quick", "--switch", "p4", "--program", str(p4reduce_program)],
-                          capture_output=True, text=True, timeout=290)
+                          capture_output=True, text=True, timeout=540)
     doc_path = out / "quick.json"
     assert doc_path.exists(), f"no result JSON; stderr:\n{proc.stderr[-3000:]}"
     return proc, results.load(doc_path), out
@@ -57,7 +57,7 @@ def test_baselines_measured_with_plausible_numbers(quick_run, system, min_tx_rat
     assert {c["link"] for c in cells} == {"unshaped", "100mbit-1ms"}
     for c in cells:
         assert c["status"] == "ok", c
-        assert c["verified"] and c["workers"] == 4 and c["reps"] == 3
+        assert c["verified"] and c["workers"] == 4 and c["reps"] == 2
         assert c["tensor_bytes"] == TENSOR_BYTES
         tx = c["wire_tx_bytes_per_worker"]
         # counters, not computation: at least the payload, not wildly more
@@ -68,6 +68,19 @@ def test_baselines_measured_with_plausible_numbers(quick_run, system, min_tx_rat
     shaped = next(c for c in cells if c["link"] == "100mbit-1ms")
     # at 100 Mbit/s a worker cannot push its bytes faster than the link allows
     assert shaped["time_s"]["min"] >= shaped["wire_tx_bytes_per_worker"]["max"] * 8 / 100e6 * 0.9
+
+
+def test_switch_side_counters_agree_with_host_side(quick_run):
+    """The switch ports (/sys/class/net, root namespace) saw at least what the hosts counted sending
+    in the timed loop (the port totals also cover setup and warm-up)."""
+    _, doc, _ = quick_run
+    for section in ("allreduce", "sparsity"):
+        for c in doc["sections"][section]["cells"]:
+            totals = c["switch_port_cell_totals"]
+            assert totals["ports"] == [f"bs1-eth{i}" for i in range(1, 5)]
+            for rank, rx in enumerate(totals["rx_bytes"]):
+                sent = c["wire_tx_bytes_per_worker"]["per_worker"][rank] * c["reps"]
+                assert rx >= sent, (c["system"], rank, rx, sent)
 
 
 def test_parameter_server_link_carries_every_worker(quick_run):
@@ -81,7 +94,7 @@ def test_everything_crossed_the_p4_switch(quick_run):
     _, doc, _ = quick_run
     for section in ("allreduce", "sparsity"):
         nets = doc["sections"][section]["networks"]
-        assert nets and all(n["switch"] == "p4" for n in nets)
+        assert nets and all(n["switch"] == "p4" for n in nets), doc["sections"][section].get("error")
         assert all(c["switch"] == "p4" for c in doc["sections"][section]["cells"])
 
 
@@ -92,8 +105,9 @@ def test_p4reduce_dense_is_exact_and_sends_the_tensor_once(quick_run):
     for c in cells:
         assert c["status"] == "ok", c.get("error")
         assert c["verified"] and c["mismatches"] == 0
-        # 32 int32 lanes per 190-byte frame: at least the payload, about 1.5x with headers
-        assert TENSOR_BYTES <= c["wire_tx_bytes_per_worker"]["min"] <= 4 * TENSOR_BYTES
+        # 32 int32 lanes per 190-byte frame: at least the payload, about 1.5x with headers, more
+        # with retransmissions (a software switch behind shaped links answers slowly)
+        assert TENSOR_BYTES <= c["wire_tx_bytes_per_worker"]["min"] <= 10 * TENSOR_BYTES
         assert c["wire_rx_bytes_per_worker"]["min"] >= TENSOR_BYTES
         assert c["time_s"]["median"] > 0
 

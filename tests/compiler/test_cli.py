@@ -117,3 +117,18 @@ def test_legacy_p4runtime_file_and_format(tmp_path, src):
     assert text_format.Parse(out.read_text(), p4info_pb2.P4Info()).tables[0].preamble.name == "Ing.t"
     assert main(["--p4runtime-file", str(out), "-o", str(tmp_path / "o.json"), str(src)]) == 0
     assert p4info_pb2.P4Info.FromString(out.read_bytes()).tables[0].preamble.name == "Ing.t"
+
+
+def test_wdisable_silences_warnings(tmp_path, capsys):
+    src = write(tmp_path, program(ingress="apply { meta.a = 300; }"))
+    assert main(["--Wdisable", "--Werror", "-o", str(tmp_path / "o.json"), str(src)]) == 0
+    assert main(["--Wdisable=overflow", "-o", str(tmp_path / "o.json"), str(src)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_duplicate_id_annotation_is_a_located_error(tmp_path, capsys):
+    src = write(tmp_path, program(ingress="@id(5) action a() { } @id(5) action b() { } "
+                                          "table t { key = { meta.a: exact; } actions = { a; b; } } apply { t.apply(); }"))
+    assert main(["--p4runtime-files", str(tmp_path / "p.txtpb"), "-o", str(tmp_path / "o.json"), str(src)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(str(src) + ":12:") and "error: @id 5 of 'Ing.b' is already used" in err

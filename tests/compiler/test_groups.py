@@ -295,3 +295,15 @@ def test_shift_and_generic_brackets(tmp_path):
     assert by_name(doc["register_arrays"], "Ing.r")["bitwidth"] == 32
     srcs = [p["parameters"][1] for a in doc["actions"] for p in a["primitives"] if p["op"] == "assign"]
     assert {"type": "expression", "value": expr(">>", field("scalars", "x"), hx("0x2"))} in srcs
+
+
+def test_isvalid_and_slice_keys(tmp_path):
+    text = program(ingress="table t { key = { hdr.eth.isValid(): exact; hdr.eth.dst[47:40]: ternary; } "
+                           "actions = { NoAction; } } apply { t.apply(); }")
+    res = compile_text(tmp_path, text)
+    keys = by_name(pipeline(res.bmv2)["tables"], "Ing.t")["key"]
+    assert keys == [{"match_type": "exact", "name": "hdr.eth.$valid$", "target": ["eth", "$valid$"], "mask": None},
+                    {"match_type": "ternary", "name": "hdr.eth.dst[47:40]", "target": ["eth", "dst"],
+                     "mask": "0xff0000000000"}]
+    mf = res.p4info.tables[0].match_fields
+    assert [(m.name, m.bitwidth) for m in mf] == [("hdr.eth.$valid$", 1), ("hdr.eth.dst[47:40]", 8)]

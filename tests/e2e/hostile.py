@@ -13,9 +13,10 @@ import time
 from scapy.all import IP, UDP, Ether, Raw, conf
 
 
-def contrib(job_id, rank, slot, offset, lanes=32, bitmap=0xF, value=0x01000000):
+def contrib(job_id, rank, slot, offset, lanes=32, bitmap=0xF, value=0x01000000, ver=0):
     # docs/protocol.md 2.1: type, flags, job, rank, count, ver|slot, offset, next, exponent, ...
-    header = struct.pack("!BBHBBHIIBBH", 1, 0, job_id, rank, 0, slot & 0x7FFF, offset, 0xFFFFFFFF, 128, 0, bitmap)
+    header = struct.pack("!BBHBBHIIBBH", 1, 0, job_id, rank, 0, (ver << 15) | (slot & 0x7FFF), offset,
+                         0xFFFFFFFF, 128, 0, bitmap)
     return header + struct.pack(f"!{lanes}i", *([value] * lanes))
 
 
@@ -29,7 +30,13 @@ def main():
     deadline = time.monotonic() + cfg["seconds"]
     while time.monotonic() < deadline:
         victim = rng.choice(cfg["victims"])
-        slot, offset = rng.randrange(0, 64), 32 * rng.randrange(0, 64)
+        # Aim at rounds that really happen: block b runs on slot b mod S at offset 32*b.
+        slots = cfg.get("slots", 64)
+        slot = rng.randrange(0, slots)
+        # Half the time the first round of a stream (offset 32*slot), which every tensor starts with.
+        rounds = max(1, cfg.get("blocks", 64) // slots)
+        offset = 32 * (slot + slots * (0 if rng.random() < 0.5 else rng.randrange(0, rounds)))
+        ver = rng.randrange(2)
         frames = [
             # garbage payloads of every length, honest source
             Ether(dst=svc[1], src=cfg["own_mac"]) / IP(src=cfg["own_ip"], dst=svc[0]) /
@@ -39,7 +46,7 @@ def main():
             UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
             # the same, spoofing a worker's MAC, IP and UDP port
             Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
-            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+            UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver)),
             # a spoofed RESULT aimed at a worker, as if from the switch
             Ether(dst=victim["mac"], src=svc[1]) / IP(src=svc[0], dst=victim["ip"]) /
             UDP(sport=svc[2], dport=victim["udp_port"]) /

@@ -41,6 +41,7 @@ def test_hostile_host_changes_nothing(session_factory):
     job = wait_running(session.api_addr, "e2e-hostile")
     topo = json.loads(session.description_path.read_text())
     cfg = {"intf": attacker.defaultIntf().name, "seconds": 6, "job_id": job["job_id"],
+           "slots": job["slots"]["count"], "blocks": 32768 // 32,
            "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
            "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
            "udp_port": job["switch"]["udp_port"],

@@ -10,11 +10,11 @@ def by_index(hosts):
 
 
 def run_job(session, hosts, job, kind="dense", elements=4096, tensors=2, density=0.1, timeout=120,
-            extra=(), create=True, start_only=False):
+            extra=(), create=True, start_only=False, slots=8):
     """Run one job on `hosts`; returns the HostRun list (events, result, error) once all finished."""
     mode = "sparse" if kind == "sparse" else "dense"
     if create:
-        create_job(session.api_addr, job, len(hosts), mode)
+        create_job(session.api_addr, job, len(hosts), mode, slots=slots)
 
     def command(host):
         return [sys.executable, "-m", "mininet_topos.demo_worker", kind, "--controller", session.api_addr,

@@ -1,5 +1,17 @@
 """Fixtures for the worker tests: the P4 program on p4sim's engine, served over UDP on loopback."""
+import pathlib
+import sys
+
 import pytest
+
+# Run as bare `pytest`, the repository root is not on sys.path and `import worker` would find this
+# directory (tests/worker, a namespace package) instead of the real package: put the root first.
+_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+if getattr(sys.modules.get("worker"), "__file__", "") is None:
+    for _name in [n for n in sys.modules if n == "worker" or n.startswith("worker.")]:
+        del sys.modules[_name]
 
 from worker.p4sim_udp import PROGRAM, REPO, P4SimUdpSwitch, compile_program  # noqa: F401 - used by tests
 

@@ -131,3 +131,19 @@ def test_cli_reports_errors_without_traceback():
     p = subprocess.run([sys.executable, "-m", "worker", "allreduce", "--controller", "c", "--job", "x",
                         "--switch", "nohost"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "argument --switch: expected HOST:PORT, got 'nohost'" in p.stderr
+
+
+def test_module_level_api_needs_init_and_joins_by_name(controller):
+    import worker
+    with pytest.raises(RuntimeError, match=r"worker.init\(controller, job\) must be called"):
+        worker.allreduce(np.ones(3, np.float32))
+    addr, _ = controller
+    with FakeSwitch() as sw:
+        agent = worker.init(addr, "mod", workers=1, bind_ip="127.0.0.1", switch_addr=sw.addr)
+        _program_when_running(addr, "mod", sw)
+        try:
+            assert np.array_equal(worker.allreduce(np.arange(5, dtype=np.int32)), np.arange(5))
+            assert worker.allreduce_async(np.full(4, 2.5, np.float32)).result().tolist() == [2.5] * 4
+            assert agent.rank == 0
+        finally:
+            worker.shutdown()

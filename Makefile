@@ -43,7 +43,7 @@ shell: setup
 	$(PY) -m controller shell $(ARGS)
 
 test: setup
-	$(PY) -m pytest -q -ra tests $(ARGS)
+	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)
 
 bench: build
 	$(PY) -m bench $(ARGS)

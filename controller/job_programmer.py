@@ -54,7 +54,10 @@ class JobProgrammer:
         match = {ip_k: m.ip, port_k: m.udp_port, job_k: job.job_id}
         if not with_action:
             return table_entry(self.index, p4names.WORKERS, match)
-        return table_entry(self.index, p4names.WORKERS, match, p4names.SET_RANK, {"rank": m.rank})
+        # bound to the port its packets arrive on here (docs/protocol.md section 3): from any
+        # other port the same addresses are dropped as SPOOFED_PORT
+        return table_entry(self.index, p4names.WORKERS, match, p4names.SET_RANK,
+                           {"rank": m.rank, "port": m.port})
 
     def _addr_entry(self, job, m, with_action=True):
         job_k, rid_k = p4names.WORKER_ADDRS_KEY
@@ -193,5 +196,5 @@ class JobProgrammer:
             rec["members"].append({
                 "rank": rank, "ip": format_ipv4(d["match"][ip_k]), "udp_port": d["match"][port_k],
                 "mac": format_mac(addr["mac"]) if "mac" in addr else None,
-                "port": ports.get(rec["mcast_grp"], {}).get(rank)})
+                "port": d["params"].get("port", ports.get(rec["mcast_grp"], {}).get(rank))})
         return jobs

@@ -215,7 +215,7 @@ class JobManager:
         if switch_port is not None:
             port = _check_int(switch_port, "switch_port", 0, 510)
         elif self.topology is not None and host is not None:
-            port = self.topology.next_hop_port(self.topology.aggregation_switch.name, host)
+            port = self.topology.arrival_port(self.topology.aggregation_switch.name, host)
         if self.programmer is not None and port is None:
             raise BadRequest(f"field 'switch_port': required, the topology has no switch port towards {ip}",
                              field="switch_port")
@@ -362,7 +362,7 @@ class JobManager:
                     if host is not None:  # entries partly lost: the topology fills the gaps
                         mac = mac or host.mac
                         if port is None:
-                            port = self.topology.next_hop_port(self.topology.aggregation_switch.name, host)
+                            port = self.topology.arrival_port(self.topology.aggregation_switch.name, host)
                     job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
                 job.update_state()
                 self.jobs[job.name] = job

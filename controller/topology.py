@@ -80,6 +80,32 @@ class Topology:
             return host.port
         return self.port_towards(switch, host.switch)
 
+    def arrival_port(self, switch, host):
+        """Port of `switch` on which `host`'s packets to it arrive, following the routes the
+        controller installs (each switch forwards towards `switch` by `port_towards`): what the
+        aggregating switch binds a worker to (docs/protocol.md section 3). None if unreachable."""
+        here, port = host.switch, host.port
+        visited = set()
+        while here != switch:
+            if here in visited:
+                return None
+            visited.add(here)
+            out = self.port_towards(here, switch)
+            nxt = self._link_peer(here, out)
+            if nxt is None:
+                return None
+            here, port = nxt
+        return port
+
+    def _link_peer(self, switch, port):
+        """(switch, port) at the far end of the link leaving `switch` by `port`, or None."""
+        for a, ap, b, bp in self.links:
+            if (a, ap) == (switch, port):
+                return b, bp
+            if (b, bp) == (switch, port):
+                return a, ap
+        return None
+
     def port_towards(self, switch, target):
         """Port of `switch` on a shortest path to switch `target` (None if unreachable or same)."""
         adj = collections.defaultdict(list)

@@ -12,8 +12,8 @@ p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
   topology description   {description}
   controller job API     http://{api}/v1   (also at this address inside every host)
   default job            {job!r}: {workers} workers, {mode}
-Run the workers from this CLI (Mininet replaces a host name by its IP), e.g.:
-  h1 .venv/bin/python -m worker allreduce --controller {api} --job {job} --advertise-ip h1 --check &
+Run the workers from this CLI, e.g.:
+  h1 .venv/bin/python -m worker allreduce --controller {api} --job {job} --check &
   ... the same on h2 .. h{workers}; each prints a JSON report when the job's workers are all in.
 Inspect the switch from another terminal:  make shell
 Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.

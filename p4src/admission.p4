@@ -28,11 +28,14 @@ table jobs {
     size = 1024;
 }
 
-action set_rank(bit<8> rank) {
+/* A worker's rank, and the switch port its packets arrive on: a contribution carrying the
+ * worker's addresses that enters through any other port is spoofed (DROP_SPOOFED_PORT). */
+action set_rank(bit<8> rank, bit<9> port) {
     meta.rank = rank;
+    meta.worker_port = port;
 }
 
-/* (source IP, source UDP port, job) -> rank: the only way a packet gets a rank */
+/* (source IP, source UDP port, job) -> rank and ingress port: the only way a packet gets a rank */
 table workers {
     key = {
         hdr.ipv4.srcAddr: exact;

@@ -78,6 +78,7 @@ struct metadata_t {
     bit<8>       mode;
     /* from the workers table */
     bit<8>       rank;
+    bit<9>       worker_port;   /* the switch port the worker's packets must arrive on */
     /* slot state of this packet's slot copy */
     bit<32>      reg_index;     /* 2 * (slot_base + slot) + ver */
     worker_set_t me;            /* 1 << rank */

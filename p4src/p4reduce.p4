@@ -84,6 +84,10 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
             drop_with(DROP_UNKNOWN_WORKER);
             return;
         }
+        if (standard_metadata.ingress_port != meta.worker_port) {
+            drop_with(DROP_SPOOFED_PORT);
+            return;
+        }
         if (hdr.p4r.rank != meta.rank) {
             drop_with(DROP_BAD_RANK);
             return;

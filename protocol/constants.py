@@ -62,9 +62,10 @@ class DropReason(enum.IntEnum):
     NO_ROUTE = 13
     NO_WORKER_ADDR = 14
     STALE_COPY = 15
+    SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
 
 
-DROP_REASONS_SIZE = 16
+DROP_REASONS_SIZE = 17
 
 
 class AggEvent(enum.IntEnum):

@@ -3,7 +3,8 @@ section 5): the oracle in tests, and a fake switch for worker development.
 
 Two entry points:
   * `receive(src_ip, src_port, payload)` -> Outcome with deliveries as (ip, port, payload):
-    what a worker's UDP socket would see (a fake switch).
+    what a worker's UDP socket would see (a fake switch). A UDP fake has no switch ports, so the
+    ingress-port binding (SPOOFED_PORT) is checked only when `ingress_port` is given.
   * `process(ingress_port, frame)` -> list of (egress_port, frame): byte-exact frames, as the P4
     program emits them (the oracle for p4sim runs). Only aggregation frames are modelled, and
     the switch has no routes: a contribution for a job not in its table is dropped as UNKNOWN_JOB
@@ -40,7 +41,7 @@ class WorkerAddr:
     ip: str
     port: int
     mac: str = "00:00:00:00:00:00"
-    switch_port: int = 0
+    switch_port: int = 0        # where its packets arrive and its results leave (set_rank's port)
 
 
 @dataclasses.dataclass
@@ -114,9 +115,12 @@ class SwitchModel:
         raise KeyError(f"job {job_id} has no worker of rank {rank}")
 
     # ---- data plane -------------------------------------------------------------------------
-    def receive(self, src_ip: str, src_port: int, payload: bytes) -> Outcome:
-        """A payload as sent by a worker's UDP socket (lengths and checksum are right by construction)."""
-        return self._aggregate(ip_int(src_ip), src_port, payload, lengths_ok=True, checksum_ok=True)
+    def receive(self, src_ip: str, src_port: int, payload: bytes,
+                ingress_port: Optional[int] = None) -> Outcome:
+        """A payload as sent by a worker's UDP socket (lengths and checksum are right by construction).
+        With `ingress_port`, a known worker's packet arriving on another port is SPOOFED_PORT."""
+        return self._aggregate(ip_int(src_ip), src_port, payload, lengths_ok=True, checksum_ok=True,
+                               ingress_port=ingress_port)
 
     def process(self, ingress_port: int, frame: bytes) -> List[Tuple[int, bytes]]:
         """An aggregation frame -> the frames the P4 program emits, as (egress_port, bytes)."""
@@ -134,7 +138,7 @@ class SwitchModel:
             lengths_ok = lengths_ok and ulen == C.UDP_HEADER_BYTES + self.layout.payload_bytes(bitmap)
         src_ip = int.from_bytes(ip[12:16], "big")
         src_port = struct.unpack("!H", udp[0:2])[0]
-        outcome = self._aggregate(src_ip, src_port, payload, lengths_ok, checksum_ok)
+        outcome = self._aggregate(src_ip, src_port, payload, lengths_ok, checksum_ok, ingress_port)
         frames = []
         for d in outcome.deliveries:
             if d.unicast:
@@ -146,7 +150,7 @@ class SwitchModel:
         return frames
 
     def _aggregate(self, src_ip: int, src_port: int, payload: bytes, lengths_ok: bool,
-                   checksum_ok: bool) -> Outcome:
+                   checksum_ok: bool, ingress_port: Optional[int] = None) -> Outcome:
         lay = self.layout
         if len(payload) < C.HEADER_BYTES:
             return self._drop(DropReason.TRUNCATED)
@@ -163,6 +167,8 @@ class SwitchModel:
         worker = self.workers.get((src_ip, src_port, h.job_id))
         if worker is None:
             return self._drop(DropReason.UNKNOWN_WORKER)
+        if ingress_port is not None and ingress_port != worker.switch_port:
+            return self._drop(DropReason.SPOOFED_PORT)
         if h.rank != worker.rank:
             return self._drop(DropReason.BAD_RANK)
         if worker.rank >= job.num_workers or worker.rank >= self.max_workers:

@@ -20,7 +20,7 @@ WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
 
 # actions (parameters in docs/protocol.md section 3)
 SET_JOB = f"{INGRESS}.set_job"              # slot_base, slot_count, num_workers, mcast_grp, mode
-SET_RANK = f"{INGRESS}.set_rank"            # rank
+SET_RANK = f"{INGRESS}.set_rank"            # rank, port (the worker's ingress port)
 ROUTE = f"{INGRESS}.route"                  # port, dst_mac, src_mac
 FORWARD = f"{INGRESS}.forward"              # port
 FLOOD = f"{INGRESS}.flood"                  # mcast_grp

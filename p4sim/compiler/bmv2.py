@@ -141,7 +141,10 @@ class Backend:
 
     def learn_list(self, data, elems):
         lid = len(self.learn_lists) + 1
-        tname = data.type.name if hasattr(data.type, "name") else f"digest_{lid}"
+        st = getattr(data, "struct_type", None) or data.type
+        tname = st.name if hasattr(st, "name") else f"digest_{lid}"
+        if hasattr(st, "fields") and isinstance(data, A.ListExpr):
+            elems = [(n, j, t) for (n, _, _), (_, j, t) in zip(st.fields, elems)]
         for ll in self.learn_lists:
             if ll["name"] == tname:
                 return ll["id"]

@@ -706,6 +706,17 @@ class Checker:
         elif name == "digest":
             a[0].expr = self.const_arg(a[0].expr, scope, "digest receiver", BitsT(32))
             a[1].expr = self.hash_data(a[1].expr, scope, allow_struct=True)
+            if e.type_args:
+                st = self.resolve_type(e.type_args[0])
+                d = a[1].expr
+                if isinstance(d, A.ListExpr) and isinstance(st, StructT):
+                    if len(d.items) != len(st.fields):
+                        raise CompileError(f"digest data has {len(d.items)} fields, struct {st.name} has "
+                                           f"{len(st.fields)}", a[1].pos)
+                    d.items = [self.coerce(x, ft, x.pos) for x, (_, ft, _) in zip(d.items, st.fields)]
+                    d.struct_type = st
+                elif st != d.type:
+                    raise CompileError(f"digest data has type {d.type}, expected {st}", a[1].pos)
         elif name == "verify":
             a[0].expr = ex(0)
             if not isinstance(a[0].expr.type, BoolT):

@@ -38,8 +38,3 @@ class Unsupported(CompileError):
         super().__init__(f"{what} is not supported by p4sim-compile (outside its P4_16 subset; "
                          f"see docs/p4-subset.md)", pos)
 
-
-def warning(pos, message, sink):
-    """Record a warning line (printed to stderr by the CLI)."""
-    where = f"{pos.file}:{pos.line}:{pos.col}: " if pos else ""
-    sink.append(f"{where}warning: {message}")

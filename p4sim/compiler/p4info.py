@@ -222,7 +222,7 @@ def build(prog, backend):
         dg.preamble.id = ids.assign("digest", dname)
         dg.preamble.name = dname
         dg.preamble.alias = alias.get(dname, dname)
-        if hasattr(data.type, "name"):
+        if hasattr(getattr(data, "struct_type", None) or data.type, "name"):
             dg.type_spec.struct.name = dname
             st = info.type_info.structs[dname]
             for fname, w in fields:

@@ -114,6 +114,8 @@ SUFFIX = " is not supported by p4sim-compile (outside its P4_16 subset; see docs
                 "transition accept; }"}, "if (hdr", "'if' inside a parser state (use select)"),
     ({"ingress": "apply { meta.c = meta.c / meta.c; }"}, "meta.c / meta.c",
      "'/' on non-constant values (BMv2 has no division)"),
+    ({"ingress": "apply { hash(meta.c, HashAlgorithm.crc32_custom, 32w0, {meta.a}, 32w16); }"},
+     "HashAlgorithm.crc32_custom", "hash algorithm HashAlgorithm.crc32_custom"),
     ({"ingress": "apply { verify_checksum_with_payload(true, {meta.a}, meta.a, HashAlgorithm.csum16); }"},
      "verify_checksum_with_payload", "extern 'verify_checksum_with_payload'"),
 ])

@@ -257,6 +257,9 @@ def test_digest_learn_list(tmp_path):
     prim = [p for a in res.bmv2["actions"] for p in a["primitives"] if p["op"] == "generate_digest"][0]
     assert prim["parameters"] == [hx("0x00000001"), hx("0x1")]
     assert len(res.p4info.digests) == 1
+    assert res.p4info.digests[0].preamble.name == "learn_t"
+    st = res.p4info.type_info.structs["learn_t"]
+    assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in st.members] == [("mac", 48), ("port", 9)]
 
 
 def test_serializable_enums_in_p4info():

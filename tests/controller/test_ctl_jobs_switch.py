@@ -111,6 +111,16 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     [drops] = insp.counters(p4names.DROP_REASONS)
     by_label = {c["label"]: c["packets"] for c in drops["cells"]}
     assert by_label["UNKNOWN_WORKER"] == 1 and by_label["UNKNOWN_JOB"] == 0
+    # each worker is bound to its switch port: its exact addresses from another port count nothing
+    assert sorted((e["params"]["rank"], e["params"]["port"]) for e in insp.entries(p4names.WORKERS)) == [
+        (0, 1), (1, 2)]
+    seen_before = insp.register(p4names.SEEN, start=0, stop=4)["values"]
+    assert engine.process(3, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a, ver=1)) == []
+    assert engine.process(1, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b, ver=1)) == []
+    [drops] = insp.counters(p4names.DROP_REASONS)
+    by_label = {c["label"]: c["packets"] for c in drops["cells"]}
+    assert by_label["SPOOFED_PORT"] == 2 and by_label["UNKNOWN_WORKER"] == 1
+    assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
 
     # ending frees entries, group, slots, and resets the slot registers
     client.end("demo")

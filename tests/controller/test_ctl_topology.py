@@ -31,6 +31,10 @@ links:
     assert t.next_hop_port("s3", h["h1"]) == 9
     assert t.next_hop_port("s2", h["h3"]) == 8
     assert t.port_towards("s3", "s1") == 9
+    # where each host's packets enter the aggregating switch s1 (what a worker entry binds)
+    assert t.arrival_port("s1", h["h1"]) == 1
+    assert t.arrival_port("s1", h["h2"]) == 5 and t.arrival_port("s1", h["h3"]) == 5
+    assert t.arrival_port("s3", h["h1"]) == 9 and t.arrival_port("s2", h["h1"]) == 7
     assert t.host_by_ip("10.0.0.2").name == "h2" and t.host_by_ip("10.9.9.9") is None
 
 

@@ -81,7 +81,8 @@ class Fabric:
     def add_worker(self, end: WorkerEnd, table_rank: Optional[int] = None):
         rank = end.rank if table_rank is None else table_rank
         self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": end.ip, "hdr.udp.srcPort": end.port,
-                                      "hdr.p4r.job_id": end.job_id}, N.SET_RANK, {"rank": rank})
+                                      "hdr.p4r.job_id": end.job_id}, N.SET_RANK,
+                          {"rank": rank, "port": end.switch_port})
         self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": end.job_id, "standard_metadata.egress_rid": rank},
                           N.SET_WORKER_ADDR, {"mac": end.mac, "ip": end.ip, "udp_port": end.port})
         self.model.add_worker(end.job_id, rank, end.ip, end.port, end.mac, end.switch_port)

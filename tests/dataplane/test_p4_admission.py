@@ -51,6 +51,11 @@ def hostile_frames(f):
         ("known IP, other UDP port", 2, udp_frame(w1.mac, SWITCH_MAC, w1.ip, SWITCH_IP, w1.port + 1000,
                                                   C.AGG_UDP_PORT, good), DropReason.UNKNOWN_WORKER),
         ("unknown job", 2, frame_from(w1, contribution(9, 1)), DropReason.UNKNOWN_JOB),
+        ("worker's exact addresses from an unused port", 7, frame_from(w1, good), DropReason.SPOOFED_PORT),
+        ("worker's exact addresses from another worker's port", 1, frame_from(w1, good),
+         DropReason.SPOOFED_PORT),
+        ("spoof from another port naming a bad rank", 3, frame_from(w1, contribution(1, 2)),
+         DropReason.SPOOFED_PORT),
         ("worker of job 1 naming job 2", 2, frame_from(w1, contribution(2, 1, bitmap=1)), DropReason.UNKNOWN_WORKER),
         ("spoofed rank", 2, frame_from(w1, contribution(1, 2)), DropReason.BAD_RANK),
         ("spoofed rank of a counted worker", 2, frame_from(w1, contribution(1, 0)), DropReason.BAD_RANK),
@@ -119,3 +124,23 @@ def test_counts_survive_a_good_round(two_jobs):
     out = f.send(1, 2, contribution(1, 2))
     from protocol.wire import decode
     assert len(out) == 3 and all((decode(p)[1] == 3003).all() for _, _, p in out)
+
+
+def test_spoofed_port_counts_nothing_even_for_the_last_contribution(two_jobs):
+    """The contribution that would complete job 1's round, forged with a worker's IP, UDP port and
+    MAC from another port: dropped as SPOOFED_PORT, no result, registers unchanged; the real
+    workers then complete the round with their own values only."""
+    f = two_jobs
+    f.send(1, 1, contribution(1, 1))                    # 2 of 3 counted
+    w2 = f.ends[(1, 2)]
+    forged = udp_frame(w2.mac, SWITCH_MAC, w2.ip, SWITCH_IP, w2.port, C.AGG_UDP_PORT,
+                       contribution(1, 2, block=np.full(C.LANES, 10 ** 6, np.int32)))
+    before = state_snapshot(f.sw, range(16))
+    for port in (1, 2, 4, 9):                           # every port but w2's (3)
+        assert f.inject(port, forged) == []
+    assert f.drops() == {DropReason.SPOOFED_PORT: 4}
+    assert state_snapshot(f.sw, range(16)) == before
+    out = f.send(1, 2, contribution(1, 2))
+    from protocol.wire import decode
+    assert len(out) == 3 and all((decode(p)[1] == 3003).all() for _, _, p in out)
+    f.assert_counters_match_model()

@@ -39,7 +39,8 @@ class TwoTier:
             spine.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
                             {"port": SPINE_PORT[h["leaf"]]})
             spine.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": h["ip"], "hdr.udp.srcPort": h["udp"],
-                                        "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": r})
+                                        "hdr.p4r.job_id": job_id}, N.SET_RANK,
+                            {"rank": r, "port": SPINE_PORT[h["leaf"]]})  # the port it arrives on
             spine.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": r},
                             N.SET_WORKER_ADDR, {"mac": h["mac"], "ip": h["ip"], "udp_port": h["udp"]})
             replicas.append((SPINE_PORT[h["leaf"]], r))
@@ -79,3 +80,27 @@ def test_allreduce_across_leaves_and_spine(compiled):
     leaf_events = net.sw["leaf1"].counter_read(N.AGG_EVENTS, AggEvent.FORWARDED)[0]
     assert leaf_events > 0 and net.sw["leaf1"].counter_read(N.AGG_EVENTS, AggEvent.ABSORBED)[0] == 0
     assert net.sw["spine"].counter_read(N.AGG_EVENTS, AggEvent.RESULT_MULTICAST)[0] > 0
+
+
+def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled):
+    """The spine binds each worker to the uplink its packets arrive on: a host under leaf2 sending
+    with the addresses of a leaf1 worker reaches the spine on the wrong port and counts nothing."""
+    program = json.loads(compiled.read_text())
+    net = TwoTier(program, 4, slot_count=1, mode=Mode.DENSE)
+    spine = net.sw["spine"]
+    from protocol.wire import Header, encode
+    block = np.full(C.LANES, 7, np.int32)
+    victim = net.hosts[0]                                  # rank 0, under leaf1
+    forged = udp_frame("02:00:00:00:0e:0e", SWITCH_MAC, victim["ip"], SWITCH_IP, victim["udp"],
+                       C.AGG_UDP_PORT, encode(Header(job_id=1, rank=0, bitmap=C.full_bitmap()), block))
+    up = net.sw["leaf2"].process(7, forged)                # an attacker on leaf2's port 7
+    assert up == [(UPLINK, forged)]
+    assert spine.process(SPINE_PORT["leaf2"], forged) == []
+    assert spine.counter_read(N.DROP_REASONS, C.DropReason.SPOOFED_PORT)[0] == 1
+    assert spine.register_read(N.SEEN, 0) == 0 and spine.register_read(N.COUNT, 0) == 0
+    # the real rank 0 is still admitted, and the round completes with the genuine sums only
+    for r in range(4):
+        out = net.send(1, r, encode(Header(job_id=1, rank=r, bitmap=C.full_bitmap()),
+                                    np.full(C.LANES, r + 1, np.int32)))
+    from protocol.wire import decode
+    assert len(out) == 4 and all((decode(p)[1] == 10).all() for _, _, p in out)

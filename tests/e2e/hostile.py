@@ -1,6 +1,6 @@
 """A hostile host: garbage, malformed and spoofed frames at the switch, for a bounded time.
 
-    python hostile.py '{"intf": ..., "seconds": 5, "job_id": 1, "victims": [{"ip","mac","udp_port","rank"}],
+    python hostile.py '{"intf": ..., "seconds": 5, "stop_file": PATH (stop early when it exists), "job_id": 1, "victims": [{"ip","mac","udp_port","rank"}],
                         "service_ip": ..., "service_mac": ..., "udp_port": 48864, "own_mac": ...}'
 Prints how many frames it sent.
 """
@@ -27,8 +27,9 @@ def main():
     sock = conf.L2socket(iface=cfg["intf"])
     svc = (cfg["service_ip"], cfg["service_mac"], cfg["udp_port"])
     sent = 0
+    import os
     deadline = time.monotonic() + cfg["seconds"]
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not os.path.exists(cfg.get("stop_file", "/nonexistent")):
         victim = rng.choice(cfg["victims"])
         # Aim at rounds that really happen: block b runs on slot b mod S at offset 32*b.
         slots = cfg.get("slots", 64)

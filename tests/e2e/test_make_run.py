@@ -1,5 +1,6 @@
 """The README's interactive path: `run` starts topology + controller + default job; workers started
-inside the hosts with only the controller address and the job name aggregate exactly; `stop` ends it."""
+inside the hosts with only the controller address and the job name (the job-API relay tells the
+controller which host calls) aggregate exactly; `stop` ends it."""
 import json
 import subprocess
 import sys
@@ -31,7 +32,7 @@ def test_run_then_workers_in_hosts_then_stop(tmp_path, node_prefix, p4reduce_pro
         workers = []
         for h in topo["hosts"]:
             cmd = ["mnexec", "-a", str(h["pid"]), sys.executable, "-m", "worker", "allreduce",
-                   "--controller", f"127.0.0.1:{api}", "--job", "default", "--advertise-ip", h["ip"],
+                   "--controller", f"127.0.0.1:{api}", "--job", "default",
                    "--count", "2", "--size", "5000", "--check"]
             workers.append(subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         reports = []

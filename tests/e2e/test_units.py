@@ -85,3 +85,17 @@ def test_cli_rejects_bad_arguments_clearly():
                          capture_output=True, text=True)
     assert out.returncode == 2 and "invalid choice: 'ring'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.root
+def test_delay_uses_netem_or_is_refused_clearly():
+    from mininet_topos.links import netem_available
+    options = LinkOptions(delay="2ms", loss_pct=1)
+    if netem_available():
+        assert options.tclink_params() == {"delay": "2ms", "loss": 1}
+        assert not options.needs_nft_loss()
+    else:
+        with pytest.raises(LinkOptionError, match="no netem qdisc"):
+            options.tclink_params()
+        assert LinkOptions(loss_pct=1).needs_nft_loss()
+        assert LinkOptions(loss_pct=1).tclink_params() == {}

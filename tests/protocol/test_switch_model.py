@@ -191,3 +191,23 @@ def test_admission_drops_are_counted_and_change_nothing():
         assert outcome.drop == reason and not outcome.deliveries
     assert (model.seen == before[0]).all() and (model.count == before[1]).all() and (model.lanes == before[2]).all()
     assert model.drop_counts[DropReason.BAD_BITMAP] == 2
+
+
+def test_spoofed_ingress_port_is_dropped_before_any_state():
+    """A worker is bound to its switch port: its exact addresses from another port count nothing."""
+    model = SwitchModel()
+    model.add_job(1, 0, 4, 2)
+    model.add_worker(1, 0, "10.1.0.1", 40000, switch_port=1)
+    model.add_worker(1, 1, "10.1.0.2", 40001, switch_port=2)
+    before = (model.seen.copy(), model.count.copy(), model.lanes.copy())
+    spoofed = model.receive("10.1.0.1", 40000, contrib(0), ingress_port=3)
+    assert spoofed.drop == DropReason.SPOOFED_PORT and not spoofed.deliveries
+    # rank 1's own port is not rank 0's either
+    assert model.receive("10.1.0.1", 40000, contrib(0), ingress_port=2).drop == DropReason.SPOOFED_PORT
+    assert (model.seen == before[0]).all() and (model.count == before[1]).all() \
+        and (model.lanes == before[2]).all()
+    assert model.drop_counts[DropReason.SPOOFED_PORT] == 2
+    # the real worker on its own port is admitted; without a port (UDP fake switch) nothing is checked
+    assert model.receive("10.1.0.1", 40000, contrib(0), ingress_port=1).event == AggEvent.ABSORBED
+    out = model.receive("10.1.0.2", 40001, contrib(1))
+    assert out.event == AggEvent.RESULT_MULTICAST and len(out.deliveries) == 2

@@ -164,8 +164,8 @@ def main(args) -> int:
 
 
 def add_arguments(parser):
-    parser.add_argument("--elements", type=int, default=65536,
-                        help="int32 elements per tensor (default %(default)s, 256 KiB)")
+    parser.add_argument("--elements", type=int, default=262144,
+                        help="int32 elements per tensor (default %(default)s, 1 MiB)")
     parser.add_argument("--tensors", type=int, default=2, help="tensors per worker and phase (default %(default)s)")
     parser.add_argument("--density", type=float, default=0.05,
                         help="fraction of non-zero packet-sized blocks per worker in the sparse phase "

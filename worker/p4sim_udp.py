@@ -61,7 +61,7 @@ class P4SimUdpSwitch:
         fake_ip, mac, port = f"10.0.0.{rank + 1}", f"00:00:00:00:00:{rank + 1:02x}", rank + 1
         self.by_port[udp_port] = (rank, fake_ip, mac, port)
         self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": fake_ip, "hdr.udp.srcPort": udp_port,
-                                      "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": rank})
+                                      "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": rank, "port": port})
         self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": rank},
                           N.SET_WORKER_ADDR, {"mac": mac, "ip": fake_ip, "udp_port": udp_port})
         self.members.append((port, rank))

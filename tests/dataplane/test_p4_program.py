@@ -34,6 +34,9 @@ def test_names_and_sizes(compiled):
     counters = {c["name"]: c for c in prog["counter_arrays"]}
     assert counters[N.DROP_REASONS]["size"] == C.DROP_REASONS_SIZE
     assert counters[N.AGG_EVENTS]["size"] == C.AGG_EVENTS_SIZE
+    # set_rank binds a worker to a switch port as wide as standard_metadata.ingress_port
+    actions = {a["name"]: a for a in prog["actions"]}
+    assert [(r["name"], r["bitwidth"]) for r in actions[N.SET_RANK]["runtime_data"]] == [("rank", 8), ("port", 9)]
 
 
 def test_p4info_names(compiled):

@@ -23,7 +23,6 @@ from bench import program as progmod
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
-MCAST_GROUP = 1
 SERVICE = aggtraffic.Service(ip="10.0.0.254", mac="00:00:00:00:01:fe")
 
 
@@ -127,31 +126,27 @@ class VethRig:
         raise RigError(f"{self.target_name} did not open {self.grpc_addr} in 60 s:\n{self._log_tail()}")
 
     def _program(self) -> None:
-        """Pipeline, the job (dense, one slot window per worker), its workers and group."""
-        from controller.connection import SwitchConnection, Update, update
-        from controller.entities import multicast_group, table_entry
+        """Pipeline, then one dense job with a slot window and its workers, installed by the
+        controller's own JobProgrammer, so the entries follow the program as it evolves."""
+        from controller.connection import SwitchConnection
+        from controller.job_programmer import JobProgrammer
+        from controller.jobs import Job, Member
+        from controller.slots import SlotRange
         from protocol import constants as C
-        from protocol import p4names as P
 
-        p4info = progmod.p4info_for(self.program)
         self.conn = SwitchConnection(self.grpc_addr, device_id=0, election_id=1)
         self.conn.connect(timeout=30)
-        idx = self.conn.push_pipeline(str(p4info), str(self.program))
+        self.conn.push_pipeline(str(progmod.p4info_for(self.program)), str(self.program))
         self.window = min(64, C.SLOTS)
-        entries = [table_entry(idx, P.JOBS, {P.JOBS_KEY[0]: JOB_ID}, P.SET_JOB,
-                               {"slot_base": 0, "slot_count": self.window,
-                                "num_workers": self.workers, "mcast_grp": MCAST_GROUP,
-                                "mode": int(C.Mode.DENSE)})]
+        now = time.monotonic()
+        job = Job("bench-veth-rate", JOB_ID, self.workers, "dense", SlotRange(0, self.window),
+                  lease_s=3600.0, now=now, wall=time.time())
+        programmer = JobProgrammer(self.conn)  # fresh switch: registers are already zero
+        programmer.install_job(job)
         for ep in self.endpoints():
-            ip_k, port_k, job_k = P.WORKERS_KEY
-            entries.append(table_entry(idx, P.WORKERS, {ip_k: ep.ip, port_k: ep.udp_port, job_k: JOB_ID},
-                                       P.SET_RANK, {"rank": ep.rank}))
-            jk, rk = P.WORKER_ADDRS_KEY
-            entries.append(table_entry(idx, P.WORKER_ADDRS, {jk: JOB_ID, rk: ep.rank},
-                                       P.SET_WORKER_ADDR,
-                                       {"mac": ep.mac, "ip": ep.ip, "udp_port": ep.udp_port}))
-        group = multicast_group(MCAST_GROUP, [(ep.rank + 1, ep.rank) for ep in self.endpoints()])
-        self.conn.write([update(Update.INSERT, e) for e in entries] + [update(Update.INSERT, group)])
+            member = Member(ep.rank, ep.ip, ep.udp_port, ep.mac, port=ep.rank + 1, now=now)
+            job.members[ep.rank] = member
+            programmer.add_member(job, member)
 
     def measure(self, duration_s: float, window: Optional[int] = None) -> dict:
         result = aggtraffic.run(self.endpoints(), SERVICE, JOB_ID, window or self.window,

@@ -1,8 +1,11 @@
-"""Forwarding state from the topology: host routes, L2 entries, the flood group, extra entries.
+"""Forwarding state from the topology: host routes, L2 entries, the flood group, the source guard,
+extra entries.
 
 For each switch: `ipv4_routes` sends each host's /32 (and the aggregation switch's address, from
 other switches) out of the port towards it; `l2_forward` does the same by MAC and floods broadcast
-through multicast group FLOOD_GROUP (every host port and inter-switch port). Installing twice is
+through multicast group FLOOD_GROUP (every host port and inter-switch port); `source_guard` binds
+each port with a host attached to that host's IPv4 address, so the host cannot send under another
+(a worker's, or the aggregation address: docs/protocol.md section 3). Installing twice is
 harmless: an entry that exists is modified, so a restarted controller can re-run it.
 """
 import logging
@@ -65,9 +68,32 @@ def forwarding_entries(topology, switch_name, index):
         except ValueError as e:
             raise SwitchError(f"{ent['where']}: {e}", code="bad_topology", http_status=400) from None
         out.append((f"{ent['table']} {ent.get('match', {})} -> {ent['action']}", te))
+    out.extend(source_guard_entries(topology, switch_name, index))
     if not has_routes and not has_l2:
         log.warning("switch %s: the program has neither %s nor %s; only explicit entries installed",
                     switch_name, p4names.IPV4_ROUTES, p4names.L2_FORWARD)
+    return out
+
+
+def source_guard_entries(topology, switch_name, index):
+    """(description, entity) pairs binding this switch's host ports to their hosts' addresses.
+    A port with several hosts behind it (a hub) is left unguarded rather than cut off."""
+    if not index.has("table", p4names.SOURCE_GUARD):
+        return []
+    by_port = {}
+    for host in topology.hosts.values():
+        if host.switch == switch_name:
+            by_port.setdefault(host.port, []).append(host)
+    out = []
+    for port, hosts in sorted(by_port.items()):
+        if len(hosts) > 1:
+            log.warning("switch %s port %d: hosts %s share it; its source is not guarded", switch_name, port,
+                        ", ".join(h.name for h in hosts))
+            continue
+        host = hosts[0]
+        out.append((f"source guard port {port} -> {host.ip} ({host.name})",
+                    table_entry(index, p4names.SOURCE_GUARD, {p4names.SOURCE_GUARD_KEY[0]: port},
+                                p4names.HOST_SOURCE, {"ip": host.ip})))
     return out
 
 

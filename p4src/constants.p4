@@ -44,7 +44,8 @@ const bit<32> DROP_NO_ROUTE          = 13;
 const bit<32> DROP_NO_WORKER_ADDR    = 14;
 const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
-#define DROP_REASONS_SIZE 17
+const bit<32> DROP_SPOOFED_SOURCE    = 17;
+#define DROP_REASONS_SIZE 18
 
 /* indices of counter ReduceIngress.agg_events */
 const bit<32> EVENT_ABSORBED         = 0;

@@ -69,6 +69,8 @@ struct headers_t {
 }
 
 struct metadata_t {
+    /* from the source_guard table */
+    ipv4_addr_t  host_ip;       /* the address the host on the ingress port must send from */
     /* from the jobs table */
     bit<1>       local_job;     /* the packet's job is aggregated here (jobs table hit) */
     bit<32>      slot_base;

@@ -9,6 +9,7 @@
  *   lanes.p4                  per-sub-block / per-lane iteration macros
  *   headers.p4                headers and metadata
  *   parser.p4                 parser (bitmap-driven sub-blocks) and checksum verification
+ *   source_guard.p4           IP source guard on host-facing ports
  *   forwarding.p4             L3/L2 forwarding of all other traffic
  *   admission.p4              job and worker tables, drop and event counters
  *   slots.p4                  seen bitmap, count, round offset, union bitmap
@@ -31,12 +32,23 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t standard_metadata) {
 #include "forwarding.p4"
 #include "admission.p4"
+#include "source_guard.p4"
 #include "slots.p4"
 #include "lane_adders.p4"
 #include "exponent_next.p4"
 #include "result.p4"
 
     apply {
+        /* ---- source guard: a host sends IPv4 only from its own address ---- */
+        if (hdr.ipv4.isValid()) {
+            if (source_guard.apply().hit) {
+                if (hdr.ipv4.srcAddr != meta.host_ip) {
+                    drop_with(DROP_SPOOFED_SOURCE);
+                    return;
+                }
+            }
+        }
+
         if (standard_metadata.parser_error != error.NoError) {
             drop_with(DROP_TRUNCATED);
             return;

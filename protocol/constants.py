@@ -63,9 +63,10 @@ class DropReason(enum.IntEnum):
     NO_WORKER_ADDR = 14
     STALE_COPY = 15
     SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
+    SPOOFED_SOURCE = 17         # IPv4 from a host port with another source than the host's (source guard)
 
 
-DROP_REASONS_SIZE = 17
+DROP_REASONS_SIZE = 18
 
 
 class AggEvent(enum.IntEnum):

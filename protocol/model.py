@@ -4,9 +4,12 @@ section 5): the oracle in tests, and a fake switch for worker development.
 Two entry points:
   * `receive(src_ip, src_port, payload)` -> Outcome with deliveries as (ip, port, payload):
     what a worker's UDP socket would see (a fake switch). A UDP fake has no switch ports, so the
-    ingress-port binding (SPOOFED_PORT) is checked only when `ingress_port` is given.
+    ingress-port binding (SPOOFED_PORT) and the source guard (SPOOFED_SOURCE) are checked only
+    when `ingress_port` is given.
   * `process(ingress_port, frame)` -> list of (egress_port, frame): byte-exact frames, as the P4
-    program emits them (the oracle for p4sim runs). Only aggregation frames are modelled, and
+    program emits them (the oracle for p4sim runs). The source guard applies to every IPv4
+    frame (a spoofed one is dropped whatever it carries); past it, only aggregation frames are
+    modelled, and
     the switch has no routes: a contribution for a job not in its table is dropped as UNKNOWN_JOB
     (the P4 program forwards it when a route exists, docs/protocol.md section 5).
 """
@@ -81,6 +84,7 @@ class SwitchModel:
         self.lanes = np.zeros((size, layout.lanes), np.int64)
         self.jobs: Dict[int, Job] = {}
         self.workers: Dict[Tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
+        self.source_guard: Dict[int, int] = {}      # switch port -> the IPv4 its host must send from
         self.drop_counts = np.zeros(C.DROP_REASONS_SIZE, np.int64)
         self.event_counts = np.zeros(C.AGG_EVENTS_SIZE, np.int64)
 
@@ -102,6 +106,10 @@ class SwitchModel:
         self.workers[(ip_int(ip), port, job_id)] = addr
         return addr
 
+    def add_source_guard(self, switch_port: int, ip: str) -> None:
+        """Bind a host-facing port to its host's IPv4 address (table source_guard)."""
+        self.source_guard[switch_port] = ip_int(ip)
+
     def clear_slots(self, slot_base: int, slot_count: int) -> None:
         """The controller's duty before a job uses slots: clear seen and count of both copies."""
         sl = slice(2 * slot_base, 2 * (slot_base + slot_count))
@@ -118,13 +126,20 @@ class SwitchModel:
     def receive(self, src_ip: str, src_port: int, payload: bytes,
                 ingress_port: Optional[int] = None) -> Outcome:
         """A payload as sent by a worker's UDP socket (lengths and checksum are right by construction).
-        With `ingress_port`, a known worker's packet arriving on another port is SPOOFED_PORT."""
+        With `ingress_port`, a known worker's packet arriving on another port is SPOOFED_PORT, and
+        a source other than the guarded port's host is SPOOFED_SOURCE."""
+        if self._spoofed_source(ingress_port, ip_int(src_ip)):
+            return self._drop(DropReason.SPOOFED_SOURCE)
         return self._aggregate(ip_int(src_ip), src_port, payload, lengths_ok=True, checksum_ok=True,
                                ingress_port=ingress_port)
 
     def process(self, ingress_port: int, frame: bytes) -> List[Tuple[int, bytes]]:
         """An aggregation frame -> the frames the P4 program emits, as (egress_port, bytes)."""
         eth, ip, udp = frame[:14], frame[14:34], frame[34:42]
+        is_ipv4 = len(frame) >= 34 and struct.unpack("!H", eth[12:14])[0] == 0x0800
+        if is_ipv4 and self._spoofed_source(ingress_port, int.from_bytes(ip[12:16], "big")):
+            self._drop(DropReason.SPOOFED_SOURCE)
+            return []
         if len(frame) < 42 or struct.unpack("!H", eth[12:14])[0] != 0x0800 or ip[0] != 0x45 \
                 or ip[9] != 17 or struct.unpack("!H", udp[2:4])[0] != C.AGG_UDP_PORT:
             raise ValueError("SwitchModel.process models aggregation frames only (IPv4 IHL 5, UDP to AGG_UDP_PORT)")
@@ -148,6 +163,11 @@ class SwitchModel:
                 port, dst_mac = addr.switch_port, mac_bytes(addr.mac)
             frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload)))
         return frames
+
+    def _spoofed_source(self, ingress_port: Optional[int], src_ip: int) -> bool:
+        """The source guard: the port has a host bound to it, and this is not its address."""
+        want = self.source_guard.get(ingress_port) if ingress_port is not None else None
+        return want is not None and src_ip != want
 
     def _aggregate(self, src_ip: int, src_port: int, payload: bytes, lengths_ok: bool,
                    checksum_ok: bool, ingress_port: Optional[int] = None) -> Outcome:

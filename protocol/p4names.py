@@ -10,6 +10,7 @@ WORKERS = f"{INGRESS}.workers"              # keys hdr.ipv4.srcAddr, hdr.udp.src
 IPV4_ROUTES = f"{INGRESS}.ipv4_routes"      # key hdr.ipv4.dstAddr (lpm)
 L2_FORWARD = f"{INGRESS}.l2_forward"        # key hdr.ethernet.dstAddr
 WORKER_ADDRS = f"{EGRESS}.worker_addrs"     # keys hdr.p4r.job_id, standard_metadata.egress_rid
+SOURCE_GUARD = f"{INGRESS}.source_guard"    # key standard_metadata.ingress_port
 
 # table keys (JSON key names / P4Info match field names)
 JOBS_KEY = ("hdr.p4r.job_id",)
@@ -17,6 +18,7 @@ WORKERS_KEY = ("hdr.ipv4.srcAddr", "hdr.udp.srcPort", "hdr.p4r.job_id")
 IPV4_ROUTES_KEY = ("hdr.ipv4.dstAddr",)
 L2_FORWARD_KEY = ("hdr.ethernet.dstAddr",)
 WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
+SOURCE_GUARD_KEY = ("standard_metadata.ingress_port",)
 
 # actions (parameters in docs/protocol.md section 3)
 SET_JOB = f"{INGRESS}.set_job"              # slot_base, slot_count, num_workers, mcast_grp, mode
@@ -26,6 +28,7 @@ FORWARD = f"{INGRESS}.forward"              # port
 FLOOD = f"{INGRESS}.flood"                  # mcast_grp
 DROP_PACKET = f"{INGRESS}.drop_packet"
 SET_WORKER_ADDR = f"{EGRESS}.set_worker_addr"   # mac, ip, udp_port
+HOST_SOURCE = f"{INGRESS}.host_source"      # ip (the only IPv4 source allowed on the port)
 
 # counters (indices: protocol.constants.DropReason / AggEvent)
 DROP_REASONS = f"{INGRESS}.drop_reasons"

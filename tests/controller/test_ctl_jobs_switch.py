@@ -115,11 +115,14 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     assert sorted((e["params"]["rank"], e["params"]["port"]) for e in insp.entries(p4names.WORKERS)) == [
         (0, 1), (1, 2)]
     seen_before = insp.register(p4names.SEEN, start=0, stop=4)["values"]
+    # from another host's port the source guard stops them first; from a port with no host (not
+    # guarded) the worker's port binding does
     assert engine.process(3, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a, ver=1)) == []
     assert engine.process(1, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b, ver=1)) == []
+    assert engine.process(9, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b, ver=1)) == []
     [drops] = insp.counters(p4names.DROP_REASONS)
     by_label = {c["label"]: c["packets"] for c in drops["cells"]}
-    assert by_label["SPOOFED_PORT"] == 2 and by_label["UNKNOWN_WORKER"] == 1
+    assert by_label["SPOOFED_SOURCE"] == 2 and by_label["SPOOFED_PORT"] == 1 and by_label["UNKNOWN_WORKER"] == 1
     assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
 
     # ending frees entries, group, slots, and resets the slot registers
@@ -299,6 +302,32 @@ def test_watching_a_slot_shows_aggregation_progress(controller_factory, p4rt_ser
                      "--json", "--grpc-addr", addr]) == 0
     docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]  # JSON Lines
     assert len(docs) == 2 and docs[1]["copies"][0]["seen_ranks"] == [0]
+
+
+def test_source_guard_from_topology(controller_factory, p4rt_server):
+    """Every host port is bound to its host's address; a restarted controller rewrites the same
+    entries (no duplicates), and a forged result from a host is dropped and counted."""
+    start, addr = controller_factory
+    server, _ = p4rt_server
+    want = {(i, p4names.HOST_SOURCE, 0x0A000000 + i) for i in (1, 2, 3)}
+
+    def guards():
+        return {(e["match"][p4names.SOURCE_GUARD_KEY[0]], e["action"], e["params"]["ip"])
+                for e in reader(addr).entries(p4names.SOURCE_GUARD)}
+
+    first = start()
+    assert guards() == want
+    first.stop()
+    start()
+    assert guards() == want and len(reader(addr).entries(p4names.SOURCE_GUARD)) == 3
+    engine = server.device.engine
+    # h3 forges a result for h1 (source = the aggregation address and port): dropped, counted
+    forged = frames.udp_frame("00:00:00:00:00:03", "00:00:00:00:00:01", SWITCH_IP, "10.0.0.1",
+                              constants.AGG_UDP_PORT, 40000, b"forged result")
+    assert engine.process(3, forged) == []
+    assert engine.counter_read(p4names.DROP_REASONS, constants.DropReason.SPOOFED_SOURCE)[0] == 1
+    honest = frames.udp_frame("00:00:00:00:00:03", "00:00:00:00:00:01", "10.0.0.3", "10.0.0.1", 5, 6, b"hi")
+    assert [p for p, _ in engine.process(3, honest)] == [1]
 
 
 def test_switch_restart_is_recovered(controller_factory, p4rt_server):

@@ -82,4 +82,21 @@ def test_forwarding_entries_for_p4reduce(p4reduce_build):
     assert desc == ["route 10.0.0.1/32 -> port 6", "l2 00:00:00:00:00:01 -> port 6",
                     "route 10.0.0.2/32 -> port 3", "l2 00:00:00:00:00:02 -> port 3",
                     "route 10.0.0.254/32 (aggregation switch s1) -> port 6",
-                    "l2 ff:ff:ff:ff:ff:ff -> flood group 1", "multicast group 1: ports [3, 6]"]
+                    "l2 ff:ff:ff:ff:ff:ff -> flood group 1", "multicast group 1: ports [3, 6]",
+                    "source guard port 3 -> 10.0.0.2 (h2)"]
+    # every switch guards its own host ports, and only those (never the link port)
+    assert [d for d, _ in forwarding_entries(t, "s1", index) if d.startswith("source guard")] == [
+        "source guard port 1 -> 10.0.0.1 (h1)"]
+
+
+def test_source_guard_skips_a_port_shared_by_hosts(p4reduce_build, caplog):
+    p4info, _ = p4reduce_build
+    index = P4InfoIndex(p4info)
+    t = from_dict({
+        "switches": {"s1": {"grpc_addr": "a:1", "ip": "10.0.0.254"}},
+        "hosts": {"h1": {"ip": "10.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1},
+                  "h2": {"ip": "10.0.0.2", "mac": "00:00:00:00:00:02", "switch": "s1", "port": 2},
+                  "h3": {"ip": "10.0.0.3", "mac": "00:00:00:00:00:03", "switch": "s1", "port": 2}}})
+    guards = [(d, e) for d, e in forwarding_entries(t, "s1", index) if d.startswith("source guard")]
+    assert [d for d, _ in guards] == ["source guard port 1 -> 10.0.0.1 (h1)"]
+    assert "hosts h2, h3 share it" in caplog.text

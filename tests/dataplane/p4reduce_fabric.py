@@ -89,6 +89,11 @@ class Fabric:
         self.ends[(end.job_id, rank)] = end
         self.by_addr[(end.ip, end.port)] = end
 
+    def guard(self, port: int, ip: str):
+        """Bind a host-facing port to its host's IPv4 source (source_guard), in switch and model."""
+        self.sw.table_add(N.SOURCE_GUARD, {N.SOURCE_GUARD_KEY[0]: port}, N.HOST_SOURCE, {"ip": ip})
+        self.model.add_source_guard(port, ip)
+
     # ---- data plane -------------------------------------------------------------------------
     def frame(self, job_id: int, rank: int, payload: bytes, **kw) -> Tuple[int, bytes]:
         end = self.ends[(job_id, rank)]

@@ -20,7 +20,7 @@ SPINE_PORT = {"leaf1": 1, "leaf2": 2}
 class TwoTier:
     """Workers 0..n-1 alternate between leaf1 and leaf2 (leaf port = rank // 2 + 1)."""
 
-    def __init__(self, program, n, job_id=1, slot_count=3, mode=Mode.SPARSE):
+    def __init__(self, program, n, job_id=1, slot_count=3, mode=Mode.SPARSE, guard=False):
         from p4sim.engine import Switch
         self.sw = {name: Switch(program) for name in ("leaf1", "leaf2", "spine")}
         self.hosts = {}
@@ -36,6 +36,9 @@ class TwoTier:
         for r, h in self.hosts.items():
             self.sw[h["leaf"]].table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
                                          {"port": h["port"]})
+            if guard:                                       # leaves guard their host ports
+                self.sw[h["leaf"]].table_add(N.SOURCE_GUARD, {N.SOURCE_GUARD_KEY[0]: h["port"]},
+                                             N.HOST_SOURCE, {"ip": h["ip"]})
             spine.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
                             {"port": SPINE_PORT[h["leaf"]]})
             spine.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": h["ip"], "hdr.udp.srcPort": h["udp"],

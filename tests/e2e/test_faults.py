@@ -68,9 +68,6 @@ def test_hostile_host_changes_nothing(session_factory, tmp_path):
     assert_exact(run_job(session, workers, "e2e-after-attack", "sparse", elements=4096, density=0.2))
 
 
-@pytest.mark.xfail(reason="the switch forwards a host's forged RESULT (source = the aggregation address and "
-                          "port) to the worker it names, which takes it as real and desynchronises: "
-                          "p4src should drop such frames from host ports (issue 5)", strict=False)
 def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
     session = session_factory(workers=5)
     _, runs = run_attacked_job(session, tmp_path, FORGED_RESULTS)

@@ -39,6 +39,7 @@ def test_enums_agree():
     for event in C.AggEvent:
         assert d[f"EVENT_{event.name}"] == event, event
     assert max(C.DropReason) < C.DROP_REASONS_SIZE
+    assert C.DropReason.SPOOFED_SOURCE == 17 and C.DROP_REASONS_SIZE == 18   # appended, others unchanged
 
 
 def test_p4_names_exist_in_the_source():
@@ -47,6 +48,7 @@ def test_p4_names_exist_in_the_source():
                  p4names.WORKER_ADDRS, p4names.SET_JOB, p4names.SET_RANK, p4names.ROUTE,
                  p4names.FORWARD, p4names.FLOOD, p4names.SET_WORKER_ADDR, p4names.DROP_REASONS,
                  p4names.AGG_EVENTS, p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET,
-                 p4names.UNION_BITMAP, p4names.MIN_NEXT, p4names.MAX_EXP):
+                 p4names.UNION_BITMAP, p4names.MIN_NEXT, p4names.MAX_EXP, p4names.SOURCE_GUARD,
+                 p4names.HOST_SOURCE):
         local = name.split(".", 1)[1]
         assert re.search(rf"\b{local}\b", text), name

@@ -211,3 +211,39 @@ def test_spoofed_ingress_port_is_dropped_before_any_state():
     assert model.receive("10.1.0.1", 40000, contrib(0), ingress_port=1).event == AggEvent.ABSORBED
     out = model.receive("10.1.0.2", 40001, contrib(1))
     assert out.event == AggEvent.RESULT_MULTICAST and len(out.deliveries) == 2
+
+
+def test_source_guard_drops_other_sources_on_guarded_ports_only():
+    """A guarded host port accepts IPv4 only from its host's address (SPOOFED_SOURCE, before any
+    state); unguarded ports (switch links) and non-IPv4 frames are not checked."""
+    from protocol.frames import udp_frame
+    model = SwitchModel()
+    model.add_job(1, 0, 4, 2)
+    model.add_worker(1, 0, "10.1.0.1", 40000, mac="02:00:00:00:00:01", switch_port=1)
+    model.add_worker(1, 1, "10.1.0.2", 40001, mac="02:00:00:00:00:02", switch_port=2)
+    model.add_source_guard(1, "10.1.0.1")
+    model.add_source_guard(2, "10.1.0.2")
+    model.add_source_guard(3, "10.1.0.3")          # an attacker's port
+    before = (model.seen.copy(), model.count.copy(), model.lanes.copy())
+    # rank 1 spoofed from the attacker's port, and from rank 0's port
+    assert model.receive("10.1.0.2", 40001, contrib(1), ingress_port=3).drop == DropReason.SPOOFED_SOURCE
+    spoofed = udp_frame("02:00:00:00:00:03", "02:00:00:00:00:fe", "10.1.0.2", "10.0.0.254", 40001,
+                        C.AGG_UDP_PORT, contrib(1))
+    assert model.process(1, spoofed) == []
+    # a forged RESULT (source = aggregation address and port): dropped although not an aggregation frame
+    forged = udp_frame("02:00:00:00:00:03", "02:00:00:00:00:01", "10.0.0.254", "10.1.0.1", C.AGG_UDP_PORT,
+                       40000, contrib(0))
+    assert model.process(3, forged) == []
+    assert model.drop_counts[DropReason.SPOOFED_SOURCE] == 3
+    assert (model.seen == before[0]).all() and (model.count == before[1]).all() \
+        and (model.lanes == before[2]).all()
+    # non-aggregation frames from an unguarded port are still outside the model
+    with pytest.raises(ValueError):
+        model.process(9, forged)
+    # legitimate traffic: each worker from its own port
+    own = udp_frame("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.1.0.1", "10.0.0.254", 40000,
+                    C.AGG_UDP_PORT, contrib(0))
+    assert model.process(1, own) == []
+    assert model.event_counts[AggEvent.ABSORBED] == 1
+    assert model.receive("10.1.0.2", 40001, contrib(1), ingress_port=2).event == AggEvent.RESULT_MULTICAST
+    assert model.drop_counts[DropReason.SPOOFED_SOURCE] == 3

@@ -147,7 +147,7 @@ def bench_p4reduce(path, seconds, workers=4, slots=16):
     ips = [f"10.0.0.{r + 1}" for r in range(workers)]
     for r in range(workers):
         sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": ips[r], "hdr.udp.srcPort": 5000, "hdr.p4r.job_id": job},
-                     N.SET_RANK, {"rank": r})
+                     N.SET_RANK, {"rank": r, "port": r + 1})
         sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job, "standard_metadata.egress_rid": r},
                      N.SET_WORKER_ADDR, {"mac": macs[r], "ip": ips[r], "udp_port": 5000})
     sw.mc_group_set(grp, [(r + 1, r) for r in range(workers)])

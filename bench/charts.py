@@ -34,7 +34,7 @@ def _size_axis(ax, sizes):
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
     ax.set_xticklabels([human_size(s) for s in sizes])
-    ax.set_xlabel("tensor elements (float32)")
+    ax.set_xlabel("tensor elements (4 bytes each)")
     ax.grid(True, which="both", alpha=0.3)
 
 

@@ -118,11 +118,12 @@ def main(argv=None) -> int:
     paths = results.save(doc, args.out, args.name)
     if not args.no_charts:
         from bench import charts
-        doc["charts"] = charts.write_all(doc, args.out / "charts", paths.stem)
+        doc["charts"] = charts.write_all(doc, args.out, paths.stem)
         results.save(doc, args.out, paths.stem)
+    latest = results.publish_latest(doc, paths, doc.get("charts", []))
     from bench.report import render
     print(render(doc))
-    print(f"results: {paths}")
+    print(f"results: {paths} (copied to {latest}/)")
     for chart in doc.get("charts", []):
         print(f"chart:   {chart}")
     return results.exit_status(doc)

@@ -67,7 +67,7 @@ def render(doc: dict) -> str:
         if isinstance(part, dict):
             rate_rows += [r for r in part.get("rows", []) if isinstance(r.get("pps"), (int, float))]
     if rate_rows:
-        lines += ["Switch packet rate (aggregation: contributions aggregated per second):", ""]
+        lines += ["Switch packet rate (aggregation rows: contributions aggregated per second):", ""]
         lines += _table(["case", "packets/s"], [[r["case"], f"{r['pps']:,.0f}"] for r in rate_rows])
         veth = sections["switch-rate"].get("veth", {})
         for key, value in veth.items():

@@ -1,4 +1,4 @@
-"""Result documents on disk: bench/results/<stem>.json and .md, latest-<mode>.*, and the exit code."""
+"""Result documents on disk: bench/results/<stem>.json and .md, bench/results/latest/, the exit code."""
 from __future__ import annotations
 
 import json
@@ -15,17 +15,32 @@ def default_stem(doc: dict) -> str:
 
 
 def save(doc: dict, out_dir: pathlib.Path, stem: Optional[str] = None) -> pathlib.Path:
-    """Write the document; also copy it to latest-<mode>.json. Returns the main path."""
+    """Write <stem>.json and <stem>.md; returns the JSON's path."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem or default_stem(doc)}.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    shutil.copyfile(path, out_dir / f"latest-{doc['mode']}.json")
     from bench import markdown
-    md = path.with_suffix(".md")
-    md.write_text(markdown.render(doc) + "\n")
-    shutil.copyfile(md, out_dir / f"latest-{doc['mode']}.md")
+    path.with_suffix(".md").write_text(markdown.render(doc) + "\n")
     return path
+
+
+def publish_latest(doc: dict, path: pathlib.Path, charts=()) -> pathlib.Path:
+    """Copy a saved run to <out>/latest/: <mode>.json, <mode>.md and its charts as
+    <mode>-<chart>.png. That directory is what the repository keeps (the rest is ignored)."""
+    path = pathlib.Path(path)
+    latest = path.parent / "latest"
+    latest.mkdir(parents=True, exist_ok=True)
+    mode = doc["mode"]
+    for old in latest.glob(f"{mode}-*.png"):
+        old.unlink()
+    shutil.copyfile(path, latest / f"{mode}.json")
+    shutil.copyfile(path.with_suffix(".md"), latest / f"{mode}.md")
+    for chart in charts:
+        chart = pathlib.Path(chart)
+        suffix = chart.name[len(path.stem) + 1:] if chart.name.startswith(path.stem + "-") else chart.name
+        shutil.copyfile(chart, latest / f"{mode}-{suffix}")
+    return latest
 
 
 def load(path) -> dict:

@@ -37,8 +37,10 @@ def test_document_describes_machine_and_grid(quick_run):
     m = doc["machine"]
     assert m["cores"] >= 1 and m["cpu_model"] and m["kernel"] and m["python"].count(".") == 2
     assert doc["grid"]["workers"] == [4] and doc["grid"]["sizes"] == [65536]
-    assert (out / "latest-quick.json").exists()
-    assert json.loads((out / "latest-quick.json").read_text())["created"] == doc["created"]
+    latest = out / "latest"
+    assert json.loads((latest / "quick.json").read_text())["created"] == doc["created"]
+    assert (latest / "quick.md").read_text().startswith("Measured ")
+    assert (latest / "quick-allreduce-time.png").exists()
 
 
 def _cells(doc, system):

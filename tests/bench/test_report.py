@@ -75,7 +75,11 @@ def test_charts_are_pngs_and_skip_empty_sections(doc, tmp_path):
 def test_save_load_and_exit_status(doc, tmp_path):
     path = results.save(doc, tmp_path, "run1")
     assert results.load(path)["created"] == doc["created"]
-    assert (tmp_path / "latest-quick.json").exists() and (tmp_path / "latest-quick.md").exists()
+    chart = tmp_path / "charts" / "run1-sparsity.png"
+    chart.parent.mkdir()
+    chart.write_bytes(b"png")
+    latest = results.publish_latest(doc, path, [chart])
+    assert sorted(p.name for p in latest.iterdir()) == ["quick-sparsity.png", "quick.json", "quick.md"]
     assert results.exit_status(doc) == 1  # the wrong ps-tcp result
     assert any("ps-tcp" in p and "wrong-result" in p for p in results.problems(doc))
     doc["sections"]["allreduce"]["cells"][2]["status"] = "ok"

@@ -23,6 +23,11 @@ class JobApiError(Exception):
         self.status, self.code, self.message, self.field = status, code, message, field
 
 
+def _quoted(name):
+    """A job name as one URL path segment: any character is allowed, the server validates it."""
+    return urllib.parse.quote(str(name), safe="")
+
+
 class JobApiClient:
     def __init__(self, address, timeout=10.0):
         """`address`: HOST:PORT, HOST (port 8090) or an http:// URL."""
@@ -62,19 +67,19 @@ class JobApiClient:
         return self.request("POST", "/jobs", body)
 
     def job(self, name):
-        return self.request("GET", f"/jobs/{name}")
+        return self.request("GET", f"/jobs/{_quoted(name)}")
 
     def join(self, name, **fields):
-        return self.request("POST", f"/jobs/{name}/join", {k: v for k, v in fields.items() if v is not None})
+        return self.request("POST", f"/jobs/{_quoted(name)}/join", {k: v for k, v in fields.items() if v is not None})
 
     def heartbeat(self, name, rank):
-        return self.request("POST", f"/jobs/{name}/heartbeat", {"rank": rank})
+        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank})
 
     def leave(self, name, rank):
-        return self.request("POST", f"/jobs/{name}/leave", {"rank": rank})
+        return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank})
 
     def end(self, name):
-        return self.request("DELETE", f"/jobs/{name}")
+        return self.request("DELETE", f"/jobs/{_quoted(name)}")
 
     def wait_running(self, name, timeout=60.0, poll=0.2):
         """The job's status once every rank has joined (JobApiError code 'timeout' otherwise)."""

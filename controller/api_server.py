@@ -7,6 +7,7 @@ rejected so typos do not pass silently.
 import json
 import logging
 import re
+import urllib.parse
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -60,7 +61,8 @@ class JobApi:
                 if m != method:
                     allowed.append(m)
                     continue
-                return getattr(self, handler)(body, peer_ip, **match.groupdict())
+                params = {k: urllib.parse.unquote(v) for k, v in match.groupdict().items()}
+                return getattr(self, handler)(body, peer_ip, **params)
         if allowed:
             raise ControllerError(f"{method} is not allowed on {path} (use {', '.join(allowed)})",
                                   code="method_not_allowed", http_status=405)

@@ -271,3 +271,16 @@ def test_failed_first_join_leaves_no_job(served):
     assert e.value.code == "bad_field" and e.value.field == "rank"
     assert mgr.list() == [] and mgr.pool.free == 128
     assert client.join("fresh")["rank"] == 0  # the name is usable at once
+
+
+@pytest.mark.parametrize("name", ["bad name!", "a/b", "x?y=1", "ünï"])
+def test_any_job_name_gets_an_explicit_error_not_a_client_crash(served, name):
+    """Names travel as one quoted path segment; the server, not the URL parser, judges them."""
+    client, _, _, _ = served
+    with pytest.raises(JobApiError) as bad_join:
+        client.join(name)
+    status, code, field, message = err(bad_join)
+    assert (status, field) == (400, "name") and repr(name) in message
+    with pytest.raises(JobApiError) as missing:
+        client.job(name)
+    assert missing.value.status == 404 and name in missing.value.message

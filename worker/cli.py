@@ -103,7 +103,10 @@ def cmd_allreduce(args) -> int:
         report = {"rank": r, "workers": n, "tensors": args.count, "size": args.size, "dtype": args.dtype,
                   "seconds": round(secs, 3), "elements_per_s": round(args.count * args.size / secs),
                   "bytes_sent": agent.reducer.bytes_sent, "packets_sent": st.packets_sent,
-                  "retransmissions": st.retransmissions, "ignored": st.ignored}
+                  "retransmissions": st.retransmissions, "ignored": st.ignored,
+                  "rto_ms": round(agent.reducer.rto_estimator.rto * 1e3, 2),
+                  "srtt_ms": None if agent.reducer.rto_estimator.srtt is None
+                  else round(agent.reducer.rto_estimator.srtt * 1e3, 2)}
         if args.check:
             report["check"] = "ok" if not bad else f"{bad} of {args.count} tensors wrong"
         print(json.dumps(report))

@@ -2,17 +2,30 @@
 
 Workers talk to it exactly as to the real switch (plain UDP to its address). It can impair the
 traffic, with a seeded RNG so tests are repeatable: drop contributions or results, duplicate
-results, and reorder results (hold one back and deliver it after the next).
+results, and reorder results (hold one back and deliver it after the next). ``service_time``
+makes it a slow switch: it spends that long on every packet it receives (retransmissions
+included), like a software switch under load, so a window of many slots takes long to turn around.
 """
 from __future__ import annotations
 
 import random
 import socket
 import threading
+import time
 from dataclasses import dataclass
 
 from protocol.constants import Mode
 from protocol.model import SwitchModel
+
+
+def _busy_until(t: float) -> None:
+    """Wait until perf_counter() reaches t; sleeps most of it (a busy loop would starve the
+    workers of the CPU), the remainder is too short for sleep's granularity."""
+    left = t - time.perf_counter()
+    if left > 0.0002:
+        time.sleep(left - 0.0001)
+    while time.perf_counter() < t:
+        pass
 
 
 @dataclass
@@ -28,7 +41,10 @@ class FakeSwitch:
     """A thread answering UDP aggregation packets with protocol.model's state machine."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
-                 model: SwitchModel | None = None):
+                 model: SwitchModel | None = None, service_time: float = 0.0):
+        if service_time < 0:
+            raise ValueError(f"service_time must be >= 0, got {service_time}")
+        self.service_time = service_time
         self.model = model or SwitchModel()
         self.impair = impair or Impairments()
         self._rng = random.Random(self.impair.seed)
@@ -89,6 +105,8 @@ class FakeSwitch:
                     return
                 continue
             self.received += 1
+            if self.service_time:
+                _busy_until(time.perf_counter() + self.service_time)
             if self._rng.random() < self.impair.loss_up:
                 continue
             with_lock = self.model.receive(ip, port, data)

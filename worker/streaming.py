@@ -12,8 +12,9 @@ Implements the worker side of docs/protocol.md (section 7) as a :class:`~worker.
   in ``next_offset`` and the switch's minimum tells everyone where to go, so blocks that are zero
   on every worker are never sent;
 * loss: a slot whose result does not come within a timeout is retransmitted (flag RETX) with
-  exponential backoff; results that are not the round a slot waits for (late duplicates) are
-  ignored; when a slot makes no progress for ``deadline`` seconds the call raises an
+  exponential backoff; the timeout adapts to the measured round trips (worker/rto.py, RFC 6298);
+  results that are not the round a slot waits for (late duplicates) are ignored; when a slot
+  makes no progress for ``deadline`` seconds the call raises an
   :class:`~worker.reducer.AggregationError` naming job, rank, slot and offset -- never a hang.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ from protocol.wire import HEADER_DTYPE, Layout, bitmap_of
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource, Reducer
+from .rto import RtoEstimator
 
 # The header as a struct, derived from protocol.wire's definition (docs/protocol.md 2.1)
 _HDR = struct.Struct("!" + "".join("BHI"[HEADER_DTYPE[name].itemsize // 2] for name in HEADER_DTYPE.names))
@@ -60,12 +62,25 @@ class JobParams:
 
 @dataclass
 class RetryPolicy:
-    """Retransmission timing. ``deadline``: a slot without progress for this long fails the call."""
+    """Retransmission timing (docs/worker.md, "Loss"); all in seconds.
+
+    ``timeout``: the retransmission timeout (RTO) before the first round-trip sample; afterwards
+    the RTO adapts to the measured round trips (worker/rto.py, RFC 6298), kept within
+    [``min_timeout``, ``max_timeout``]. Each timeout multiplies a slot's timer by ``backoff`` (up
+    to ``max_timeout``). ``deadline``: a slot without progress for this long fails the call.
+    ``adaptive=False`` restores a fixed ``timeout`` for every round (for comparisons).
+    """
 
     timeout: float = 0.05
     backoff: float = 2.0
     max_timeout: float = 1.0
     deadline: float = 10.0
+    min_timeout: float = 0.01
+    adaptive: bool = True
+
+    def estimator(self) -> RtoEstimator:
+        return RtoEstimator(self.timeout, min(self.min_timeout, self.timeout, self.max_timeout),
+                            max(self.max_timeout, self.timeout), self.backoff)
 
 
 @dataclass
@@ -75,6 +90,7 @@ class StreamStats:
     results: int = 0
     ignored: int = 0          # duplicates, stale results, packets of other jobs
     send_errors: int = 0
+    rtt_samples: int = 0      # rounds sent once whose round trip fed the RTO estimator
 
 
 def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +139,9 @@ class UdpReducer(Reducer):
         self.sock = sock
         self.dest = (job.switch_ip, job.switch_port)
         self._last_ver = [1] * job.slot_count   # per slot, persists across calls (docs/protocol.md 7)
+        # one RTO estimate for all slots (same path, same switch queue), kept across calls so the
+        # next tensor starts with the timeout the last one measured
+        self.rto_estimator = self.retry.estimator()
 
     @property
     def local_port(self) -> int:
@@ -157,7 +176,9 @@ class UdpReducer(Reducer):
         agreed = [0] * S         # exponent used to encode the outstanding block
         payload = [b""] * S
         sent_at = [0.0] * S
-        rto = [self.retry.timeout] * S
+        rto = [self.retry.timeout] * S   # each slot's current timer (backed off on timeouts)
+        adaptive = self.retry.adaptive
+        est = self.rto_estimator
         progress = [0.0] * S
         retries = [0] * S
         ver = [0] * S
@@ -194,7 +215,7 @@ class UdpReducer(Reducer):
                 [k for k in range(self.layout.num_subblocks) if bitmap >> k & 1]].tobytes() if bitmap else b""
             block[s], agreed[s], ver[s] = b, (e if e is not None else 0), v
             payload[s] = hdr + body
-            rto[s] = self.retry.timeout
+            rto[s] = est.rto if adaptive else self.retry.timeout
             retries[s] = 0
             sent_at[s] = now
             progress[s] = now
@@ -248,6 +269,9 @@ class UdpReducer(Reducer):
                         if float_mode:
                             exps[b] = agreed[s]
                     t = time.monotonic()
+                    if adaptive and retries[s] == 0:  # Karn: a retransmitted round's result is ambiguous
+                        est.sample(t - sent_at[s])
+                        self.stats.rtt_samples += 1
                     if nxt == NONE:
                         payload[s] = b""
                         active -= 1
@@ -269,7 +293,10 @@ class UdpReducer(Reducer):
                         self._fail(s, block[s], ver[s], retries[s], now - progress[s])
                     self._resend(s, payload, now, sent_at)
                     retries[s] += 1
-                    rto[s] = min(rto[s] * self.retry.backoff, self.retry.max_timeout)
+                    if adaptive:  # back off this slot's timer, and the shared RTO once per level
+                        rto[s] = est.timed_out(rto[s])
+                    else:
+                        rto[s] = min(rto[s] * self.retry.backoff, self.retry.max_timeout)
         return sums, exps
 
     def _drain(self) -> None:

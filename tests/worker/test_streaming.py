@@ -3,6 +3,7 @@ float error bounds, loss/duplicates/reordering, sparse skipping, dead peers and 
 import socket
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -183,3 +184,72 @@ def test_next_nonzero_per_stream():
     first, after = next_nonzero(nz, 3)
     assert list(first) == [-1, 1, 5]
     assert list(after) == [-1, 4, 5, -1, 7, -1, -1, -1]
+
+
+SLOW = 0.001  # seconds the slow fake switch spends on every packet
+
+
+@pytest.mark.parametrize("adaptive", [True, False], ids=["adaptive", "fixed-control"])
+def test_slow_switch_with_64_slots_needs_few_retransmissions(adaptive):
+    """64 slots x 2 workers = 128 packets a window at 1 ms each: the switch needs ~130 ms to turn a
+    window around, more than 6x the initial timeout. The adaptive timeout learns that during the
+    first call and keeps it: the second call resends few packets. The control run with the old
+    fixed timeout shows the scenario is hard: it resends more packets than it has blocks."""
+    n, slots, rounds = 2, 64, 3
+    blocks = slots * rounds
+    retry = RetryPolicy(timeout=0.02, max_timeout=1.0, deadline=5.0, adaptive=adaptive)
+    rng = np.random.default_rng(11)
+    xs = [rng.integers(-2**30, 2**30, blocks * C.LANES, dtype=np.int32) for _ in range(n)]
+
+    def two_calls(red):
+        first = red.sum_int32(xs[red.rank])
+        after_first = red.stats.retransmissions
+        return first, red.sum_int32(xs[red.rank]), red.stats.retransmissions - after_first
+    with FakeSwitch(service_time=SLOW) as sw:
+        out, errs, reds = _run(sw, n, slots, two_calls, retry=retry)
+    assert not errs
+    want = (xs[0].astype(np.int64) + xs[1]).astype(np.int32)  # wraps like the switch's 32-bit adders
+    for r in range(n):
+        assert np.array_equal(out[r][0], want) and np.array_equal(out[r][1], want)
+    second = [out[r][2] for r in range(n)]
+    if adaptive:
+        assert max(second) <= blocks // 2, second
+        est = reds[0].rto_estimator
+        assert est.srtt > 0.05 and est.rto >= est.srtt    # learned that the switch is slow
+        assert reds[0].stats.rtt_samples > blocks // 2
+    else:
+        assert min(second) > blocks, second
+
+
+def test_slow_and_lossy_switch_is_still_exact():
+    n, slots, rounds = 2, 64, 2
+    rng = np.random.default_rng(12)
+    xs = [rng.integers(-2**20, 2**20, slots * rounds * C.LANES, dtype=np.int32) for _ in range(n)]
+    with FakeSwitch(service_time=SLOW / 2, impair=Impairments(0.03, 0.03, seed=4)) as sw:
+        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]),
+                               retry=RetryPolicy(timeout=0.02, max_timeout=1.0, deadline=5.0))
+    assert not errs
+    assert all(np.array_equal(out[r], xs[0] + xs[1]) for r in range(n))
+    assert sum(red.stats.retransmissions for red in reds) > 0
+
+
+def test_karn_no_rtt_samples_from_retransmitted_rounds():
+    """A switch that ignores every first copy answers only retransmissions, within about a
+    millisecond of the resend: sampling those would shrink the timeout below the real round trip.
+    Karn's rule takes no sample and the timeout stays backed off."""
+    retry = RetryPolicy(timeout=0.03, min_timeout=0.01, max_timeout=0.2, deadline=5.0)
+    x = np.arange(8 * C.LANES, dtype=np.int32)
+    with FakeSwitch() as sw:
+        receive = sw.model.receive
+
+        def only_retransmissions(ip, port, data, *a, **k):
+            if not data[1] & C.Flags.RETX:
+                return types.SimpleNamespace(deliveries=[])
+            return receive(ip, port, data, *a, **k)
+        sw.model.receive = only_retransmissions
+        out, errs, reds = _run(sw, 1, 4, lambda red: red.sum_int32(x), retry=retry)
+    assert not errs and np.array_equal(out[0], x)
+    red = reds[0]
+    assert red.stats.retransmissions >= 8 and red.stats.rtt_samples == 0
+    assert red.rto_estimator.srtt is None and red.rto_estimator.rto >= 0.06
+

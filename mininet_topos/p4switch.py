@@ -2,7 +2,7 @@
 
 The node starts the target with one `-i PORT@IFACE` per Mininet link, waits (bounded) until its
 gRPC port accepts connections, and stops exactly the process it started, by PID. It never touches
-other switches' processes (no `mn -c`, no kill by name).
+other switches' processes (never a global Mininet cleanup, never a kill by process name).
 """
 import os
 import signal

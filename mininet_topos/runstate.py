@@ -2,7 +2,7 @@
 
 `run/state.json` lists the processes (PID plus the start of their command line, so a PID reused by
 an unrelated process is never signalled), the root-namespace interfaces and the nftables table the
-run created. `stop_recorded()` ends those and nothing else: no `mn -c`, no kill by name.
+run created. `stop_recorded()` ends those and nothing else (never a global Mininet cleanup, never a kill by process name).
 """
 import json
 import os

@@ -10,8 +10,6 @@ P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4src" / "p4reduce.p4"
 
 @pytest.fixture(scope="module")
 def result():
-    if not P4SRC.is_file():
-        pytest.skip("p4src/p4reduce.p4 not present yet")
     return compile_file(str(P4SRC))
 
 
@@ -24,7 +22,7 @@ def test_p4reduce_compiles_without_warnings(result):
 
 
 def test_p4reduce_loads_in_engine(result):
-    engine = pytest.importorskip("p4sim.engine", reason="p4sim.engine not available")
+    from p4sim import engine
     sw = engine.Switch(result.bmv2)
     assert set(sw.program.registers) == {r.preamble.name for r in result.p4info.registers}
     assert {t.preamble.name for t in result.p4info.tables} <= set(sw.program.tables)

@@ -116,3 +116,17 @@ TableProp = _node("TableProp", ["name", "value", "const", "annos"])
 TableDecl = _node("TableDecl", ["name", "props", "annos"])
 ControlDecl = _node("ControlDecl", ["name", "params", "locals", "body", "annos"])
 Program = _node("Program", ["decls"])
+
+
+def walk(e):
+    """Every node under ``e`` (``e`` included): the checker and backend look for table applies in expressions."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        for f in getattr(n, "_fields", ()):
+            v = getattr(n, f, None)
+            if isinstance(v, Node):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, Node))

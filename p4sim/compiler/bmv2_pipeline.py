@@ -8,7 +8,7 @@ from . import ast as A
 from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
 from .bmv2_storage import FieldLoc
-from .checker import anno_str
+from .annotations import anno_str
 from .diagnostics import CompileError, Unsupported
 from .types import BoolT
 
@@ -55,8 +55,7 @@ def _apply_of(e):
 
 
 def _has_apply(e):
-    from .checker import _walk
-    return any(isinstance(n, A.Call) and getattr(n, "kind", None) and n.kind[0] == "apply" for n in _walk(e))
+    return any(isinstance(n, A.Call) and getattr(n, "kind", None) and n.kind[0] == "apply" for n in A.walk(e))
 
 
 class PipelineBuilder:

@@ -5,7 +5,7 @@ part and ``@name(".x")`` makes it absolute. Ids: the P4Runtime resource prefix i
 the low 24 bits of Jenkins' one-at-a-time hash of the name (linear probing on collision), or the
 ``@id`` annotation. Aliases: the shortest dotted suffix that is unique.
 """
-from .checker import anno, anno_str
+from .annotations import anno, anno_str
 
 PREFIX = {"action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header": 0x04,
           "action_profile": 0x11, "counter": 0x12, "direct_counter": 0x13, "meter": 0x14,

@@ -8,7 +8,7 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
 from . import ast as A
-from .checker import anno, anno_str
+from .annotations import anno, anno_str
 from .naming import IdAllocator, aliases, full_name
 from .bmv2_pipeline import expr_text
 from .types import BoolT, EnumT, ErrorT

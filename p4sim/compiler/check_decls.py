@@ -1,0 +1,150 @@
+"""Top-level declarations and type references: they fill the program's type table first."""
+from . import ast as A
+from . import constfold as F
+from .diagnostics import CompileError, Unsupported
+from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
+from .symbols import Sym
+from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, VoidT
+
+
+class DeclChecker:
+    """Headers, structs, enums, constants and externs at top level, and type-reference resolution."""
+
+    def top_decl(self, d):
+        g = self.globals
+        if isinstance(d, A.HeaderDecl):
+            t = HeaderT(d.name, annos=d.annos)
+            t.pos = d.pos
+            self._declare_type(d.name, t, d.pos)
+            for f in d.fields:
+                ft = self.resolve_type(f.tref)
+                if isinstance(ft, BoolT):
+                    ft = BoolT()
+                elif not isinstance(ft, BitsT) and not (isinstance(ft, EnumT) and ft.underlying):
+                    raise Unsupported(f"header field of type {ft}", f.pos)
+                t.fields.append((f.name, ft, f.annos))
+            self.prog.header_types.append(t)
+        elif isinstance(d, A.StructDecl):
+            t = StructT(d.name, annos=d.annos)
+            self._declare_type(d.name, t, d.pos)
+            for f in d.fields:
+                t.fields.append((f.name, self.resolve_type(f.tref), f.annos))
+        elif isinstance(d, A.UnionDecl):
+            raise Unsupported("header_union", d.pos)
+        elif isinstance(d, A.TypedefDecl):
+            self._declare_type(d.name, self.resolve_type(d.tref), d.pos)
+        elif isinstance(d, A.EnumDecl):
+            self.enum_decl(d)
+        elif isinstance(d, A.ErrorDecl):
+            for m in d.members:
+                if m not in self.prog.errors:
+                    self.prog.errors.append(m)
+        elif isinstance(d, A.MatchKindDecl):
+            self.match_kinds.update(d.members)
+        elif isinstance(d, A.ConstDecl):
+            self.const_decl(d, g)
+        elif isinstance(d, A.ExternObj):
+            if d.name not in EXTERN_CTORS and d.name not in ("packet_in", "packet_out"):
+                self._declare_type(d.name, ExternT(d.name), d.pos)  # known only for a message later
+            else:
+                self._declare_type(d.name, ExternT(d.name), d.pos)
+        elif isinstance(d, A.ExternFunc):
+            if d.name not in g.syms:
+                g.add(Sym("extern_func", d.name, d), d.pos)
+        elif isinstance(d, A.ActionDecl):
+            g.add(Sym("action", d.name, d, ObjT("action", d)), d.pos)
+            self.action_decl(d, g, None)
+            self.prog.actions_global[d.name] = d
+        elif isinstance(d, A.TypeDecl):
+            self._declare_type(d.name, ObjT(d.kind + "_type", d), d.pos)
+        elif isinstance(d, A.ParserDecl):
+            self._declare_type(d.name, ObjT("parser", d), d.pos)
+        elif isinstance(d, A.ControlDecl):
+            self._declare_type(d.name, ObjT("control", d), d.pos)
+        elif isinstance(d, A.Instance):
+            raise Unsupported("top-level instantiation other than 'main'", d.pos)
+        else:
+            raise Unsupported(type(d).__name__, d.pos)
+
+    def _declare_type(self, name, t, pos):
+        if name in self.prog.types:
+            raise CompileError(f"type '{name}' is already declared", pos)
+        self.prog.types[name] = t
+
+    def enum_decl(self, d):
+        if d.underlying is None:
+            t = EnumT(d.name, [m[0] for m in d.members])
+        else:
+            ut = self.resolve_type(d.underlying)
+            if not isinstance(ut, BitsT):
+                raise CompileError(f"enum '{d.name}': underlying type must be bit<N> or int<N>", d.pos)
+            values = {}
+            for name, e, pos in d.members:
+                v = self.expr(e, self.globals, ut)
+                if not isinstance(v, A.IntLit):
+                    raise CompileError(f"enum member '{name}' must be a compile-time constant", pos)
+                values[name] = F.normalize(v.value, ut)
+            t = EnumT(d.name, [m[0] for m in d.members], ut, values)
+        self._declare_type(d.name, t, d.pos)
+        self.prog.enums.append(t)
+
+    def const_decl(self, d, scope):
+        t = self.resolve_type(d.tref)
+        v = self.coerce(self.expr(d.value, scope, t), t, d.value.pos)
+        if not F.is_const(v) and not isinstance(v, A.TypeMember):
+            raise CompileError(f"constant '{d.name}' must have a compile-time constant value", d.value.pos)
+        scope.add(Sym("const", d.name, d, t, v), d.pos)
+
+    def resolve_type(self, tr):
+        if isinstance(tr, A.BitTypeRef):
+            w = self.const_int(tr.width, self.globals, "bit width")
+            if w <= 0:
+                raise CompileError(f"bit width must be positive, got {w}", tr.pos)
+            return BitsT(w, tr.signed)
+        if isinstance(tr, A.BoolTypeRef):
+            return BoolT()
+        if isinstance(tr, A.ErrorTypeRef):
+            return ErrorT()
+        if isinstance(tr, A.StringTypeRef):
+            return StringT()
+        if isinstance(tr, A.VoidTypeRef):
+            return VoidT()
+        if isinstance(tr, A.InfIntTypeRef):
+            return IntT()
+        if isinstance(tr, A.VarbitTypeRef):
+            raise Unsupported("varbit", tr.pos)
+        if isinstance(tr, A.TupleTypeRef):
+            raise Unsupported("tuple type", tr.pos)
+        if isinstance(tr, A.StackTypeRef):
+            elem = self.resolve_type(tr.elem)
+            if not isinstance(elem, HeaderT):
+                raise CompileError(f"header stack element type must be a header, not {elem}", tr.pos)
+            n = self.const_int(tr.size, self.globals, "header stack size")
+            if n <= 0:
+                raise CompileError("header stack size must be positive", tr.size.pos)
+            return StackT(elem, n)
+        if isinstance(tr, A.NamedTypeRef):
+            if tr.name.startswith("Tp_"):
+                return ObjT("type_param")
+            t = self.prog.types.get(tr.name)
+            if t is None:
+                if tr.name in UNSUPPORTED_EXTERNS:
+                    raise Unsupported(f"extern '{tr.name}'", tr.pos)
+                raise CompileError(f"unknown type '{tr.name}'", tr.pos)
+            if isinstance(t, ExternT):
+                return ExternT(t.name, [self.resolve_type(a) for a in (tr.args or [])])
+            if tr.args:
+                raise Unsupported(f"type arguments on '{tr.name}'", tr.pos)
+            return t
+        raise Unsupported(f"type {type(tr).__name__}", tr.pos)
+
+    def const_int(self, e, scope, what):
+        v = self.expr(e, scope)
+        if not isinstance(v, A.IntLit):
+            raise CompileError(f"{what} must be a compile-time integer constant", e.pos)
+        return v.value
+
+    def warn(self, pos, msg):
+        w = f"{pos.file}:{pos.line}:{pos.col}: warning: {msg}" if pos else f"warning: {msg}"
+        if w not in self.prog.warnings:
+            self.prog.warnings.append(w)

@@ -1,0 +1,439 @@
+"""Expression typing: every expression gets a type, implicit casts and constant folding."""
+from . import ast as A
+from . import constfold as F
+from .diagnostics import CompileError, Unsupported
+from .externs import EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
+from .types import (BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ListT, ObjT, StackT, StringT,
+                    StructLikeT, StructT, VoidT)
+
+
+class ExprChecker:
+    """Types expressions (one ex_<Node> method per AST node), coerces and folds constants."""
+
+    def coerce(self, e, t, pos=None):
+        """Convert expression ``e`` to type ``t`` where P4 allows it implicitly; error otherwise."""
+        pos = pos or e.pos
+        if t is None or isinstance(t, ObjT) or e.type == t:
+            return e
+        if isinstance(e.type, IntT):
+            if isinstance(t, BitsT):
+                if isinstance(e, A.IntLit):
+                    # unsigned targets also take small negative constants (-1 is all ones)
+                    lo = -(1 << (t.width - 1)) if t.signed else -((1 << t.width) - 1)
+                    hi = (1 << (t.width - 1)) - 1 if t.signed else (1 << t.width) - 1
+                    if not lo <= e.value <= hi:
+                        self.warn(e.pos, f"value {e.value} does not fit in {t}; it is truncated to "
+                                         f"{F.normalize(e.value, t)}")
+                    return F.int_lit(e.value, t, e.pos)
+                e.type = t
+                return e
+            if isinstance(t, IntT):
+                return e
+        if isinstance(t, ListT) and isinstance(e, A.ListExpr) and len(t.items) == len(e.items):
+            e.items = [self.coerce(x, xt) for x, xt in zip(e.items, t.items)]
+            e.type = t
+            return e
+        raise CompileError(f"type mismatch: expected {t}, got {e.type}", pos)
+
+    def unify(self, l, r, op, pos):
+        """Bring two operands to a common type (int literals take the other side's width)."""
+        lt, rt = l.type, r.type
+        if isinstance(lt, IntT) and isinstance(rt, BitsT):
+            l = self.coerce(l, rt)
+        elif isinstance(rt, IntT) and isinstance(lt, BitsT):
+            r = self.coerce(r, lt)
+        elif lt != rt:
+            raise CompileError(f"operands of '{op}' have different types: {lt} and {rt}"
+                               f" (cast one of them)", pos)
+        return l, r
+
+    def expr(self, e, scope, want=None):
+        m = getattr(self, "ex_" + type(e).__name__, None)
+        if m is None:
+            raise Unsupported(f"expression {type(e).__name__}", e.pos)
+        return m(e, scope, want)
+
+    def ex_IntLit(self, e, scope, want):
+        if e.width is None:
+            e.type = IntT()
+        else:
+            e.type = BitsT(e.width, e.signed)
+            e.value = F.normalize(e.value, e.type)
+        return e
+
+    def ex_BoolLit(self, e, scope, want):
+        e.type = BoolT()
+        return e
+
+    def ex_StrLit(self, e, scope, want):
+        e.type = StringT()
+        return e
+
+    def ex_Name(self, e, scope, want):
+        s = scope.lookup(e.name)
+        if s is None:
+            if e.name in self.prog.types:
+                raise CompileError(f"'{e.name}' is a type, not a value", e.pos)
+            if e.name in UNSUPPORTED_EXTERNS:
+                raise Unsupported(f"extern '{UNSUPPORTED_EXTERNS[e.name]}'", e.pos)
+            raise CompileError(f"undeclared name '{e.name}'", e.pos)
+        if s.kind == "const":
+            v = s.value
+            if isinstance(v, A.IntLit):
+                return F.int_lit(v.value, v.type, e.pos)
+            if isinstance(v, A.BoolLit):
+                return F.bool_lit(v.value, e.pos)
+            c = A.TypeMember(v.tname, v.member, pos=e.pos)
+            c.type, c.ref = v.type, v.ref
+            return c
+        e.ref = s
+        e.type = s.type if s.type is not None else ObjT(s.kind, s.decl)
+        return e
+
+    def ex_TypeMember(self, e, scope, want):
+        if e.tname == "error":
+            if e.member not in self.prog.errors:
+                raise CompileError(f"unknown error 'error.{e.member}'", e.pos)
+            e.type, e.ref = ErrorT(), self.prog.errors.index(e.member)
+            return e
+        t = self.prog.types.get(e.tname)
+        if isinstance(t, EnumT):
+            if e.member not in t.members:
+                raise CompileError(f"enum '{t.name}' has no member '{e.member}'", e.pos)
+            e.type = t
+            e.ref = t.values.get(e.member, t.members.index(e.member))
+            return e
+        raise CompileError(f"'{e.tname}.{e.member}': '{e.tname}' is not an enum", e.pos)
+
+    def ex_Member(self, e, scope, want):
+        base = self.expr(e.expr, scope)
+        e.expr = base
+        bt = base.type
+        m = e.member
+        if isinstance(bt, StructLikeT):
+            ft = bt.field(m)
+            if ft is not None:
+                e.type = ft
+                return e
+            if isinstance(bt, HeaderT) and m in ("isValid", "setValid", "setInvalid"):
+                e.type = ObjT("header_method")
+                return e
+            raise CompileError(f"{'header' if isinstance(bt, HeaderT) else 'struct'} type '{bt.name}'"
+                               f" has no field '{m}'", e.pos)
+        if isinstance(bt, StackT):
+            if m in ("next", "last"):
+                e.type = bt.elem
+                return e
+            if m == "size":
+                return F.int_lit(bt.size, BitsT(32), e.pos)
+            if m in ("push_front", "pop_front"):
+                e.type = ObjT("stack_method")
+                return e
+            if m == "lastIndex":
+                raise Unsupported("header stack 'lastIndex'", e.pos)
+            raise CompileError(f"header stack has no member '{m}'", e.pos)
+        if isinstance(bt, ExternT):
+            if (bt.name, m) not in EXTERN_METHODS:
+                raise CompileError(f"extern '{bt.name}' has no method '{m}'", e.pos)
+            e.type = ObjT("extern_method")
+            return e
+        if isinstance(bt, ObjT):
+            if bt.kind == "table" and m == "apply":
+                e.type = ObjT("table_apply", bt.decl)
+                return e
+            if bt.kind == "apply_result":
+                if m in ("hit", "miss"):
+                    e.type = BoolT()
+                    return e
+                if m == "action_run":
+                    e.type = ObjT("action_run", bt.decl)
+                    return e
+            raise CompileError(f"{bt.kind} has no member '{m}'", e.pos)
+        raise CompileError(f"cannot access member '{m}' of a value of type {bt}", e.pos)
+
+    def ex_Index(self, e, scope, want):
+        e.expr = self.expr(e.expr, scope)
+        if not isinstance(e.expr.type, StackT):
+            raise CompileError(f"indexing needs a header stack, not {e.expr.type}", e.pos)
+        idx = self.expr(e.index, scope)
+        if not isinstance(idx, A.IntLit):
+            raise Unsupported("header stack index that is not a compile-time constant", e.index.pos)
+        if not 0 <= idx.value < e.expr.type.size:
+            raise CompileError(f"header stack index {idx.value} out of bounds (size {e.expr.type.size})",
+                               e.index.pos)
+        e.index = idx
+        e.type = e.expr.type.elem
+        return e
+
+    def ex_Slice(self, e, scope, want):
+        e.expr = self.expr(e.expr, scope)
+        t = e.expr.type
+        hi = self.const_int(e.hi, scope, "slice bound")
+        lo = self.const_int(e.lo, scope, "slice bound")
+        if isinstance(t, IntT) and isinstance(e.expr, A.IntLit):
+            return F.int_lit(e.expr.value >> lo, BitsT(hi - lo + 1), e.pos)
+        if not isinstance(t, BitsT):
+            raise CompileError(f"slice needs a bit<N> or int<N> value, not {t}", e.pos)
+        if not (0 <= lo <= hi < t.width):
+            raise CompileError(f"slice [{hi}:{lo}] is out of range for {t}", e.pos)
+        e.hi, e.lo = hi, lo
+        e.type = BitsT(hi - lo + 1)
+        if isinstance(e.expr, A.IntLit):
+            return F.int_lit(e.expr.value >> lo, e.type, e.pos)
+        return e
+
+    def ex_Unary(self, e, scope, want):
+        x = self.expr(e.expr, scope, want)
+        e.expr = x
+        if e.op == "!":
+            if not isinstance(x.type, BoolT):
+                raise CompileError(f"'!' needs a bool operand, not {x.type}", e.pos)
+            if isinstance(x, A.BoolLit):
+                return F.bool_lit(not x.value, e.pos)
+            e.type = BoolT()
+            return e
+        if not isinstance(x.type, (BitsT, IntT)):
+            raise CompileError(f"'{e.op}' needs a numeric operand, not {x.type}", e.pos)
+        if e.op == "~" and isinstance(x.type, IntT):
+            raise CompileError("'~' needs an operand with a known width (e.g. 8w5)", e.pos)
+        if isinstance(x, A.IntLit):
+            v = -x.value if e.op == "-" else ~x.value
+            return F.int_lit(v, x.type, e.pos) if isinstance(x.type, BitsT) else self._intconst(v, e.pos)
+        e.type = x.type
+        return e
+
+    def _intconst(self, v, pos):
+        lit = A.IntLit(v, None, False, pos=pos)
+        lit.type = IntT()
+        return lit
+
+    def ex_Binary(self, e, scope, want):
+        op = e.op
+        l = self.expr(e.left, scope, want if op not in ("<<", ">>") else want)
+        r = self.expr(e.right, scope)
+        if op in ("&&", "||"):
+            for x in (l, r):
+                if not isinstance(x.type, BoolT):
+                    raise CompileError(f"'{op}' needs bool operands, not {x.type}", x.pos)
+            e.left, e.right, e.type = l, r, BoolT()
+            if F.is_const(l) and F.is_const(r):
+                return F.fold_binary(op, l, r, BoolT(), e.pos)
+            return e
+        if op in ("<<", ">>"):
+            if isinstance(r.type, BitsT) and r.type.signed:
+                raise CompileError(f"shift amount must be unsigned", r.pos)
+            if not isinstance(r.type, (BitsT, IntT)):
+                raise CompileError(f"shift amount must be a number, not {r.type}", r.pos)
+            if isinstance(l.type, IntT) and isinstance(want, BitsT) and not isinstance(r, A.IntLit):
+                l = self.coerce(l, want)
+            if isinstance(l.type, IntT) and not isinstance(r, A.IntLit):
+                raise CompileError("shifting an unsized integer by a non-constant amount: give the "
+                                   "left operand a width (e.g. 8w1)", e.pos)
+            if not isinstance(l.type, (BitsT, IntT)):
+                raise CompileError(f"'{op}' needs a numeric left operand, not {l.type}", l.pos)
+            e.left, e.right, e.type = l, r, l.type
+            if isinstance(l, A.IntLit) and isinstance(r, A.IntLit):
+                if isinstance(l.type, IntT):
+                    return self._intconst(l.value << r.value if op == "<<" else l.value >> r.value, e.pos)
+                return F.fold_binary(op, l, r, l.type, e.pos)
+            return e
+        if op == "++":
+            for x in (l, r):
+                if not isinstance(x.type, BitsT):
+                    raise CompileError(f"'++' needs operands with a known width, not {x.type}", x.pos)
+            t = BitsT(l.type.width + r.type.width, l.type.signed)
+            e.left, e.right, e.type = l, r, t
+            if isinstance(l, A.IntLit) and isinstance(r, A.IntLit):
+                return F.fold_binary(op, l, r, t, e.pos)
+            return e
+        if op in ("==", "!="):
+            if isinstance(l.type, (BoolT, ErrorT, EnumT)) or isinstance(r.type, (BoolT, ErrorT, EnumT)):
+                if l.type != r.type:
+                    raise CompileError(f"cannot compare {l.type} with {r.type}", e.pos)
+                e.left, e.right, e.type = l, r, BoolT()
+                if F.is_const(l) and F.is_const(r):
+                    return F.fold_binary(op, l, r, BoolT(), e.pos)
+                return e
+            if isinstance(l.type, (HeaderT, StructT, StackT)):
+                raise Unsupported(f"comparison of {l.type} values", e.pos)
+        for x in (l, r):
+            if not isinstance(x.type, (BitsT, IntT)):
+                raise CompileError(f"'{op}' needs numeric operands, not {x.type}", x.pos)
+        l, r = self.unify(l, r, op, e.pos)
+        t = l.type
+        if op in ("/", "%") and isinstance(t, BitsT) and not (isinstance(r, A.IntLit) and isinstance(l, A.IntLit)):
+            raise Unsupported(f"'{op}' on non-constant values (BMv2 has no division)", e.pos)
+        if op in ("|+|", "|-|") and isinstance(t, IntT):
+            raise CompileError(f"'{op}' needs operands with a known width", e.pos)
+        rt = BoolT() if op in ("==", "!=", "<", "<=", ">", ">=") else t
+        e.left, e.right, e.type = l, r, rt
+        if isinstance(l, A.IntLit) and isinstance(r, A.IntLit):
+            if isinstance(t, IntT) and not isinstance(rt, BoolT):
+                f = F.fold_binary(op, l, r, BitsT(1 << 16), e.pos)
+                return self._intconst({"+": l.value + r.value, "-": l.value - r.value,
+                                       "*": l.value * r.value, "&": l.value & r.value,
+                                       "|": l.value | r.value, "^": l.value ^ r.value}.get(op, f.value), e.pos)
+            return F.fold_binary(op, l, r, rt, e.pos)
+        return e
+
+    def ex_Cond(self, e, scope, want):
+        c = self.expr(e.cond, scope)
+        if not isinstance(c.type, BoolT):
+            raise CompileError(f"condition of '?:' must be bool, not {c.type}", c.pos)
+        a = self.expr(e.then, scope, want)
+        b = self.expr(e.els, scope, want)
+        if isinstance(a.type, IntT) and isinstance(b.type, IntT) and isinstance(want, BitsT):
+            a, b = self.coerce(a, want), self.coerce(b, want)
+        a, b = self.unify(a, b, "?:", e.pos) if not (a.type == b.type) else (a, b)
+        if isinstance(c, A.BoolLit):
+            return a if c.value else b
+        e.cond, e.then, e.els, e.type = c, a, b, a.type
+        return e
+
+    def ex_Cast(self, e, scope, want):
+        t = self.resolve_type(e.tref)
+        x = self.expr(e.expr, scope, t)
+        e.expr = x
+        st = x.type
+        ok = False
+        if isinstance(t, BitsT):
+            ok = isinstance(st, (BitsT, IntT)) or (isinstance(st, BoolT) and t.width == 1 and not t.signed) \
+                or (isinstance(st, EnumT) and st.underlying is not None)
+            if isinstance(st, BitsT) and st.signed != t.signed and st.width != t.width:
+                ok = False
+        elif isinstance(t, BoolT):
+            ok = isinstance(st, BoolT) or (isinstance(st, BitsT) and st.width == 1 and not st.signed) \
+                or isinstance(st, IntT)
+        elif isinstance(t, EnumT) and t.underlying is not None:
+            ok = isinstance(st, (BitsT, IntT)) or st == t
+        elif t == st:
+            ok = True
+        if not ok:
+            raise CompileError(f"cannot cast {st} to {t}", e.pos)
+        if isinstance(x, A.IntLit) and isinstance(t, BitsT):
+            return F.int_lit(x.value, t, e.pos)
+        if isinstance(x, A.IntLit) and isinstance(t, BoolT):
+            if x.value not in (0, 1):
+                raise CompileError(f"cannot cast {x.value} to bool", e.pos)
+            return F.bool_lit(x.value, e.pos)
+        if isinstance(x, A.BoolLit) and isinstance(t, BitsT):
+            return F.int_lit(int(x.value), t, e.pos)
+        if isinstance(x, A.IntLit) and isinstance(t, EnumT):
+            c = F.int_lit(x.value, t.underlying, e.pos)
+            e.type = t
+            e.expr = c
+            return e
+        e.type = t
+        return e
+
+    def ex_ListExpr(self, e, scope, want):
+        wants = want.items if isinstance(want, ListT) and len(want.items) == len(e.items) else [None] * len(e.items)
+        e.items = [self.expr(x, scope, w) for x, w in zip(e.items, wants)]
+        e.type = ListT([x.type for x in e.items])
+        return e
+
+    def ex_DontCare(self, e, scope, want):
+        e.type = ObjT("dontcare")
+        return e
+
+    def ex_CtorCall(self, e, scope, want):
+        raise Unsupported("constructor call in an expression", e.pos)
+
+    def ex_Call(self, e, scope, want):
+        f = e.func
+        if isinstance(f, A.Member):
+            f = self.ex_Member(f, scope, None)
+            e.func = f
+            if not isinstance(f.type, ObjT):
+                raise CompileError(f"'{f.member}' is a {f.type} field, not a method", e.pos)
+            kind = f.type.kind
+            base = f.expr
+            if kind == "header_method":
+                self._nargs(e, 0, 0, f.member)
+                e.kind = ("header", f.member)
+                e.type = BoolT() if f.member == "isValid" else VoidT()
+                return e
+            if kind == "stack_method":
+                self._nargs(e, 1, 1, f.member)
+                e.args[0].expr = self.const_arg(e.args[0].expr, scope, f.member + " count")
+                e.kind = ("stack", f.member)
+                e.type = VoidT()
+                return e
+            if kind == "table_apply":
+                self._nargs(e, 0, 0, "apply")
+                e.kind = ("apply", f.type.decl)
+                e.type = ObjT("apply_result", f.type.decl)
+                return e
+            if kind == "extern_method":
+                bt = base.type
+                lo, hi = EXTERN_METHODS[(bt.name, f.member)]
+                self._nargs(e, lo, hi, f"{bt.name}.{f.member}")
+                e.kind = ("method", bt.name, f.member)
+                return self._extern_method(e, bt, f.member, scope, want)
+            raise CompileError(f"'{f.member}' cannot be called", e.pos)
+        if isinstance(f, A.Name):
+            s = scope.lookup(f.name)
+            if s is None:
+                if f.name in UNSUPPORTED_EXTERNS:
+                    raise Unsupported(f"extern '{UNSUPPORTED_EXTERNS[f.name]}'", f.pos)
+                raise CompileError(f"undeclared name '{f.name}'", f.pos)
+            if s.kind == "action":
+                return self._action_call(e, s.decl, scope)
+            if s.kind == "extern_func":
+                if f.name not in EXTERN_FUNCS:
+                    raise Unsupported(f"extern function '{f.name}'", f.pos)
+                lo, hi = EXTERN_FUNCS[f.name]
+                self._nargs(e, lo, hi, f.name)
+                e.kind = ("extern", f.name)
+                return self._extern_func(e, f.name, scope)
+            raise CompileError(f"'{f.name}' is not a function or action", f.pos)
+        raise CompileError("this expression cannot be called", e.pos)
+
+    def _nargs(self, e, lo, hi, what):
+        for a in e.args:
+            if a.name is not None:
+                raise Unsupported(f"named argument '{a.name}' in a call to {what}", a.pos)
+        n = len(e.args)
+        if not lo <= n <= hi:
+            exp = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise CompileError(f"{what} takes {exp} argument{'s' if hi != 1 else ''}, {n} given", e.pos)
+
+    def const_arg(self, x, scope, what, t=None):
+        v = self.expr(x, scope, t)
+        if not isinstance(v, A.IntLit):
+            raise CompileError(f"{what} must be a compile-time constant", x.pos)
+        return self.coerce(v, t) if t else v
+
+    def lvalue(self, x, scope, what):
+        v = self.expr(x, scope)
+        root = v
+        while isinstance(root, (A.Member, A.Index, A.Slice)):
+            root = root.expr
+        if not isinstance(root, A.Name) or root.ref is None or root.ref.kind not in ("param", "local"):
+            raise CompileError(f"{what} must be a variable, field or header (an l-value)", x.pos)
+        p = root.ref.decl
+        if root.ref.kind == "param" and isinstance(p, A.Param) and p.direction == "in":
+            raise CompileError(f"cannot write to '{p.name}': it is an 'in' parameter", x.pos)
+        if root.ref.kind == "param" and isinstance(p, A.Param) and p.direction is None and \
+                isinstance(root.ref.owner, A.ActionDecl):
+            raise CompileError(f"cannot write to action data parameter '{p.name}'", x.pos)
+        return v
+
+    def _action_call(self, e, decl, scope):
+        params = decl.params
+        if len(e.args) != len(params):
+            raise CompileError(f"action '{decl.name}' takes {len(params)} argument"
+                               f"{'s' if len(params) != 1 else ''}, {len(e.args)} given", e.pos)
+        for a, p in zip(e.args, params):
+            if a.name is not None:
+                raise Unsupported("named arguments", a.pos)
+            pt = p.ptype
+            if p.direction in ("out", "inout"):
+                a.expr = self.lvalue(a.expr, scope, f"argument for '{p.direction} {p.name}'")
+                if a.expr.type != pt:
+                    raise CompileError(f"argument for '{p.name}' has type {a.expr.type}, expected {pt}", a.pos)
+            else:
+                a.expr = self.coerce(self.expr(a.expr, scope, pt), pt, a.pos)
+        e.kind = ("action", decl)
+        e.type = VoidT()
+        return e

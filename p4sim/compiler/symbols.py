@@ -1,0 +1,31 @@
+"""Symbols and nested scopes: how the checker binds a P4 name to what it declares."""
+from .diagnostics import CompileError
+
+
+class Sym:
+    """A named thing in scope: kind is param, local, const, instance, action, table, state..."""
+
+    __slots__ = ("kind", "name", "decl", "type", "value", "owner")
+
+    def __init__(self, kind, name, decl, type_=None, value=None, owner=None):
+        self.kind, self.name, self.decl, self.type, self.value, self.owner = kind, name, decl, type_, value, owner
+
+
+class Scope:
+    """One level of name bindings; lookups fall back to the enclosing scope."""
+
+    def __init__(self, parent=None):
+        self.parent, self.syms = parent, {}
+
+    def add(self, sym, pos):
+        if sym.name in self.syms:
+            raise CompileError(f"'{sym.name}' is already declared in this scope", pos)
+        self.syms[sym.name] = sym
+
+    def lookup(self, name):
+        s = self
+        while s is not None:
+            if name in s.syms:
+                return s.syms[name]
+            s = s.parent
+        return None

@@ -1,0 +1,451 @@
+"""Turning lark's parse tree into AST nodes with original-file positions (one method per grammar rule).
+
+Kept apart from parse.py, which drives lark and turns its exceptions into syntax errors.
+"""
+from lark import Transformer, v_args
+
+from . import ast as A
+from .diagnostics import CompileError
+
+
+def parse_int(text, pos):
+    """Value, width and signedness of a P4 integer literal such as 8w0xFF, 4s3, 0b101, 42."""
+    width = signed = None
+    t = text.replace("_", "")
+    for sep in ("w", "s"):
+        if sep in t and not t.lower().startswith("0x"):
+            w, t = t.split(sep, 1)
+            width, signed = int(w), sep == "s"
+            break
+    low = t.lower()
+    if low.startswith("0x"):
+        v = int(low[2:], 16)
+    elif low.startswith("0b"):
+        v = int(low[2:], 2)
+    elif low.startswith("0o"):
+        v = int(low[2:], 8)
+    elif low.startswith("0d"):
+        v = int(low[2:], 10)
+    else:
+        v = int(low, 10)
+    if width is not None and width <= 0:
+        raise CompileError(f"integer literal {text}: width must be positive", pos)
+    return v, width, bool(signed)
+
+
+@v_args(meta=True)
+class ToAst(Transformer):
+    """Turn lark's parse tree into ast nodes carrying original-file positions."""
+
+    def __init__(self, source):
+        super().__init__()
+        self.src = source
+
+    def _p(self, meta):
+        if getattr(meta, "empty", True) and not hasattr(meta, "line"):
+            return None
+        return self.src.pos(meta.line, meta.column)
+
+    def _tp(self, tok):
+        return self.src.pos(tok.line, tok.column)
+
+    # ---- names
+    def anyname(self, meta, c):
+        return str(c[0])
+
+    def kwname(self, meta, c):
+        return self.src.text[meta.start_pos:meta.end_pos]
+
+    def name(self, meta, c):
+        return str(c[0])
+
+    def tname(self, meta, c):
+        return str(c[0])
+
+    # ---- top level
+    def start(self, meta, c):
+        return A.Program([d for d in c if d is not None])
+
+    def top_decl(self, meta, c):
+        annos, decl = c
+        if hasattr(decl, "annos"):
+            decl.annos = annos
+        return decl
+
+    def empty_decl(self, meta, c):
+        return None
+
+    def annotations(self, meta, c):
+        return list(c)
+
+    def annotation(self, meta, c):
+        return A.Annotation(c[0], c[1] or [], pos=self._p(meta))
+
+    # ---- types
+    def bool_type(self, meta, c):
+        return A.BoolTypeRef(pos=self._p(meta))
+
+    def error_type(self, meta, c):
+        return A.ErrorTypeRef(pos=self._p(meta))
+
+    def string_type(self, meta, c):
+        return A.StringTypeRef(pos=self._p(meta))
+
+    def void_type(self, meta, c):
+        return A.VoidTypeRef(pos=self._p(meta))
+
+    def bit1_type(self, meta, c):
+        return A.BitTypeRef(A.IntLit(1, None, False, pos=self._p(meta)), False, pos=self._p(meta))
+
+    def _int_tok(self, tok):
+        v, w, s = parse_int(str(tok), self._tp(tok))
+        return A.IntLit(v, w, s, pos=self._tp(tok))
+
+    def bit_type(self, meta, c):
+        return A.BitTypeRef(self._int_tok(c[1]), False, pos=self._p(meta))
+
+    def int_type(self, meta, c):
+        return A.BitTypeRef(self._int_tok(c[1]), True, pos=self._p(meta))
+
+    def bit_expr_type(self, meta, c):
+        return A.BitTypeRef(c[1], False, pos=self._p(meta))
+
+    def int_expr_type(self, meta, c):
+        return A.BitTypeRef(c[1], True, pos=self._p(meta))
+
+    def varbit_type(self, meta, c):
+        return A.VarbitTypeRef(self._int_tok(c[1]), pos=self._p(meta))
+
+    def inf_int_type(self, meta, c):
+        return A.InfIntTypeRef(pos=self._p(meta))
+
+    def named_type(self, meta, c):
+        return A.NamedTypeRef(c[0], None, pos=self._p(meta))
+
+    def specialized_type(self, meta, c):
+        return A.NamedTypeRef(c[0], c[2], pos=self._p(meta))
+
+    def stack_type(self, meta, c):
+        return A.StackTypeRef(A.NamedTypeRef(c[0], None, pos=self._p(meta)), c[1], pos=self._p(meta))
+
+    def tuple_type(self, meta, c):
+        return A.TupleTypeRef(c[1], pos=self._p(meta))
+
+    def type_args(self, meta, c):
+        return list(c)
+
+    def type_params(self, meta, c):
+        return c[1]
+
+    # ---- declarations
+    def const_decl(self, meta, c):
+        return A.ConstDecl(c[0], c[1], c[2], [], pos=self._p(meta))
+
+    def field(self, meta, c):
+        return A.Field(c[1], c[2], c[0], pos=self._p(meta))
+
+    def header_decl(self, meta, c):
+        return A.HeaderDecl(c[0], c[1:], [], pos=self._p(meta))
+
+    def struct_decl(self, meta, c):
+        return A.StructDecl(c[0], c[1:], [], pos=self._p(meta))
+
+    def union_decl(self, meta, c):
+        return A.UnionDecl(c[0], c[1:], [], pos=self._p(meta))
+
+    def typedef_decl(self, meta, c):
+        return A.TypedefDecl(c[0], c[1], [], pos=self._p(meta))
+
+    def enum_decl(self, meta, c):
+        return A.EnumDecl(c[0], None, [(n, None, self._p(meta)) for n in c[1:]], [], pos=self._p(meta))
+
+    def ser_enum_decl(self, meta, c):
+        return A.EnumDecl(c[1], c[0], c[2:], [], pos=self._p(meta))
+
+    def enum_member(self, meta, c):
+        return (c[0], c[1], self._p(meta))
+
+    def error_decl(self, meta, c):
+        return A.ErrorDecl(list(c), pos=self._p(meta))
+
+    def match_kind_decl(self, meta, c):
+        return A.MatchKindDecl(list(c), pos=self._p(meta))
+
+    def extern_obj(self, meta, c):
+        return A.ExternObj(c[0], c[2:], [], pos=self._p(meta))
+
+    def extern_method(self, meta, c):
+        return A.ExternMethod(c[1], c[2], c[-1], c[0], pos=self._p(meta))
+
+    def extern_ctor(self, meta, c):
+        return A.ExternMethod(None, c[1], c[2], c[0], pos=self._p(meta))
+
+    def extern_func(self, meta, c):
+        return A.ExternFunc(c[0], c[1], c[3], [], pos=self._p(meta))
+
+    def params(self, meta, c):
+        return [p for p in c if p is not None]
+
+    def param(self, meta, c):
+        annos, direction, tref, name, default = c
+        return A.Param(str(direction) if direction else None, tref, name, default, annos, pos=self._p(meta))
+
+    def parser_type_decl(self, meta, c):
+        return A.TypeDecl("parser", c[0], c[2], pos=self._p(meta))
+
+    def control_type_decl(self, meta, c):
+        return A.TypeDecl("control", c[0], c[2], pos=self._p(meta))
+
+    def package_decl(self, meta, c):
+        return A.TypeDecl("package", c[0], c[2], pos=self._p(meta))
+
+    def instantiation(self, meta, c):
+        return A.Instance(c[0], c[1] or [], c[2], [], pos=self._p(meta))
+
+    def action_decl(self, meta, c):
+        return A.ActionDecl(c[0], c[1], c[2], [], pos=self._p(meta))
+
+    def function_decl(self, meta, c):
+        raise CompileError("function declarations are not supported by p4sim-compile (outside its "
+                           "P4_16 subset; see docs/p4-subset.md); use an action", self._p(meta))
+
+    def newtype_decl(self, meta, c):
+        raise CompileError("'type' declarations are not supported by p4sim-compile (outside its "
+                           "P4_16 subset; see docs/p4-subset.md); use typedef", self._p(meta))
+
+    # ---- parser
+    def parser_decl(self, meta, c):
+        name, params, ctor = c[0], c[1], c[2]
+        if ctor:
+            raise CompileError("parser constructor parameters are not supported by p4sim-compile "
+                               "(outside its P4_16 subset; see docs/p4-subset.md)", self._p(meta))
+        locals_ = [x for x in c[3:] if not isinstance(x, A.ParserState)]
+        states = [x for x in c[3:] if isinstance(x, A.ParserState)]
+        return A.ParserDecl(name, params, locals_, states, [], pos=self._p(meta))
+
+    def parser_local(self, meta, c):
+        c[1].annos = c[0]
+        return c[1]
+
+    def parser_state(self, meta, c):
+        return A.ParserState(c[1], [s for s in c[2:-1]], c[-1], c[0], pos=self._p(meta))
+
+    def transition_direct(self, meta, c):
+        return A.TransitionDirect(c[0], pos=self._p(meta))
+
+    def transition_select(self, meta, c):
+        return A.TransitionSelect(c[0], c[1:], pos=self._p(meta))
+
+    def select_case(self, meta, c):
+        return A.SelectCase(c[0], c[1], pos=self._p(meta))
+
+    def keyset(self, meta, c):
+        return [c[0]]
+
+    def keyset_tuple(self, meta, c):
+        return list(c)
+
+    def ks_default(self, meta, c):
+        return A.Default(pos=self._p(meta))
+
+    def ks_dontcare(self, meta, c):
+        return A.DontCare(pos=self._p(meta))
+
+    def ks_mask(self, meta, c):
+        return A.Mask(c[0], c[1], pos=self._p(meta))
+
+    def ks_range(self, meta, c):
+        return A.Range(c[0], c[1], pos=self._p(meta))
+
+    # ---- control
+    def control_decl(self, meta, c):
+        name, params, ctor = c[0], c[1], c[2]
+        if ctor:
+            raise CompileError("control constructor parameters are not supported by p4sim-compile "
+                               "(outside its P4_16 subset; see docs/p4-subset.md)", self._p(meta))
+        return A.ControlDecl(name, params, list(c[3:-1]), c[-1], [], pos=self._p(meta))
+
+    def control_local(self, meta, c):
+        c[1].annos = c[0]
+        return c[1]
+
+    def table_decl(self, meta, c):
+        return A.TableDecl(c[0], list(c[1:]), [], pos=self._p(meta))
+
+    def key_prop(self, meta, c):
+        return A.TableProp("key", list(c[1:]), False, c[0], pos=self._p(meta))
+
+    def actions_prop(self, meta, c):
+        return A.TableProp("actions", list(c[1:]), False, c[0], pos=self._p(meta))
+
+    def entries_prop(self, meta, c):
+        return A.TableProp("entries", list(c[2:]), bool(c[1]), c[0], pos=self._p(meta))
+
+    def generic_prop(self, meta, c):
+        return A.TableProp(c[2], c[3], bool(c[1]), c[0], pos=self._p(meta))
+
+    def key_elem(self, meta, c):
+        return A.KeyElem(c[0], c[1], c[2], pos=self._p(meta))
+
+    def action_ref(self, meta, c):
+        return A.ActionRef(c[1], c[2], c[0], pos=self._p(meta))
+
+    def entry(self, meta, c):
+        prio, keyset, annos, name, args = c
+        call = A.ActionRef(name, args or [], annos, pos=self._p(meta))
+        return A.Entry(keyset, call, prio, annos, pos=self._p(meta))
+
+    def entry_priority(self, meta, c):
+        return c[0]
+
+    # ---- statements
+    def block(self, meta, c):
+        return A.Block(list(c), pos=self._p(meta))
+
+    def exit_stmt(self, meta, c):
+        return A.Exit(pos=self._p(meta))
+
+    def return_stmt(self, meta, c):
+        return A.Return(c[0], pos=self._p(meta))
+
+    def empty_stmt(self, meta, c):
+        return A.Empty(pos=self._p(meta))
+
+    def assignment(self, meta, c):
+        return A.Assign(c[0], c[1], pos=self._p(meta))
+
+    def call_stmt(self, meta, c):
+        return A.CallStmt(A.Call(c[0], None, c[1] or [], pos=self._p(meta)), pos=self._p(meta))
+
+    def generic_call_stmt(self, meta, c):
+        return A.CallStmt(A.Call(c[0], c[2], c[4] or [], pos=self._p(meta)), pos=self._p(meta))
+
+    def lv_name(self, meta, c):
+        return A.Name(c[0], pos=self._p(meta))
+
+    def lv_member(self, meta, c):
+        return A.Member(c[0], c[1], pos=self._p(meta))
+
+    def lv_index(self, meta, c):
+        return A.Index(c[0], c[1], pos=self._p(meta))
+
+    def lv_slice(self, meta, c):
+        return A.Slice(c[0], c[1], c[2], pos=self._p(meta))
+
+    def lv_type_member(self, meta, c):
+        return A.TypeMember(c[0], c[1], pos=self._p(meta))
+
+    def if_stmt(self, meta, c):
+        return A.If(c[0], c[1], c[2], pos=self._p(meta))
+
+    def switch_stmt(self, meta, c):
+        return A.Switch(c[0], list(c[1:]), pos=self._p(meta))
+
+    def switch_case(self, meta, c):
+        return A.SwitchCase(c[0], c[1], pos=self._p(meta))
+
+    def switch_fallthrough(self, meta, c):
+        return A.SwitchCase(c[0], None, pos=self._p(meta))
+
+    def switch_label(self, meta, c):
+        return c[0]
+
+    def default_label(self, meta, c):
+        return None
+
+    def var_decl(self, meta, c):
+        return A.VarDecl(c[0], c[1], c[2], pos=self._p(meta))
+
+    # ---- expressions
+    def expr_list(self, meta, c):
+        return list(c)
+
+    def arg_list(self, meta, c):
+        return list(c)
+
+    def arg(self, meta, c):
+        return A.Arg(None, c[0], pos=self._p(meta))
+
+    def named_arg(self, meta, c):
+        return A.Arg(c[0], c[1], pos=self._p(meta))
+
+    def dontcare_arg(self, meta, c):
+        return A.Arg(None, A.DontCare(pos=self._p(meta)), pos=self._p(meta))
+
+    def cond(self, meta, c):
+        return A.Cond(c[0], c[1], c[2], pos=self._p(meta))
+
+    def lor(self, meta, c):
+        return A.Binary("||", c[0], c[1], pos=self._p(meta))
+
+    def land(self, meta, c):
+        return A.Binary("&&", c[0], c[1], pos=self._p(meta))
+
+    def bor(self, meta, c):
+        return A.Binary("|", c[0], c[1], pos=self._p(meta))
+
+    def bxor(self, meta, c):
+        return A.Binary("^", c[0], c[1], pos=self._p(meta))
+
+    def band(self, meta, c):
+        return A.Binary("&", c[0], c[1], pos=self._p(meta))
+
+    def binop(self, meta, c):
+        return A.Binary(str(c[1]), c[0], c[2], pos=self._p(meta))
+
+    def lnot(self, meta, c):
+        return A.Unary("!", c[0], pos=self._p(meta))
+
+    def bnot(self, meta, c):
+        return A.Unary("~", c[0], pos=self._p(meta))
+
+    def neg(self, meta, c):
+        return A.Unary("-", c[1], pos=self._p(meta))
+
+    def upos(self, meta, c):
+        return c[1]
+
+    def cast(self, meta, c):
+        return A.Cast(c[0], c[1], pos=self._p(meta))
+
+    def member(self, meta, c):
+        return A.Member(c[0], c[1], pos=self._p(meta))
+
+    def index(self, meta, c):
+        return A.Index(c[0], c[1], pos=self._p(meta))
+
+    def slice(self, meta, c):
+        return A.Slice(c[0], c[1], c[2], pos=self._p(meta))
+
+    def call(self, meta, c):
+        return A.Call(c[0], None, c[1] or [], pos=self._p(meta))
+
+    def generic_call(self, meta, c):
+        return A.Call(c[0], c[2], c[4] or [], pos=self._p(meta))
+
+    def int_lit(self, meta, c):
+        return self._int_tok(c[0])
+
+    def true_lit(self, meta, c):
+        return A.BoolLit(True, pos=self._p(meta))
+
+    def false_lit(self, meta, c):
+        return A.BoolLit(False, pos=self._p(meta))
+
+    def string_lit(self, meta, c):
+        return A.StrLit(str(c[0])[1:-1].encode().decode("unicode_escape"), pos=self._p(meta))
+
+    def name_ref(self, meta, c):
+        return A.Name(c[0], pos=self._p(meta))
+
+    def type_member(self, meta, c):
+        return A.TypeMember(c[0], c[1], pos=self._p(meta))
+
+    def error_member(self, meta, c):
+        return A.TypeMember("error", c[0], pos=self._p(meta))
+
+    def ctor_call(self, meta, c):
+        return A.CtorCall(c[0], c[1] or [], pos=self._p(meta))
+
+    def list_expr(self, meta, c):
+        return A.ListExpr(c[0] or [], pos=self._p(meta))

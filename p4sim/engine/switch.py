@@ -220,24 +220,7 @@ class Switch(ControlAPI):
         f[h["exit"]] = 0
         if f[h["clone_pending"]]:
             f[h["clone_pending"]] = 0
-            session = self._clone_sessions.get(f[h["clone_session"]])
-            if session is None:
-                if tr:
-                    self._tr(f"Clone session {f[h['clone_session']]} does not exist: no clone")
-            else:
-                replicas, plen = session
-                for eport, rid in replicas:
-                    g = self._fresh[:]
-                    self._preserve(g, f, f[h["clone_field_list"]])
-                    g[s["instance_type"]] = INGRESS_CLONE
-                    g[s["packet_length"]] = len(data)
-                    g[s["egress_port"]] = eport
-                    g[s["egress_rid"]] = rid
-                    if plen:
-                        g[h["truncate"]] = plen
-                    if tr:
-                        self._tr(f"Cloning packet at ingress to port {eport} (session {f[h['clone_session']]})")
-                    work.append((False, g, data))
+            self._clone(f, "ingress", INGRESS_CLONE, False, len(data), data, work, tr)
         if f[h["resubmit"]]:
             if tr:
                 self._tr("Resubmitting packet")
@@ -271,6 +254,33 @@ class Switch(ControlAPI):
             self._tr(f"Egress port is {espec}")
         work.append((False, f, payload))
 
+    def _clone(self, f, stage, instance_type, copy_headers, packet_length, packet, work, tr):
+        """Queue the copies of the clone session `f` asked for: I2E clones carry the packet as it
+        came in, E2E clones the egress headers (`copy_headers`); both carry the preserved fields."""
+        s, h = self._s, self._prog.hidden
+        sid = f[h["clone_session"]]
+        session = self._clone_sessions.get(sid)
+        if session is None:
+            if tr:
+                self._tr(f"Clone session {sid} does not exist: no clone")
+            return
+        replicas, plen = session
+        for eport, rid in replicas:
+            g = self._fresh[:]
+            if copy_headers:
+                for a, b in self._header_slices:
+                    g[a:b] = f[a:b]
+            self._preserve(g, f, f[h["clone_field_list"]])
+            g[s["instance_type"]] = instance_type
+            g[s["packet_length"]] = packet_length
+            g[s["egress_port"]] = eport
+            g[s["egress_rid"]] = rid
+            if plen:
+                g[h["truncate"]] = plen
+            if tr:
+                self._tr(f"Cloning packet at {stage} to port {eport} (session {sid})")
+            work.append((False, g, packet))
+
     def _egress(self, f, payload, work, out, tr):
         s, h, code = self._s, self._prog.hidden, self._code
         f[h["exit"]] = 0
@@ -288,26 +298,7 @@ class Switch(ControlAPI):
                 self._tr(f"Dropping packet in egress: {exc}")
             return
         if f[h["clone_pending"]]:
-            session = self._clone_sessions.get(f[h["clone_session"]])
-            if session is None:
-                if tr:
-                    self._tr(f"Clone session {f[h['clone_session']]} does not exist: no clone")
-            else:
-                replicas, plen = session
-                for eport, rid in replicas:
-                    g = self._fresh[:]
-                    for a, b in self._header_slices:
-                        g[a:b] = f[a:b]
-                    self._preserve(g, f, f[h["clone_field_list"]])
-                    g[s["instance_type"]] = EGRESS_CLONE
-                    g[s["packet_length"]] = f[s["packet_length"]]
-                    g[s["egress_port"]] = eport
-                    g[s["egress_rid"]] = rid
-                    if plen:
-                        g[h["truncate"]] = plen
-                    if tr:
-                        self._tr(f"Cloning packet at egress to port {eport} (session {f[h['clone_session']]})")
-                    work.append((False, g, payload))
+            self._clone(f, "egress", EGRESS_CLONE, True, f[s["packet_length"]], payload, work, tr)
         if f[s["egress_spec"]] == self.drop_port:
             self.stats["dropped"] += 1
             if tr:

@@ -9,7 +9,8 @@ from protocol import constants as C
 from protocol import p4names as N
 from worker import quantize as qz
 from worker.communicator import Communicator
-from worker.streaming import JobParams, RetryPolicy, UdpReducer
+from worker.loopback import loopback_reducers
+from worker.streaming import RetryPolicy
 
 from worker.p4sim_udp import P4SimUdpSwitch
 
@@ -21,13 +22,7 @@ SIGNS = [pytest.param(True, id="signed"), pytest.param(False, id="nonnegative")]
 
 def _through_p4sim(bmv2, n, slots, fn, sparse=False, drop_every=0):
     sw = P4SimUdpSwitch(bmv2, drop_every=drop_every)
-    sw.add_job(3, n, slots, sparse=sparse)
-    reds = []
-    for r in range(n):
-        red = UdpReducer(JobParams(3, r, n, slots, "127.0.0.1", sw.addr[1], sparse=sparse, name="p4"),
-                         bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.1, deadline=10))
-        sw.add_worker(3, r, "127.0.0.1", red.local_port)
-        reds.append(red)
+    reds = loopback_reducers(sw, 3, n, slots, sparse=sparse, name="p4", retry=RetryPolicy(timeout=0.1, deadline=10))
     sw.start()
     out, errs = {}, {}
 

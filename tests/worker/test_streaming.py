@@ -13,6 +13,7 @@ from protocol import wire
 from worker import quantize as qz
 from worker.communicator import Communicator
 from worker.fakeswitch import FakeSwitch, Impairments
+from worker.loopback import loopback_reducers
 from worker.reducer import AggregationError
 from worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
 
@@ -21,13 +22,7 @@ FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
 
 def _run(sw, n, slots, fns, sparse=False, job_id=7, retry=FAST, ranks=None):
     """Start n reducers registered with the fake switch; run fns[r](reducer) for ranks in ``ranks``."""
-    sw.add_job(job_id, n, slots, sparse=sparse)
-    reds = []
-    for r in range(n):
-        red = UdpReducer(JobParams(job_id, r, n, slots, "127.0.0.1", sw.addr[1], sparse=sparse, name="unit"),
-                         bind=("127.0.0.1", 0), retry=retry)
-        sw.add_worker(job_id, r, "127.0.0.1", red.local_port)
-        reds.append(red)
+    reds = loopback_reducers(sw, job_id, n, slots, sparse=sparse, name="unit", retry=retry)
     out, errs = {}, {}
 
     def body(r):

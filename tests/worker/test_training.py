@@ -8,7 +8,8 @@ import pytest
 from worker.communicator import Communicator
 from worker.compressors import COMPRESSORS
 from worker.fakeswitch import FakeSwitch
-from worker.streaming import JobParams, RetryPolicy, UdpReducer
+from worker.loopback import loopback_reducers
+from worker.streaming import RetryPolicy
 from worker.training.data import load_digits_split
 from worker.training.loop import TrainConfig, train_worker
 from worker.training.models import MLP, LogisticRegression
@@ -64,13 +65,7 @@ def test_training_through_udp_matches_the_simulated_switch(split):
     n, cfg = 2, TrainConfig(model="logreg", epochs=2)
     sim = run_simulated("fixedpoint", cfg, n, split, sparse=False)["history"].params
     with FakeSwitch() as sw:
-        sw.add_job(3, n, 16)
-        reds = []
-        for r in range(n):
-            red = UdpReducer(JobParams(3, r, n, 16, "127.0.0.1", sw.addr[1]), bind=("127.0.0.1", 0),
-                             retry=RetryPolicy(timeout=0.05, deadline=5))
-            sw.add_worker(3, r, "127.0.0.1", red.local_port)
-            reds.append(red)
+        reds = loopback_reducers(sw, 3, n, 16, retry=RetryPolicy(timeout=0.05, deadline=5))
         out = {}
 
         def body(r):

@@ -10,7 +10,8 @@ import time
 from ..communicator import Communicator
 from ..compressors import make_compressor
 from ..memory import ErrorFeedback, NoMemory
-from ..streaming import JobParams, RetryPolicy, UdpReducer
+from ..loopback import loopback_reducers
+from ..streaming import RetryPolicy
 from .data import Split, load_digits_split
 from .loop import History, TrainConfig, train_worker
 from .simulate import DEFAULT_OPTIONS
@@ -35,13 +36,8 @@ def run_networked(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
     split = split or load_digits_split(seed=cfg.seed)
     opts = {**DEFAULT_OPTIONS.get(compressor, {}), **options}
     sw = make_switch(switch)
-    sw.add_job(1, n_workers, slots, sparse=sparse)
-    reds = []
-    for r in range(n_workers):
-        red = UdpReducer(JobParams(1, r, n_workers, slots, "127.0.0.1", sw.addr[1], sparse=sparse, name="train"),
-                         bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.2, deadline=30))
-        sw.add_worker(1, r, "127.0.0.1", red.local_port)
-        reds.append(red)
+    reds = loopback_reducers(sw, 1, n_workers, slots, sparse=sparse, name="train",
+                             retry=RetryPolicy(timeout=0.2, deadline=30))
     sw.start()
     hists: dict[int, History] = {}
     errors: list = []

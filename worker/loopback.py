@@ -1,0 +1,21 @@
+"""One reducer per rank, registered on a loopback switch (FakeSwitch or P4SimUdpSwitch).
+
+Tests, the training experiment and benchmarks all run a whole job inside one process; this is the
+one place that wires its ranks to the switch.
+"""
+from __future__ import annotations
+
+from .streaming import JobParams, RetryPolicy, UdpReducer
+
+
+def loopback_reducers(switch, job_id: int, n_workers: int, slots: int, *, sparse: bool = False,
+                      name: str = "loopback", retry: RetryPolicy | None = None) -> list[UdpReducer]:
+    """Create the job on `switch` and one UdpReducer per rank bound to 127.0.0.1 (caller closes them)."""
+    switch.add_job(job_id, n_workers, slots, sparse=sparse)
+    reducers = []
+    for rank in range(n_workers):
+        job = JobParams(job_id, rank, n_workers, slots, "127.0.0.1", switch.addr[1], sparse=sparse, name=name)
+        reducer = UdpReducer(job, bind=("127.0.0.1", 0), retry=retry)
+        switch.add_worker(job_id, rank, "127.0.0.1", reducer.local_port)
+        reducers.append(reducer)
+    return reducers

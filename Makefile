@@ -15,7 +15,7 @@ ARGS  ?=
 
 P4C := $(shell command -v p4c-bm2-ss 2>/dev/null)
 ifeq ($(P4C),)
-P4C := $(PY) -m p4sim.compile
+P4C := $(PY) -m p4reduce.p4sim.compile
 endif
 
 P4_SOURCES := $(wildcard $(P4SRC)/*.p4)
@@ -34,25 +34,25 @@ $(BUILD)/$(PROG).json: $(P4_SOURCES) | setup
 build: setup $(BUILD)/$(PROG).json
 
 run: build
-	$(PY) -m mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
+	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
 
 demo: build
-	$(PY) -m mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
+	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
 
 shell: setup
-	$(PY) -m controller shell $(ARGS)
+	$(PY) -m p4reduce.controller shell $(ARGS)
 
 test: setup
 	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)
 
 bench: build
-	$(PY) -m bench $(ARGS)
+	$(PY) -m p4reduce.bench $(ARGS)
 
 bench-quick: build
-	$(PY) -m bench --quick $(ARGS)
+	$(PY) -m p4reduce.bench --quick $(ARGS)
 
 stop:
-	-@[ -x $(PY) ] && $(PY) -m mininet_topos stop
+	-@[ -x $(PY) ] && $(PY) -m p4reduce.mininet_topos stop
 
 clean: stop
 	rm -rf $(BUILD) logs pcaps run .pytest_cache

@@ -1,6 +1,6 @@
-"""`python -m bench`: see bench/cli.py."""
+"""`python -m p4reduce.bench`: see bench/cli.py."""
 import sys
 
-from bench.cli import main
+from p4reduce.bench.cli import main
 
 sys.exit(main())

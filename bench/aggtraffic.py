@@ -18,8 +18,8 @@ from typing import Dict, List
 
 import numpy as np
 
-from protocol import constants as C
-from protocol import frames, wire
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import frames, wire
 
 ETH_P_ALL = 0x0003
 RESULT = int(C.MsgType.RESULT)

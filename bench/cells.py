@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Callable, List, Optional
 
-from bench import aggregate, counters, hostrun
-from bench.systems import System
-from bench.topology import BenchNet
+from p4reduce.bench import aggregate, counters, hostrun
+from p4reduce.bench.systems import System
+from p4reduce.bench.topology import BenchNet
 
 BYTES_PER_ELEMENT = 4  # float32 / int32 tensors
 

@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from bench.report import human_size  # noqa: E402
+from p4reduce.bench.report import human_size  # noqa: E402
 
 STYLE = {"p4reduce": dict(color="tab:red", marker="o"), "gloo": dict(color="tab:blue", marker="s"),
          "ps-tcp": dict(color="tab:green", marker="^")}

@@ -1,4 +1,4 @@
-"""`python -m bench` (`make bench`, `make bench-quick`): run the benchmarks, print, save, plot."""
+"""`python -m p4reduce.bench` (`make bench`, `make bench-quick`): run the benchmarks, print, save, plot."""
 from __future__ import annotations
 
 import argparse
@@ -7,9 +7,9 @@ import pathlib
 import signal
 import sys
 
-from bench import grid as gridmod
-from bench.links import LINKS
-from bench.topology import SWITCH_CHOICES
+from p4reduce.bench import grid as gridmod
+from p4reduce.bench.links import LINKS
+from p4reduce.bench.topology import SWITCH_CHOICES
 
 DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "results"
 
@@ -48,7 +48,7 @@ def _float_list(text: str):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        prog="python -m bench",
+        prog="python -m p4reduce.bench",
         description="p4reduce benchmarks: p4reduce vs gloo and a TCP parameter server in Mininet, "
                     "sparsity sweep, switch packet rate, worker encode throughput. "
                     "Needs root for the Mininet sections. See docs/benchmarks.md.")
@@ -113,15 +113,15 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, grid = parse_args(argv)
     _interrupt_on_signals()
-    from bench import results, runner
+    from p4reduce.bench import results, runner
     doc = runner.run(grid, argv, progress=not args.no_progress)
     paths = results.save(doc, args.out, args.name)
     if not args.no_charts:
-        from bench import charts
+        from p4reduce.bench import charts
         doc["charts"] = charts.write_all(doc, args.out, paths.stem)
         results.save(doc, args.out, paths.stem)
     latest = results.publish_latest(doc, paths, doc.get("charts", []))
-    from bench.report import render
+    from p4reduce.bench.report import render
     print(render(doc))
     print(f"results: {paths} (copied to {latest}/)")
     for chart in doc.get("charts", []):

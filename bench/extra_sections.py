@@ -68,8 +68,8 @@ def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 
 
 
 def run_switch_rate(grid, progress) -> dict:
-    from bench import switch_compare
-    embedded = run_module("bench.switch_rate", grid.mode == "quick",
+    from p4reduce.bench import switch_compare
+    embedded = run_module("p4reduce.bench.switch_rate", grid.mode == "quick",
                           timeout=300 if grid.mode == "quick" else 3600)
     for row in embedded.get("rows", []):
         program = embedded.get("aggregation_program") if row["case"] == "aggregation" else None
@@ -80,7 +80,7 @@ def run_switch_rate(grid, progress) -> dict:
 
 
 def run_encode(grid, progress) -> dict:
-    return run_module("bench.worker_encode", grid.mode == "quick",
+    return run_module("p4reduce.bench.worker_encode", grid.mode == "quick",
                       timeout=300 if grid.mode == "quick" else 1800)
 
 

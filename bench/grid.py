@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, asdict
 from typing import List, Tuple
 
-from bench.links import LINKS
-from bench.program import DEFAULT as DEFAULT_PROGRAM
+from p4reduce.bench.links import LINKS
+from p4reduce.bench.program import DEFAULT as DEFAULT_PROGRAM
 
 KI, MI = 1 << 10, 1 << 20
 FULL_SIZES = (64 * KI, 256 * KI, 1 * MI, 4 * MI, 16 * MI)

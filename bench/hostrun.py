@@ -23,7 +23,7 @@ class HostRunError(RuntimeError):
 @dataclass
 class HostJob:
     host: object           # a mininet Node
-    module: str            # e.g. "bench.baselines.gloo_allreduce"
+    module: str            # e.g. "p4reduce.bench.baselines.gloo_allreduce"
     args: Sequence[str]
     wait: bool = True      # False: a server: started before the others, collected after them
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench import counters
+from p4reduce.bench import counters
 
 
 def measure(*, system: str, rank: int, world: int, iface: str, size: int, reps: int, warmup: int,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from bench.aggregate import speedup
-from bench.report import human_bytes, human_size, human_time
+from p4reduce.bench.aggregate import speedup
+from p4reduce.bench.report import human_bytes, human_size, human_time
 
 
 def _table(headers: Sequence[str], rows: List[Sequence]) -> List[str]:

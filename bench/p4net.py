@@ -14,7 +14,7 @@ import pathlib
 import socket
 from typing import List, Optional
 
-from bench import program as progmod
+from p4reduce.bench import program as progmod
 
 REPO = progmod.REPO
 PREFIX = "b"
@@ -25,8 +25,8 @@ SWITCH_LOG_LEVEL = "warn"
 
 def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> Optional[str]:
     """None when a P4 star can be built; otherwise why not, in words."""
-    for module, what in (("mininet_topos.session", "mininet_topos' session"),
-                         ("controller.__main__", "the controller's `python -m controller`")):
+    for module, what in (("p4reduce.mininet_topos.session", "mininet_topos' session"),
+                         ("p4reduce.controller.__main__", "the controller's `python -m p4reduce.controller`")):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"{what} is missing"
@@ -44,7 +44,7 @@ def free_port() -> int:
 
 def link_options(setting):
     """mininet_topos LinkOptions that apply exactly the bench's TCLink parameters."""
-    from mininet_topos.links import LinkOptions
+    from p4reduce.mininet_topos.links import LinkOptions
     params = setting.tclink_params()
 
     class BenchLinkOptions(LinkOptions):
@@ -65,7 +65,7 @@ class P4Net:
         self.api_addr: Optional[str] = None
 
     def start(self):
-        from mininet_topos.session import Session
+        from p4reduce.mininet_topos.session import Session
         api_port = free_port()
         grpc_port = free_port()
         thrift_port = free_port()
@@ -105,14 +105,14 @@ class P4Net:
 
 def p4reduce_unavailable_reason() -> Optional[str]:
     """None when worker hosts can run p4reduce allreduces (see bench/p4reduce_worker.py)."""
-    from bench import p4reduce_worker
+    from p4reduce.bench import p4reduce_worker
     return p4reduce_worker.unavailable_reason()
 
 
 def p4reduce_jobs(bn, size, reps, warmup, density):
     """One bench.p4reduce_worker per worker host, all joining one fresh job."""
-    from bench.hostrun import HostJob
-    from bench.systems import next_port
+    from p4reduce.bench.hostrun import HostJob
+    from p4reduce.bench.systems import next_port
     mode = "dense" if density >= 1.0 else "sparse"
     job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
     return [HostJob(h, "bench.p4reduce_worker",

@@ -15,12 +15,12 @@ from typing import Optional
 
 import numpy as np
 
-from bench import hostside, tensors
+from p4reduce.bench import hostside, tensors
 
 
 def unavailable_reason() -> Optional[str]:
     """None when the worker package offers the network allreduce this script drives."""
-    for module in ("worker.agent", "worker.streaming", "worker.job"):
+    for module in ("p4reduce.worker.agent", "p4reduce.worker.streaming", "p4reduce.worker.job"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"the worker package has no {module} yet (network allreduce API)"
@@ -30,7 +30,7 @@ def unavailable_reason() -> Optional[str]:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.p4reduce_worker", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m p4reduce.bench.p4reduce_worker", description=__doc__)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--world", type=int, required=True)
     p.add_argument("--controller", required=True, help="job API address HOST:PORT")
@@ -57,7 +57,7 @@ def connect(args):
     The barrier is a one-element allreduce through the switch: it returns once every worker has
     contributed, which is all the measurement loop needs.
     """
-    from worker.agent import Agent
+    from p4reduce.worker.agent import Agent
     agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world, mode=args.mode,
                   wait_timeout=args.timeout, advertise_ip=args.ip)
     if agent.rank != args.rank or agent.n_workers != args.world:

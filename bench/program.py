@@ -1,7 +1,7 @@
 """The compiled aggregation program a benchmark runs: BMv2 JSON plus its P4Info beside it.
 
 Default: what `make build` writes (build/p4reduce.json, build/p4reduce.p4info.txtpb);
-`python -m bench --program PATH` points elsewhere (the tests compile into a temporary directory).
+`python -m p4reduce.bench --program PATH` points elsewhere (the tests compile into a temporary directory).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from bench.aggregate import speedup
+from p4reduce.bench.aggregate import speedup
 
 
 def human_size(n: int) -> str:

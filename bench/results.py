@@ -20,7 +20,7 @@ def save(doc: dict, out_dir: pathlib.Path, stem: Optional[str] = None) -> pathli
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem or default_stem(doc)}.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    from bench import markdown
+    from p4reduce.bench import markdown
     path.with_suffix(".md").write_text(markdown.render(doc) + "\n")
     return path
 

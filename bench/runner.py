@@ -6,12 +6,12 @@ import sys
 import time
 from typing import Dict, List
 
-from bench import cells as cellmod
-from bench.grid import Grid
-from bench.links import LINKS
-from bench.machine import machine_info
-from bench.systems import SYSTEMS
-from bench.topology import BenchNet
+from p4reduce.bench import cells as cellmod
+from p4reduce.bench.grid import Grid
+from p4reduce.bench.links import LINKS
+from p4reduce.bench.machine import machine_info
+from p4reduce.bench.systems import SYSTEMS
+from p4reduce.bench.topology import BenchNet
 
 SCHEMA = "p4reduce-bench/1"
 
@@ -130,13 +130,13 @@ def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
     doc = {
         "schema": SCHEMA,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *argv]),
+        "command": " ".join(["python -m p4reduce.bench", *argv]),
         "mode": grid.mode,
         "machine": machine_info(),
         "grid": grid.as_dict(),
         "sections": {},
     }
-    from bench import extra_sections
+    from p4reduce.bench import extra_sections
     mininet = [s for s in grid.sections if s in MININET_SECTIONS]
     if mininet:
         t0 = time.time()

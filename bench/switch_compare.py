@@ -9,8 +9,8 @@ import os
 import pathlib
 import shutil
 
-from bench import program as progmod
-from bench import veth_rate
+from p4reduce.bench import program as progmod
+from p4reduce.bench import veth_rate
 
 WORKERS = 4           # the reference figure: a 32-lane, 4-worker SwitchML-style program
 WINDOW = 16           # slots each worker keeps in flight

@@ -1,6 +1,6 @@
 """Benchmark: in-process packets/s of the p4sim engine (not a test).
 
-    python -m bench.switch_rate [--seconds S] [--p4reduce-json PATH] [--workers W] [--json]
+    python -m p4reduce.bench.switch_rate [--seconds S] [--p4reduce-json PATH] [--workers W] [--json]
 
 * L2 forwarding: a one-table exact-match L2 switch (BMv2 JSON built below), 64-byte frames.
 * Aggregation, closed loop: W workers each send their packet for a slot; the last one completes it
@@ -17,7 +17,7 @@ import struct
 import sys
 import time
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED_AGG = REPO.parent / "shared" / "p4-reference" / "p4c-out" / "agg_mini.json"
@@ -115,7 +115,7 @@ def compile_p4reduce():
         import subprocess
         import tempfile
         out = pathlib.Path(tempfile.mkdtemp(prefix="p4sim-bench-")) / "p4reduce.json"
-        r = subprocess.run([sys.executable, "-m", "p4sim.compile", "-o", str(out), str(src)],
+        r = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "-o", str(out), str(src)],
                            capture_output=True, text=True, timeout=300, cwd=REPO)
         if r.returncode == 0 and out.exists():
             return out
@@ -133,10 +133,10 @@ def bench_p4reduce(path, seconds, workers=4, slots=16):
     """
     import numpy as np
 
-    from protocol import constants as PC
-    from protocol import p4names as N
-    from protocol.frames import udp_frame
-    from protocol.wire import Header, encode
+    from p4reduce.protocol import constants as PC
+    from p4reduce.protocol import p4names as N
+    from p4reduce.protocol.frames import udp_frame
+    from p4reduce.protocol.wire import Header, encode
 
     sw = Switch(path)
     job, grp = 1, 1

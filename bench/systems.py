@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 from typing import List, Optional
 
-from bench.hostrun import HostJob
-from bench.topology import BenchNet, P4
+from p4reduce.bench.hostrun import HostJob
+from p4reduce.bench.topology import BenchNet, P4
 
 _ports = itertools.count(29500)
 
@@ -45,7 +45,7 @@ class Gloo(System):
 
     def jobs(self, bn, size, reps, warmup, density=1.0):
         master = f"{bn.ip(bn.workers[0])}:{next_port()}"
-        return [HostJob(h, "bench.baselines.gloo_allreduce",
+        return [HostJob(h, "p4reduce.bench.baselines.gloo_allreduce",
                         ["--rank", r, "--world", len(bn.workers), "--master", master,
                          "--iface", bn.iface(h), "--size", size, "--reps", reps, "--warmup", warmup])
                 for r, h in enumerate(bn.workers)]
@@ -59,9 +59,9 @@ class ParamServer(System):
         port = next_port()
         world = len(bn.workers)
         common = ["--world", world, "--size", size]
-        server = HostJob(bn.server, "bench.baselines.param_server",
+        server = HostJob(bn.server, "p4reduce.bench.baselines.param_server",
                          ["server", *common, "--port", port, "--iface", bn.iface(bn.server)], wait=False)
-        workers = [HostJob(h, "bench.baselines.param_server",
+        workers = [HostJob(h, "p4reduce.bench.baselines.param_server",
                            ["worker", *common, "--rank", r, "--server", f"{bn.ip(bn.server)}:{port}",
                             "--iface", bn.iface(h), "--reps", reps, "--warmup", warmup])
                    for r, h in enumerate(bn.workers)]
@@ -75,11 +75,11 @@ class P4Reduce(System):
     def unavailable_reason(self, bn):
         if bn.switch_kind != P4:
             return f"needs the P4 switch, the network runs on {bn.switch_kind}"
-        from bench import p4net
+        from p4reduce.bench import p4net
         return p4net.p4reduce_unavailable_reason()
 
     def jobs(self, bn, size, reps, warmup, density=1.0):
-        from bench import p4net
+        from p4reduce.bench import p4net
         return p4net.p4reduce_jobs(bn, size, reps, warmup, density)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
-from bench.links import LinkSetting
+from p4reduce.bench.links import LinkSetting
 
 BRIDGE = "linux-bridge"
 P4 = "p4"
@@ -36,7 +36,7 @@ class BenchNet:
         self.nworkers = workers
         self.link = link
         self.switch_choice = switch
-        from bench import program as progmod
+        from p4reduce.bench import program as progmod
         self.program = program or progmod.DEFAULT
         self.switch_kind: Optional[str] = None
         self.switch_detail = ""
@@ -51,7 +51,7 @@ class BenchNet:
             raise TopologyError("the benchmark network needs root (Mininet)")
         try:
             if self.switch_choice in ("auto", P4):
-                from bench import p4net
+                from p4reduce.bench import p4net
                 reason = p4net.unavailable_reason(self.program)
                 if reason is None:
                     self._start_p4(p4net)
@@ -80,7 +80,7 @@ class BenchNet:
         from mininet.log import setLogLevel
         from mininet.net import Mininet
 
-        from bench.bridge import BenchBridge
+        from p4reduce.bench.bridge import BenchBridge
 
         setLogLevel("error")
         net = Mininet(topo=None, controller=None, link=TCLink, build=False, autoSetMacs=True)

@@ -18,8 +18,8 @@ import time
 import uuid
 from typing import List, Optional
 
-from bench import aggtraffic
-from bench import program as progmod
+from p4reduce.bench import aggtraffic
+from p4reduce.bench import program as progmod
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
@@ -103,7 +103,7 @@ class VethRig:
         return "\n".join(lines)
 
     def _start_target(self) -> None:
-        from mininet_topos.target import SwitchCommand, find_target, target_name
+        from p4reduce.mininet_topos.target import SwitchCommand, find_target, target_name
         cmd = SwitchCommand(ports=[(i + 1, sw) for i, (sw, _h) in enumerate(self.pairs)],
                             device_id=0, grpc_addr=self.grpc_addr, thrift_port=_free_port(),
                             log_file=str(self.workdir / "switch.log"), json_path=str(self.program),
@@ -128,11 +128,11 @@ class VethRig:
     def _program(self) -> None:
         """Pipeline, then one dense job with a slot window and its workers, installed by the
         controller's own JobProgrammer, so the entries follow the program as it evolves."""
-        from controller.connection import SwitchConnection
-        from controller.job_programmer import JobProgrammer
-        from controller.jobs import Job, Member
-        from controller.slots import SlotRange
-        from protocol import constants as C
+        from p4reduce.controller.connection import SwitchConnection
+        from p4reduce.controller.job_programmer import JobProgrammer
+        from p4reduce.controller.jobs import Job, Member
+        from p4reduce.controller.slots import SlotRange
+        from p4reduce.protocol import constants as C
 
         self.conn = SwitchConnection(self.grpc_addr, device_id=0, election_id=1)
         self.conn.connect(timeout=30)

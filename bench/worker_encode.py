@@ -1,7 +1,7 @@
 """Worker-side encode throughput: what a worker does to a float32 gradient before and after the
 switch, per compressor, on one core (target: >= 10 M elements/s for fixed point).
 
-    python -m bench.worker_encode [--size 4000000] [--repeat 5] [--quick] [--json]
+    python -m p4reduce.bench.worker_encode [--size 4000000] [--repeat 5] [--quick] [--json]
 
 For each compressor, one step is timed end to end without a network: exponent proposals,
 (agreement stubbed by a loopback reducer that returns this worker's own values as the "sum"),
@@ -20,12 +20,12 @@ import time
 
 import numpy as np
 
-from protocol import wire
-from protocol.constants import LANES
-from worker.communicator import Communicator
-from worker.compressors import COMPRESSORS, make_compressor
-from worker.memory import ErrorFeedback, NoMemory
-from worker.reducer import Reducer
+from p4reduce.protocol import wire
+from p4reduce.protocol.constants import LANES
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.compressors import COMPRESSORS, make_compressor
+from p4reduce.worker.memory import ErrorFeedback, NoMemory
+from p4reduce.worker.reducer import Reducer
 
 
 class LoopbackReducer(Reducer):
@@ -103,7 +103,7 @@ class EchoSwitch:
 
 def time_streaming(blocks: int) -> float:
     """Packets per second of one worker's UDP streaming loop against :class:`EchoSwitch`."""
-    from worker.streaming import JobParams, UdpReducer
+    from p4reduce.worker.streaming import JobParams, UdpReducer
     sw = EchoSwitch()
     red = UdpReducer(JobParams(1, 0, 1, 64, "127.0.0.1", sw.addr[1]), bind=("127.0.0.1", 0))
     x = np.arange(blocks * LANES, dtype=np.int32)
@@ -121,7 +121,7 @@ def time_streaming(blocks: int) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.worker_encode", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.bench.worker_encode", description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=4_000_000, help="float32 elements per step")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workers", type=int, default=4)

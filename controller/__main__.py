@@ -1,6 +1,6 @@
-"""`python -m controller ...` (see controller/cli.py)."""
+"""`python -m p4reduce.controller ...` (see controller/cli.py)."""
 import sys
 
-from controller.cli import main
+from p4reduce.controller.cli import main
 
 sys.exit(main())

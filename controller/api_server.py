@@ -11,9 +11,9 @@ import urllib.parse
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from controller.errors import BadRequest, ControllerError, NotFound
+from p4reduce.controller.errors import BadRequest, ControllerError, NotFound
 
-log = logging.getLogger("controller.api")
+log = logging.getLogger("p4reduce.controller.api")
 
 API_VERSION = "1"
 MAX_BODY = 64 * 1024

@@ -1,4 +1,4 @@
-"""`python -m controller COMMAND`: serve, shell, and non-interactive inspection commands.
+"""`python -m p4reduce.controller COMMAND`: serve, shell, and non-interactive inspection commands.
 
     serve      run the controller and the job API for a topology (or one switch)
     shell      p4runtime-shell's IPython shell plus p4reduce commands (see docs/controller.md)
@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 
-from controller import defaults, report
-from controller.errors import ControllerError
+from p4reduce.controller import defaults, report
+from p4reduce.controller.errors import ControllerError
 
 BUILD = pathlib.Path("build")
 
@@ -55,7 +55,7 @@ def _switch_args(p, wait=5.0):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m controller", description="p4reduce controller")
+    parser = argparse.ArgumentParser(prog="python -m p4reduce.controller", description="p4reduce controller")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -124,10 +124,10 @@ def build_parser():
 
 
 def open_inspector(args, need_registers=False):
-    from controller.connection import SwitchConnection
-    from controller.errors import SwitchError
-    from controller.inspection import SwitchInspector
-    from controller.registers import open_register_access
+    from p4reduce.controller.connection import SwitchConnection
+    from p4reduce.controller.errors import SwitchError
+    from p4reduce.controller.inspection import SwitchInspector
+    from p4reduce.controller.registers import open_register_access
     conn = SwitchConnection(args.grpc_addr, args.device_id, 1).connect(args.wait, arbitrate=False,
                                                                        report=lambda m: None)
     index, _ = conn.fetch_pipeline()
@@ -149,7 +149,7 @@ def _emit(args, data, text):
 
 def cmd_jobs(args):
     if args.api_addr:
-        from controller.api_client import JobApiClient, JobApiError
+        from p4reduce.controller.api_client import JobApiClient, JobApiError
         try:
             jobs = JobApiClient(args.api_addr).jobs()
         except JobApiError as e:
@@ -210,13 +210,13 @@ def cmd_groups(args):
 
 
 def cmd_serve(args):
-    from controller import topology as topo
-    from controller.api_server import JobApi, JobApiServer
-    from controller.jobs import JobManager
-    from controller.leases import LeaseReaper
-    from controller.service import Controller
-    from controller.slots import SlotPool
-    log = logging.getLogger("controller")
+    from p4reduce.controller import topology as topo
+    from p4reduce.controller.api_server import JobApi, JobApiServer
+    from p4reduce.controller.jobs import JobManager
+    from p4reduce.controller.leases import LeaseReaper
+    from p4reduce.controller.service import Controller
+    from p4reduce.controller.slots import SlotPool
+    log = logging.getLogger("p4reduce.controller")
     host, port = args.api_addr.rsplit(":", 1)
     tp = topo.load(args.topology) if args.topology else topo.single_switch(args.grpc_addr, args.device_id,
                                                                           args.thrift_port)
@@ -260,7 +260,7 @@ def cmd_serve(args):
 
 
 def cmd_shell(args):
-    from controller.shell import run_shell
+    from p4reduce.controller.shell import run_shell
     run_shell(args)
 
 

@@ -17,10 +17,10 @@ import grpc
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from controller.errors import SwitchError
-from controller.p4info import P4InfoIndex, load_p4info
+from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.p4info import P4InfoIndex, load_p4info
 
-log = logging.getLogger("controller.connection")
+log = logging.getLogger("p4reduce.controller.connection")
 
 Update = p4runtime_pb2.Update
 

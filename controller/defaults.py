@@ -1,6 +1,6 @@
 """Numbers the controller takes from the protocol (protocol/constants.py, the single source) and
 the few choices of its own (multicast group numbering, how long ended jobs are remembered)."""
-from protocol import constants
+from p4reduce.protocol import constants
 
 JOB_MULTICAST_BASE = 0x100   # job J multicasts results to group JOB_MULTICAST_BASE + J
 FLOOD_GROUP = 1              # L2 flood group (broadcast/ARP) installed by the forwarding installer

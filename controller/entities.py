@@ -8,7 +8,7 @@ tuples ((value, prefix_len), (value, mask), (lo, hi)).
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.codec import decode, encode, parse_int
+from p4reduce.controller.codec import decode, encode, parse_int
 
 MT = p4info_pb2.MatchField
 

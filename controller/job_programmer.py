@@ -8,14 +8,14 @@ import json
 import logging
 
 from p4.v1 import p4runtime_pb2
-from protocol import constants, p4names
+from p4reduce.protocol import constants, p4names
 
-from controller import defaults
-from controller.connection import Update, update
-from controller.entities import decode_table_entry, multicast_group, table_entry
-from controller.errors import SwitchError
+from p4reduce.controller import defaults
+from p4reduce.controller.connection import Update, update
+from p4reduce.controller.entities import decode_table_entry, multicast_group, table_entry
+from p4reduce.controller.errors import SwitchError
 
-log = logging.getLogger("controller.jobs")
+log = logging.getLogger("p4reduce.controller.jobs")
 
 RESET_REGISTERS = (p4names.SEEN, p4names.COUNT)  # what must be clear before a job uses a slot
 
@@ -192,7 +192,7 @@ class JobProgrammer:
             if rec is None:
                 continue
             addr = addrs.get((job_id, rank), {})
-            from controller.codec import format_ipv4, format_mac
+            from p4reduce.controller.codec import format_ipv4, format_mac
             rec["members"].append({
                 "rank": rank, "ip": format_ipv4(d["match"][ip_k]), "udp_port": d["match"][port_k],
                 "mac": format_mac(addr["mac"]) if "mac" in addr else None,

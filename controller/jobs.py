@@ -9,9 +9,9 @@ import re
 import threading
 import time
 
-from controller import defaults
-from controller.codec import parse_ipv4, parse_mac
-from controller.errors import BadRequest, Conflict, ControllerError, NotFound
+from p4reduce.controller import defaults
+from p4reduce.controller.codec import parse_ipv4, parse_mac
+from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, NotFound
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MODES = ("dense", "sparse")

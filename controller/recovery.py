@@ -8,8 +8,8 @@ pipeline (only the connection broke) keeps its entries and nothing is replayed.
 """
 import threading
 
-from controller.errors import SwitchError
-from controller.forwarding import install_forwarding
+from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.forwarding import install_forwarding
 
 
 class SwitchWatchdog:

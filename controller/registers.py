@@ -7,10 +7,10 @@ switch answers UNIMPLEMENTED.
 """
 import grpc
 
-from controller.codec import decode, encode
-from controller.connection import Update, update
-from controller.entities import register_entry
-from controller.errors import SwitchError
+from p4reduce.controller.codec import decode, encode
+from p4reduce.controller.connection import Update, update
+from p4reduce.controller.entities import register_entry
+from p4reduce.controller.errors import SwitchError
 
 DEFAULT_THRIFT_PORT = 9090
 

@@ -10,20 +10,20 @@ import json
 import logging
 import pathlib
 
-from protocol import p4names
+from p4reduce.protocol import p4names
 
-from controller.api_server import JobApi, JobApiServer
-from controller.connection import SwitchConnection
-from controller.errors import SwitchError
-from controller.forwarding import install_forwarding
-from controller.job_programmer import JobProgrammer, slot_pool_size
-from controller.jobs import JobManager
-from controller.leases import LeaseReaper
-from controller.recovery import SwitchWatchdog
-from controller.registers import open_register_access
-from controller.slots import SlotPool
+from p4reduce.controller.api_server import JobApi, JobApiServer
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.forwarding import install_forwarding
+from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
+from p4reduce.controller.jobs import JobManager
+from p4reduce.controller.leases import LeaseReaper
+from p4reduce.controller.recovery import SwitchWatchdog
+from p4reduce.controller.registers import open_register_access
+from p4reduce.controller.slots import SlotPool
 
-log = logging.getLogger("controller")
+log = logging.getLogger("p4reduce.controller")
 
 
 class StateFile:

@@ -1,4 +1,4 @@
-"""`python -m controller shell`: p4runtime-shell's IPython shell with p4reduce commands added.
+"""`python -m p4reduce.controller shell`: p4runtime-shell's IPython shell with p4reduce commands added.
 
 p4runtime-shell provides the P4Runtime objects (table_entry, counter_entry, multicast_group_entry,
 ...). We connect it as a *backup* client (low election id) so it never takes the primary role from
@@ -16,7 +16,7 @@ the running controller, and add read-only commands over our own inspector:
 """
 import sys
 
-from controller import report
+from p4reduce.controller import report
 
 COMMANDS_HELP = __doc__.split("read-only commands over our own inspector:", 1)[1]
 
@@ -98,13 +98,13 @@ def run_shell(args):
     """Start p4runtime-shell's IPython shell with our commands in its namespace."""
     from p4runtime_sh import shell as p4sh
 
-    from controller.api_client import JobApiClient
-    from controller.cli import open_inspector
-    from controller.connection import parse_election_id
+    from p4reduce.controller.api_client import JobApiClient
+    from p4reduce.controller.cli import open_inspector
+    from p4reduce.controller.connection import parse_election_id
 
     inspector = open_inspector(args)  # fails fast, with a clear message, if the switch is absent
     try:
-        from controller.registers import open_register_access
+        from p4reduce.controller.registers import open_register_access
         thrift = f"{args.grpc_addr.rsplit(':', 1)[0]}:{args.thrift_port}" if args.thrift_port else None
         inspector.registers = open_register_access(inspector.conn, thrift)
     except Exception as e:

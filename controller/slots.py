@@ -6,7 +6,7 @@ twice, and releasing returns exactly what was allocated.
 """
 import threading
 
-from controller.errors import BadRequest, Conflict, SlotsExhausted
+from p4reduce.controller.errors import BadRequest, Conflict, SlotsExhausted
 
 
 class SlotRange:

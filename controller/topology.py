@@ -23,7 +23,7 @@ import pathlib
 
 import yaml
 
-from controller.codec import parse_int, parse_ipv4, parse_mac
+from p4reduce.controller.codec import parse_int, parse_ipv4, parse_mac
 
 
 class TopologyError(ValueError):

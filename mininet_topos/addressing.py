@@ -38,7 +38,7 @@ def host_address(index: int, prefix: str = "h") -> HostAddress:
 def service_address():
     """(ip, mac) the switch answers aggregation packets on; the protocol's values when defined."""
     try:
-        import protocol  # noqa: WPS433 (optional until the dataplane package defines it)
+        from p4reduce import protocol # noqa: WPS433 (optional until the dataplane package defines it)
         ip = getattr(protocol, "SWITCH_IP", None) or getattr(protocol, "SERVICE_IP", None)
         mac = getattr(protocol, "SWITCH_MAC", None) or getattr(protocol, "SERVICE_MAC", None)
         if ip and mac:

@@ -1,7 +1,7 @@
-"""Command-line options shared by `python -m mininet_topos run` and `demo`."""
+"""Command-line options shared by `python -m p4reduce.mininet_topos run` and `demo`."""
 import argparse
 
-from mininet_topos import links
+from p4reduce.mininet_topos import links
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):

@@ -1,4 +1,4 @@
-"""Start the p4reduce controller (`python -m controller serve`) for a running network.
+"""Start the p4reduce controller (`python -m p4reduce.controller serve`) for a running network.
 
 The controller runs in the root namespace beside the switches; it reads the topology description,
 pushes the P4 pipeline over P4Runtime and serves the job API. We wait (bounded) until the API
@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
-from mininet_topos.p4switch import log_tail
+from p4reduce.mininet_topos.p4switch import log_tail
 
 DEFAULT_API_PORT = 8090
 
@@ -37,7 +37,7 @@ class ControllerProcess:
                  extra: Optional[List[str]] = None, start_timeout: float = 60.0):
         self.api_addr = api_addr
         self.log_path = Path(log_dir) / "controller.log"
-        self.argv = [sys.executable, "-m", "controller", "serve", "--topology", str(topology),
+        self.argv = [sys.executable, "-m", "p4reduce.controller", "serve", "--topology", str(topology),
                      "--api-addr", api_addr]
         if p4info:
             self.argv += ["--p4info", str(p4info)]

@@ -1,4 +1,4 @@
-"""`python -m mininet_topos demo` (`make demo`): the main job, non-interactive.
+"""`python -m p4reduce.mininet_topos demo` (`make demo`): the main job, non-interactive.
 
 Starts the topology on the embedded target with the controller, then runs three phases on every
 worker host, each a job of its own: a dense allreduce of gradient-sized tensors, a sparse one
@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import List
 
-from mininet_topos.hostproc import follow, start_on_hosts
-from mininet_topos.job_client import create_job
-from mininet_topos.links import from_args
-from mininet_topos.session import Session
+from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
+from p4reduce.mininet_topos.job_client import create_job
+from p4reduce.mininet_topos.links import from_args
+from p4reduce.mininet_topos.session import Session
 
 
 @dataclass
@@ -39,7 +39,7 @@ def phases(args) -> List[Phase]:
 
 
 def worker_command(session, phase: Phase, host, timeout: float) -> List[str]:
-    return [sys.executable, "-m", "mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
+    return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
             "--job", phase.name, "--workers", str(len(session.network.hosts)), "--advertise-ip", host.IP(),
             "--timeout", str(timeout)] + phase.args
 

@@ -1,6 +1,6 @@
 """The per-host side of `make demo`: one worker agent that reports progress as JSON lines.
 
-    python -m mininet_topos.demo_worker dense|sparse|train --controller 127.0.0.1:8090 --job NAME \
+    python -m p4reduce.mininet_topos.demo_worker dense|sparse|train --controller 127.0.0.1:8090 --job NAME \
         --workers 4 --advertise-ip 10.0.0.1 [--elements N --tensors K --density D] [--epochs E]
 
 dense/sparse: allreduce K generated int32 tensors through the switch and compare every sum with
@@ -25,7 +25,7 @@ def emit(**event):
 def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float) -> np.ndarray:
     """Gradient-like int32 tensor; with density < 1 only that fraction of its packet-sized blocks
     is non-zero (as in embedding-table gradients, where few rows are touched per step)."""
-    from protocol import constants as C
+    from p4reduce.protocol import constants as C
     rng = np.random.default_rng([seed, rank, index])
     x = rng.integers(-2**20, 2**20, elements, dtype=np.int32)
     if density < 1.0:
@@ -37,8 +37,8 @@ def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float)
 
 def dense_bytes(elements: int, tensors: int) -> int:
     """What dense (SwitchML) streaming puts on the wire for these tensors."""
-    from protocol import constants as C
-    from worker.wirecost import FRAME_OVERHEAD
+    from p4reduce.protocol import constants as C
+    from p4reduce.worker.wirecost import FRAME_OVERHEAD
     blocks = -(-elements // C.LANES)
     return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * C.LANES)
 
@@ -61,8 +61,8 @@ def run_allreduce(agent, args, density: float):
 
 
 def run_training(agent, args):
-    from worker.training.data import load_digits_split
-    from worker.training.loop import TrainConfig, train_worker
+    from p4reduce.worker.training.data import load_digits_split
+    from p4reduce.worker.training.loop import TrainConfig, train_worker
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     split = load_digits_split()
     n = agent.n_workers
@@ -85,13 +85,13 @@ def run_training(agent, args):
 
 
 def _reference_accuracy(split, args) -> float:
-    from worker.training.loop import TrainConfig, train_worker
+    from p4reduce.worker.training.loop import TrainConfig, train_worker
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     return train_worker(0, 1, split, cfg, lambda g, key: g).final_acc
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mininet_topos.demo_worker")
+    p = argparse.ArgumentParser(prog="python -m p4reduce.mininet_topos.demo_worker")
     p.add_argument("kind", choices=["dense", "sparse", "train"])
     p.add_argument("--controller", required=True)
     p.add_argument("--job", required=True)
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
     try:
-        from worker.agent import Agent
+        from p4reduce.worker.agent import Agent
         mode = "sparse" if args.kind == "sparse" else "dense"
         t0 = time.perf_counter()
         with Agent(args.controller, args.job, advertise_ip=args.advertise_ip, workers=args.workers,

@@ -1,6 +1,6 @@
 """The topology description file: what the controller needs to know about a running network.
 
-Written by `python -m mininet_topos run|demo` (default `run/topology.json`) once every switch's
+Written by `python -m p4reduce.mininet_topos run|demo` (default `run/topology.json`) once every switch's
 gRPC port is up. Format (version 1):
 
     {
@@ -35,8 +35,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from mininet_topos.addressing import service_address
-from mininet_topos.apirelay import api_source
+from p4reduce.mininet_topos.addressing import service_address
+from p4reduce.mininet_topos.apirelay import api_source
 
 VERSION = 1
 

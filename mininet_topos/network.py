@@ -15,12 +15,12 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
-from mininet_topos import links
-from mininet_topos.addressing import service_address
-from mininet_topos.description import describe, write_description
-from mininet_topos.links import LinkOptions
-from mininet_topos.p4switch import P4Switch
-from mininet_topos.topologies import topology_class
+from p4reduce.mininet_topos import links
+from p4reduce.mininet_topos.addressing import service_address
+from p4reduce.mininet_topos.description import describe, write_description
+from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.p4switch import P4Switch
+from p4reduce.mininet_topos.topologies import topology_class
 
 DEFAULT_GRPC_BASE = 9559
 DEFAULT_THRIFT_BASE = 9090

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from mininet.node import Switch
 
-from mininet_topos.target import DEFAULT_CPU_PORT, SwitchCommand, find_target, target_name
+from p4reduce.mininet_topos.target import DEFAULT_CPU_PORT, SwitchCommand, find_target, target_name
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0

@@ -1,11 +1,11 @@
-"""`python -m mininet_topos run` (`make run`): the topology, the controller, a default job, the CLI."""
+"""`python -m p4reduce.mininet_topos run` (`make run`): the topology, the controller, a default job, the CLI."""
 import sys
 
 from mininet.cli import CLI
 
-from mininet_topos.job_client import create_job
-from mininet_topos.links import from_args
-from mininet_topos.session import Session
+from p4reduce.mininet_topos.job_client import create_job
+from p4reduce.mininet_topos.links import from_args
+from p4reduce.mininet_topos.session import Session
 
 BANNER = """\
 p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
@@ -13,7 +13,7 @@ p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
   controller job API     http://{api}/v1   (also at this address inside every host)
   default job            {job!r}: {workers} workers, {mode}
 Run the workers from this CLI, e.g.:
-  h1 .venv/bin/python -m worker allreduce --controller {api} --job {job} --check &
+  h1 .venv/bin/python -m p4reduce.worker allreduce --controller {api} --job {job} --check &
   ... the same on h2 .. h{workers}; each prints a JSON report when the job's workers are all in.
 Inspect the switch from another terminal:  make shell
 Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.

@@ -9,11 +9,11 @@ import signal
 from pathlib import Path
 from typing import Optional
 
-from mininet_topos import runstate
-from mininet_topos.apirelay import ApiRelay
-from mininet_topos.controller_proc import ControllerProcess
-from mininet_topos.links import LinkOptions
-from mininet_topos.network import P4Network
+from p4reduce.mininet_topos import runstate
+from p4reduce.mininet_topos.apirelay import ApiRelay
+from p4reduce.mininet_topos.controller_proc import ControllerProcess
+from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.network import P4Network
 
 RUN_DIR = Path("run")
 DESCRIPTION = RUN_DIR / "topology.json"
@@ -73,8 +73,8 @@ class Session:
             self.network.start()
             self._record()
             if self.controller:
-                if importlib.util.find_spec("controller.__main__") is None:
-                    raise SessionError("the controller package has no `python -m controller` entry point yet")
+                if importlib.util.find_spec("p4reduce.controller.__main__") is None:
+                    raise SessionError("the controller package has no `python -m p4reduce.controller` entry point yet")
                 self.controller.start()
                 self._record()
                 host, port = self.api_addr.split(":")

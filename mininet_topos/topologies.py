@@ -1,6 +1,6 @@
 """The topologies the command line can name (`--topo star|two-tier`)."""
-from mininet_topos.star import StarTopo
-from mininet_topos.twotier import TwoTierTopo
+from p4reduce.mininet_topos.star import StarTopo
+from p4reduce.mininet_topos.twotier import TwoTierTopo
 
 TOPOLOGIES = {"star": StarTopo, "two-tier": TwoTierTopo}
 

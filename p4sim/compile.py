@@ -1,7 +1,7 @@
-"""Entry point of ``p4sim-compile`` (= ``python -m p4sim.compile``); see p4sim.compiler.cli."""
+"""Entry point of ``p4sim-compile`` (= ``python -m p4reduce.p4sim.compile``); see p4sim.compiler.cli."""
 import sys
 
-from p4sim.compiler.cli import main as _main
+from p4reduce.p4sim.compiler.cli import main as _main
 
 
 def main(argv=None):

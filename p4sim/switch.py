@@ -240,8 +240,8 @@ def trace_streams():
 
 def _start_thrift(device, port, log):
     """The Thrift runtime API: fatal if the port was asked for and is taken, else a warning."""
-    from p4sim.runtime import ServerError
-    from p4sim.runtime.thrift_service import ThriftServer
+    from p4reduce.p4sim.runtime import ServerError
+    from p4reduce.p4sim.runtime.thrift_service import ThriftServer
     explicit = port is not None
     thrift = ThriftServer(device, port if explicit else 9090)
     try:
@@ -257,11 +257,11 @@ def _start_thrift(device, port, log):
 
 def run(options, target, ready=None, stop_event=None):
     """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
-    from p4sim.ports import PacketLoop
-    from p4sim.runtime import P4RuntimeServer
+    from p4reduce.p4sim.ports import PacketLoop
+    from p4reduce.p4sim.runtime import P4RuntimeServer
 
     tracing = setup_logging(options)
-    log = logging.getLogger("p4sim.switch")
+    log = logging.getLogger("p4reduce.p4sim.switch")
     stop_event = stop_event or threading.Event()
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
                              target.drop_port)
@@ -324,8 +324,8 @@ def main(argv=None):
         print(f"p4sim-switch: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # ports and server errors carry their own clear messages
-        from p4sim.ports import PortError
-        from p4sim.runtime import ServerError
+        from p4reduce.p4sim.ports import PortError
+        from p4reduce.p4sim.runtime import ServerError
         if isinstance(exc, (PortError, ServerError)):
             print(f"p4sim-switch: error: {exc}", file=sys.stderr)
             return 1

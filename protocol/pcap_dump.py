@@ -1,4 +1,4 @@
-"""`python -m protocol.pcap_dump FILE.pcap [--lanes]`: one line per p4reduce packet in a capture
+"""`python -m p4reduce.protocol.pcap_dump FILE.pcap [--lanes]`: one line per p4reduce packet in a capture
 (p4sim-switch --pcap, tcpdump), other packets summarized by scapy. For looking at what the switch
 and the workers actually exchanged."""
 from __future__ import annotations
@@ -34,7 +34,7 @@ def describe(frames: Iterable[bytes], show_lanes: bool = False) -> List[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m protocol.pcap_dump", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.protocol.pcap_dump", description=__doc__.split("\n\n")[0])
     ap.add_argument("pcap", help="capture file (pcap)")
     ap.add_argument("--lanes", action="store_true", help="print the lanes of every p4reduce packet")
     args = ap.parse_args(argv)

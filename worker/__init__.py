@@ -1,7 +1,7 @@
 """p4reduce worker agents: quantization, switch-summable compressors, reliable UDP streaming,
 the allreduce API and training integrations (docs/worker.md).
 
-    import worker
+    from p4reduce import worker
     worker.init("10.0.0.100:8090", "demo")      # join the job (controller address + job name)
     total = worker.allreduce(array)             # float32 or int32, any shape
     fut = worker.allreduce_async(array)

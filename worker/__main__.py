@@ -1,4 +1,4 @@
-"""``python -m worker`` (see worker/cli.py)."""
+"""``python -m p4reduce.worker`` (see worker/cli.py)."""
 import sys
 
 from .cli import main

@@ -1,6 +1,6 @@
 """The worker agent: join a job, then allreduce numpy arrays through the switch.
 
-    from worker import Agent
+    from p4reduce.worker import Agent
     with Agent("10.0.0.100:8090", "demo", compressor="fixedpoint") as agent:
         total = agent.allreduce(np.ones(1000, np.float32))       # sum over the job's workers
         fut = agent.allreduce_async(grad, average=True)          # concurrent.futures.Future

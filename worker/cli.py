@@ -1,11 +1,11 @@
-"""``python -m worker``: run a worker agent from the command line.
+"""``python -m p4reduce.worker``: run a worker agent from the command line.
 
-    python -m worker allreduce --controller 10.0.0.100:8090 --job demo --count 10 --size 100000 --check
-    python -m worker train     --controller 10.0.0.100:8090 --job demo --model mlp --compressor topk
-    python -m worker simulate  --model mlp --compressor terngrad       # 4 threads, no network
-    python -m worker compressors                                        # list the compressors
+    python -m p4reduce.worker allreduce --controller 10.0.0.100:8090 --job demo --count 10 --size 100000 --check
+    python -m p4reduce.worker train     --controller 10.0.0.100:8090 --job demo --model mlp --compressor topk
+    python -m p4reduce.worker simulate  --model mlp --compressor terngrad       # 4 threads, no network
+    python -m p4reduce.worker compressors                                        # list the compressors
 
-Without a command (``python -m worker --controller C --job J ...``) it runs ``allreduce``.
+Without a command (``python -m p4reduce.worker --controller C --job J ...``) it runs ``allreduce``.
 
 ``allreduce`` generates each rank's tensors from (seed, rank, index), so ``--check`` can verify the
 switch's result bit-exactly for int32 (within the documented bound for float32) on every worker.
@@ -147,7 +147,7 @@ def cmd_compressors(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m worker", description="p4reduce worker agent (docs/worker.md)")
+    p = argparse.ArgumentParser(prog="python -m p4reduce.worker", description="p4reduce worker agent (docs/worker.md)")
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("allreduce", help="join a job and allreduce N generated tensors")
     _join_args(a)
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].startswith("--") and argv[0] not in ("--help",):
-        argv.insert(0, "allreduce")  # `python -m worker --controller C --job J` = allreduce (default)
+        argv.insert(0, "allreduce")  # `python -m p4reduce.worker --controller C --job J` = allreduce (default)
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -14,8 +14,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from protocol.constants import Mode
-from protocol.model import SwitchModel
+from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.model import SwitchModel
 
 
 def _busy_until(t: float) -> None:

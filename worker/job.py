@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 
-from controller.api_client import JobApiClient, JobApiError
+from p4reduce.controller.api_client import JobApiClient, JobApiError
 
 from .streaming import JobParams
 

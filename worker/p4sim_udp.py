@@ -1,7 +1,7 @@
 """The real P4 program on p4sim's engine, in-process, behind a UDP socket on loopback.
 
 Lets workers aggregate through p4src/p4reduce.p4 without Mininet, namespaces or root: tests,
-local experiments (``python -m worker.training.experiment --through p4sim``) and debugging.
+local experiments (``python -m p4reduce.worker.training.experiment --through p4sim``) and debugging.
 The control-plane entries are those of docs/protocol.md section 3, written with the engine's API
 (what the controller does over P4Runtime).
 """
@@ -11,9 +11,9 @@ import pathlib
 import socket
 import threading
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "p4reduce.p4"
@@ -22,7 +22,7 @@ SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
 
 def compile_program(path: pathlib.Path = PROGRAM) -> dict:
     """BMv2 JSON of the aggregation program, compiled by p4sim-compile."""
-    from p4sim.compiler import compile_file
+    from p4reduce.p4sim.compiler import compile_file
     return compile_file(str(path), include_dirs=[str(path.parent)]).bmv2
 
 
@@ -37,7 +37,7 @@ class P4SimUdpSwitch:
     """
 
     def __init__(self, bmv2_json, drop_every: int = 0):
-        from p4sim.engine import Switch
+        from p4reduce.p4sim.engine import Switch
         self.sw = Switch(bmv2_json)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))

@@ -21,7 +21,7 @@ import numpy as np
 from . import quantize as qz
 
 try:  # the wire's packet size; the protocol package owns it
-    from protocol.constants import LANES as DEFAULT_LANES
+    from p4reduce.protocol.constants import LANES as DEFAULT_LANES
 except ImportError:  # pragma: no cover - protocol/ is part of the project
     DEFAULT_LANES = 32
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocol import constants as C
-from protocol.wire import HEADER_DTYPE, Layout, bitmap_of
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.wire import HEADER_DTYPE, Layout, bitmap_of
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource, Reducer

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocol import constants as C
+from p4reduce.protocol import constants as C
 
 FRAME_OVERHEAD = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + C.HEADER_BYTES
 

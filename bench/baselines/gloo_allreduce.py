@@ -1,6 +1,6 @@
 """Baseline 1: gloo's ring allreduce through torch.distributed, one process per Mininet host.
 
-Run inside a host: ``python -m bench.baselines.gloo_allreduce --rank R --world N
+Run inside a host: ``python -m p4reduce.bench.baselines.gloo_allreduce --rank R --world N
 --master IP:PORT --iface hX-eth0 --size S --reps K``. Rendezvous is gloo's TCP store on rank 0;
 GLOO_SOCKET_IFNAME pins the data path to the host's benchmark interface.
 """
@@ -11,11 +11,11 @@ import datetime
 import os
 import sys
 
-from bench import hostside, tensors
+from p4reduce.bench import hostside, tensors
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.baselines.gloo_allreduce", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m p4reduce.bench.baselines.gloo_allreduce", description=__doc__)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--world", type=int, required=True)
     p.add_argument("--master", required=True, help="IP:PORT of rank 0's rendezvous store")

@@ -9,7 +9,7 @@ Wire protocol (one TCP connection per worker): a hello ``!II`` (rank, elements),
 made of one type byte: ``T`` + tensor bytes (answered with the sum), ``B`` (barrier, answered with
 ``B`` once all workers sent one), ``Q`` (quit).
 
-Run ``python -m bench.baselines.param_server server --world N --port P --size S --iface IF`` on
+Run ``python -m p4reduce.bench.baselines.param_server server --world N --port P --size S --iface IF`` on
 the server host and ``... worker --rank R --world N --server IP:PORT --size S --iface IF`` on each
 worker host.
 """
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from bench import counters, hostside, tensors
+from p4reduce.bench import counters, hostside, tensors
 
 HELLO = struct.Struct("!II")
 
@@ -187,7 +187,7 @@ def run_worker(args) -> int:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.baselines.param_server", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m p4reduce.bench.baselines.param_server", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="role", required=True)
     s = sub.add_parser("server", help="sum the workers' tensors and send the sum back")

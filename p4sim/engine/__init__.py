@@ -1,6 +1,6 @@
 """p4sim.engine: executes BMv2 JSON (v1model) in process.  Contract 2 of docs/architecture.md.
 
-    from p4sim.engine import Switch, EngineError
+    from p4reduce.p4sim.engine import Switch, EngineError
     sw = Switch(bmv2_json, cpu_port=None, drop_port=511)  # dict, JSON str/bytes, or a path
     out = sw.process(ingress_port, frame)                  # -> [(egress_port, bytes), ...]
 

@@ -9,7 +9,7 @@ from typing import Dict, Optional
 from .af_packet import AfPacketPort
 from .pcap import port_pcaps
 
-log = logging.getLogger("p4sim.ports")
+log = logging.getLogger("p4reduce.p4sim.ports")
 
 BATCH = 64  # frames read from one socket before looking at the others
 

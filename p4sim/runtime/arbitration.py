@@ -15,7 +15,7 @@ from p4.v1 import p4runtime_pb2
 
 from .errors import invalid, not_found, permission_denied, failed_precondition
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
 def election_value(election_id) -> int:

@@ -16,7 +16,7 @@ from .pipeline import Pipeline
 from .pre import Replication
 from .tables import Tables
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 SetRequest = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
@@ -41,7 +41,7 @@ class Device:
     # -- pipeline ------------------------------------------------------------------------------
     def load_json(self, program_json):
         """Start with a BMv2 JSON and no P4Info (the positional JSON argument of the CLI)."""
-        from p4sim.engine import Switch
+        from p4reduce.p4sim.engine import Switch
         engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port)
         with self.lock:
             self.loaded_program = program_json  # what the Thrift bm_get_config answers

@@ -14,7 +14,7 @@ from p4.v1 import p4runtime_pb2
 from . import bytestrings
 from .errors import failed_precondition, invalid
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
 def pack_header(header, metadata, what="PacketOut") -> bytes:

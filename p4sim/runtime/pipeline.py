@@ -209,7 +209,7 @@ class Pipeline:
 
     def build_engine(self, cpu_port=None, drop_port=511):
         """Compile the JSON with the engine; INVALID_ARGUMENT with the engine's message on failure."""
-        from p4sim.engine import Switch
+        from p4reduce.p4sim.engine import Switch
         try:
             return Switch(self.program, cpu_port=cpu_port, drop_port=drop_port)
         except ValueError as exc:

@@ -11,7 +11,7 @@ from .device import Device
 from .packet_io import PacketPath
 from .service import P4RuntimeService
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
 class ServerError(Exception):

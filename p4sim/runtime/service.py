@@ -10,7 +10,7 @@ from .arbitration import Arbitration, StreamSession
 from .errors import (P4RuntimeError, abort_with_status, invalid, not_found,
                      permission_denied, rpc_code, unimplemented, write_status)
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 API_VERSION = "1.4.1"
 READ_CHUNK = 1000  # entities per ReadResponse message

@@ -12,7 +12,7 @@ import os
 import socket
 import threading
 
-log = logging.getLogger("p4sim.runtime")
+log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
 def _thrift_modules():

@@ -1,7 +1,7 @@
 """Result aggregation: slowest-worker completion time, per-worker bytes, consistency checks."""
 import pytest
 
-from bench import aggregate
+from p4reduce.bench import aggregate
 
 
 def rec(rank, times, tx, rx, reps=None, verified=True):

@@ -1,9 +1,9 @@
 """The packet-rate traffic generator's frames follow docs/protocol.md and results are recognised."""
 import numpy as np
 
-from bench import aggtraffic
-from protocol import constants as C
-from protocol import frames, wire
+from p4reduce.bench import aggtraffic
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import frames, wire
 
 EP = aggtraffic.Endpoint(rank=2, iface="x", ip="10.0.0.3", mac="00:00:00:00:00:03", udp_port=40002)
 SVC = aggtraffic.Service(ip="10.0.0.254", mac="00:00:00:00:01:fe")

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from bench import counters
+from p4reduce.bench import counters
 
 SAMPLE = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from bench import hostrun
+from p4reduce.bench import hostrun
 
 
 class LocalHost:

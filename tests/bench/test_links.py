@@ -1,7 +1,7 @@
 """Link settings: what TCLink gets, and honest reporting of what the kernel could apply."""
 import pytest
 
-from bench import links
+from p4reduce.bench import links
 
 
 def test_unshaped_is_plain_veth():

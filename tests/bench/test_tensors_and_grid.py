@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from bench import grid, tensors
+from p4reduce.bench import grid, tensors
 
 
 @pytest.mark.parametrize("world,size,density", [(4, 1000, 1.0), (8, 4096, 0.25), (3, 777, 0.01)])
@@ -56,6 +56,6 @@ def test_grid_validation_names_the_problem():
     (["--sections", "everything"], "unknown section 'everything'"),
 ])
 def test_cli_rejects_bad_arguments_clearly(args, msg):
-    proc = subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", *args], capture_output=True, text=True)
     assert proc.returncode == 2
     assert msg in proc.stderr and "Traceback" not in proc.stderr

@@ -2,7 +2,7 @@
 import pathlib
 import textwrap
 
-from p4sim.compiler import CompileError, compile_file
+from p4reduce.p4sim.compiler import CompileError, compile_file
 
 V1_PRELUDE = "#include <core.p4>\n#include <v1model.p4>\n"
 

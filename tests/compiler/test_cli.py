@@ -10,7 +10,7 @@ from p4.config.v1 import p4info_pb2
 
 from compiler_helpers import program, write
 
-from p4sim.compiler.cli import main
+from p4reduce.p4sim.compiler.cli import main
 
 TABLE = ("action set(bit<8> v) { meta.a = v; } "
          "table t { key = { hdr.eth.etype: exact; } actions = { set; NoAction; } default_action = NoAction(); } "
@@ -104,7 +104,7 @@ def test_warnings_and_werror(tmp_path, capsys):
 def test_module_entry_point(tmp_path, src):
     out = tmp_path / "m.json"
     env = dict(os.environ)
-    proc = subprocess.run([sys.executable, "-m", "p4sim.compile", "--p4v", "16", "-o", str(out), str(src)],
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "--p4v", "16", "-o", str(out), str(src)],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["program"] == str(src)

@@ -3,7 +3,7 @@ import pytest
 
 from compiler_helpers import compile_error, line_of, program, write
 
-from p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import compile_file
 
 
 def err_at(tmp_path, text, needle, message, nth=0):
@@ -134,7 +134,7 @@ def test_position_in_included_file(tmp_path):
     (tmp_path / "inc" / "defs.p4").write_text("// a header file\n\nconst bit<8> X = 1;\nconst bit<8> Y = Z;\n")
     text = program(decls='#include "inc/defs.p4"')
     p = write(tmp_path, text)
-    from p4sim.compiler import CompileError
+    from p4reduce.p4sim.compiler import CompileError
     with pytest.raises(CompileError) as ei:
         compile_file(str(p))
     assert ei.value.pos.file.endswith("inc/defs.p4")

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import compile_file
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "p4"
 ALL = sorted(p.name for p in EXAMPLES.glob("*.p4"))
@@ -32,7 +32,7 @@ def _csum(b):
 
 @pytest.fixture(scope="module")
 def engine():
-    from p4sim import engine
+    from p4reduce.p4sim import engine
     return engine
 
 

@@ -6,7 +6,7 @@ from p4.config.v1 import p4info_pb2
 
 from compiler_helpers import action_by_name, by_name, compile_text, ops, pipeline, program
 
-from p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import compile_file
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "p4"
 

@@ -3,7 +3,7 @@ import pathlib
 
 import pytest
 
-from p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import compile_file
 
 P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4src" / "p4reduce.p4"
 
@@ -22,7 +22,7 @@ def test_p4reduce_compiles_without_warnings(result):
 
 
 def test_p4reduce_loads_in_engine(result):
-    from p4sim import engine
+    from p4reduce.p4sim import engine
     sw = engine.Switch(result.bmv2)
     assert set(sw.program.registers) == {r.preamble.name for r in result.p4info.registers}
     assert {t.preamble.name for t in result.p4info.tables} <= set(sw.program.tables)

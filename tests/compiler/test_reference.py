@@ -5,7 +5,7 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import compile_file
 
 from compiler_helpers import by_name, strip_source_info
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from p4sim.compiler import CompileError, compile_file
+from p4reduce.p4sim.compiler import CompileError, compile_file
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "p4"
 OPS = ["+", "-", "*", "&", "|", "^", "<", ">", "==", "!", "~", "<<", ">>", "++", "|+|", "?", ":", ";", "{", "}"]

@@ -98,7 +98,7 @@ class Gen:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_expressions_match_p4_semantics(tmp_path, seed):
-    from p4sim import engine
+    from p4reduce.p4sim import engine
     rnd = random.Random(seed)
     env = {"a": rnd.randrange(256), "b": rnd.randrange(256), "c": rnd.randrange(65536),
            "s": wrap(rnd.randrange(256), 8, True), "t": wrap(rnd.randrange(256), 8, True)}

@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from controller.cli import main
-from controller.connection import SwitchConnection
-from controller.entities import multicast_group, table_entry
-from controller.inspection import SwitchInspector
-from controller.registers import open_register_access
-from controller.shell import ShellCommands
+from p4reduce.controller.cli import main
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.entities import multicast_group, table_entry
+from p4reduce.controller.inspection import SwitchInspector
+from p4reduce.controller.registers import open_register_access
+from p4reduce.controller.shell import ShellCommands
 
 
 @pytest.fixture
@@ -62,13 +62,13 @@ def test_entries_groups_counters_commands(agg_switch, capsys):
 
 def test_cli_entry_point_and_unreachable_switch(agg_switch):
     addr, _ = agg_switch
-    proc = subprocess.run([sys.executable, "-m", "controller", "registers", "Ing.seen", "--index", "4",
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "registers", "Ing.seen", "--index", "4",
                            "--grpc-addr", addr], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.splitlines()[1] == "  [4] 5"
-    proc = subprocess.run([sys.executable, "-m", "controller", "jobs", "--grpc-addr", "127.0.0.1:1", "--wait", "0.5"],
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "jobs", "--grpc-addr", "127.0.0.1:1", "--wait", "0.5"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no P4Runtime server answered within 0.5 s" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "controller", "registers", "x", "--range", "5:2"],
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "registers", "x", "--range", "5:2"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "need 0 <= START < STOP" in proc.stderr
 
@@ -100,7 +100,7 @@ def test_interactive_shell_has_p4runtime_shell_and_project_commands(agg_switch):
         "print('READ', len(list(table_entry['Egr.rewrite'].read())))",
         'reg("nope")',
         "exit", ""])
-    proc = subprocess.run([sys.executable, "-m", "controller", "shell", "--grpc-addr", addr],
+    proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "shell", "--grpc-addr", addr],
                           input=script, capture_output=True, text=True, timeout=120)
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr

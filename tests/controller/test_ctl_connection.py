@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from controller.connection import SwitchConnection
-from controller.entities import decode_table_entry, table_entry
-from controller.errors import SwitchError
-from controller.forwarding import install_forwarding
-from controller.inspection import SwitchInspector
-from controller.registers import P4RuntimeRegisters, open_register_access
-from controller.topology import from_dict
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.entities import decode_table_entry, table_entry
+from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.forwarding import install_forwarding
+from p4reduce.controller.inspection import SwitchInspector
+from p4reduce.controller.registers import P4RuntimeRegisters, open_register_access
+from p4reduce.controller.topology import from_dict
 
 
 def _free_port():
@@ -127,7 +127,7 @@ def test_registers_and_counters_over_p4runtime(p4rt_server, reference_dir):
 
 def test_registers_fall_back_to_thrift_on_unimplemented(reference_dir):
     from ctl_bmv2_like import Bmv2LikeSwitch
-    from controller.registers import ThriftRegisters
+    from p4reduce.controller.registers import ThriftRegisters
     sw = Bmv2LikeSwitch().start()
     out = reference_dir / "p4c-out"
     try:

@@ -5,14 +5,14 @@ import time
 import urllib.request
 
 import pytest
-from protocol import constants
+from p4reduce.protocol import constants
 
-from controller.api_client import JobApiClient, JobApiError
-from controller.api_server import JobApi, JobApiServer
-from controller.jobs import JobManager
-from controller.leases import LeaseReaper
-from controller.slots import SlotPool
-from controller.topology import from_dict
+from p4reduce.controller.api_client import JobApiClient, JobApiError
+from p4reduce.controller.api_server import JobApi, JobApiServer
+from p4reduce.controller.jobs import JobManager
+from p4reduce.controller.leases import LeaseReaper
+from p4reduce.controller.slots import SlotPool
+from p4reduce.controller.topology import from_dict
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

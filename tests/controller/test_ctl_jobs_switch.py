@@ -6,15 +6,15 @@ import time
 
 import numpy as np
 import pytest
-from protocol import constants, frames, p4names, wire
+from p4reduce.protocol import constants, frames, p4names, wire
 
-from controller.api_client import JobApiClient, JobApiError
-from controller.cli import main as cli_main
-from controller.connection import SwitchConnection
-from controller.inspection import SwitchInspector
-from controller.registers import open_register_access
-from controller.service import Controller
-from controller.topology import from_dict
+from p4reduce.controller.api_client import JobApiClient, JobApiError
+from p4reduce.controller.cli import main as cli_main
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.inspection import SwitchInspector
+from p4reduce.controller.registers import open_register_access
+from p4reduce.controller.service import Controller
+from p4reduce.controller.topology import from_dict
 
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
 
@@ -238,7 +238,7 @@ def test_forwarding_from_topology(controller_factory, p4rt_server):
 
 
 def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
-    from controller.connection import Update, update
+    from p4reduce.controller.connection import Update, update
     start, addr = controller_factory
     first = start()
     job = JobApiClient(first.api_server.address).create("named", 1, slots=4)
@@ -271,7 +271,7 @@ def test_switch_failure_is_reported_and_rolled_back(controller_factory, p4rt_ser
 def test_watching_a_slot_shows_aggregation_progress(controller_factory, p4rt_server, capsys, monkeypatch):
     import io
 
-    from controller.shell import ShellCommands
+    from p4reduce.controller.shell import ShellCommands
     start, addr = controller_factory
     server, _ = p4rt_server
     ctl = start()
@@ -333,7 +333,7 @@ def test_source_guard_from_topology(controller_factory, p4rt_server):
 def test_switch_restart_is_recovered(controller_factory, p4rt_server):
     """The switch process dies and comes back empty on the same address: the controller reconnects,
     pushes the program, reinstalls forwarding and the running job, and aggregation works again."""
-    from p4sim.runtime import P4RuntimeServer
+    from p4reduce.p4sim.runtime import P4RuntimeServer
     start, addr = controller_factory
     server, _ = p4rt_server
     ctl = start()

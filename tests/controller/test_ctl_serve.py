@@ -1,4 +1,4 @@
-"""`python -m controller serve` as a user runs it, against `python -m p4sim.switch` subprocesses on
+"""`python -m p4reduce.controller serve` as a user runs it, against `python -m p4reduce.p4sim.switch` subprocesses on
 loopback: pipeline push, job API, SIGTERM, restart resuming the job, a second controller refused."""
 import json
 import os
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from controller.api_client import JobApiClient, JobApiError
+from p4reduce.controller.api_client import JobApiClient, JobApiError
 
 
 def free_port():
@@ -31,7 +31,7 @@ def wait_for(pred, timeout, what):
 @pytest.fixture
 def switch_proc():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.switch", "--no-p4", "--",
+    proc = subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.switch", "--no-p4", "--",
                              "--grpc-server-addr", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     yield f"127.0.0.1:{port}"
@@ -41,7 +41,7 @@ def switch_proc():
 
 def start_controller(topo, build, api_port, state, *extra):
     p4info, bmv2 = build
-    return subprocess.Popen([sys.executable, "-m", "controller", "serve", "--topology", str(topo),
+    return subprocess.Popen([sys.executable, "-m", "p4reduce.controller", "serve", "--topology", str(topo),
                              "--p4info", str(p4info), "--bmv2-json", str(bmv2), "--api-addr",
                              f"127.0.0.1:{api_port}", "--state-file", str(state), "--wait", "20", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -83,7 +83,7 @@ def test_serve_restart_and_second_controller(switch_proc, p4reduce_build, tmp_pa
         job = client.job("train")
         assert job["state"] == "running" and [m["ip"] for m in job["members"]] == ["127.0.0.1", "10.0.0.2"]
         # another controller with a lower election id is refused, and says why
-        other = subprocess.run([sys.executable, "-m", "controller", "serve", "--grpc-addr", switch_proc,
+        other = subprocess.run([sys.executable, "-m", "p4reduce.controller", "serve", "--grpc-addr", switch_proc,
                                 "--election-id", "3", "--api-addr", f"127.0.0.1:{free_port()}",
                                 "--state-file", ""], capture_output=True, text=True, timeout=60)
         assert other.returncode == 1 and "is not primary" in other.stderr and "election id 10" in other.stderr

@@ -2,8 +2,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from controller.errors import BadRequest, Conflict, SlotsExhausted
-from controller.slots import SlotPool
+from p4reduce.controller.errors import BadRequest, Conflict, SlotsExhausted
+from p4reduce.controller.slots import SlotPool
 
 ops = st.lists(
     st.one_of(

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from controller.forwarding import forwarding_entries
-from controller.p4info import P4InfoIndex
-from controller.topology import TopologyError, from_dict, load
+from p4reduce.controller.forwarding import forwarding_entries
+from p4reduce.controller.p4info import P4InfoIndex
+from p4reduce.controller.topology import TopologyError, from_dict, load
 
 
 def test_yaml_file_and_multi_switch_paths(tmp_path):

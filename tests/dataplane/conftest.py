@@ -13,5 +13,5 @@ def compiled(tmp_path_factory):
 
 @pytest.fixture
 def fabric(compiled):
-    from p4sim.engine import Switch
+    from p4reduce.p4sim.engine import Switch
     return Fabric(Switch(str(compiled)))

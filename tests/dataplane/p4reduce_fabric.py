@@ -10,12 +10,12 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import Mode
-from protocol.frames import parse_udp_frame, udp_frame
-from protocol.model import SwitchModel
-from protocol.wire import Layout
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol.model import SwitchModel
+from p4reduce.protocol.wire import Layout
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SWITCH_MAC = "02:00:00:00:00:fe"
@@ -26,7 +26,7 @@ def compile_program(out_dir: pathlib.Path, defines: Tuple[str, ...] = ()) -> Tup
     """Compile p4src/p4reduce.p4 with p4sim-compile -> (json path, stderr)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "p4reduce.json"
-    cmd = [sys.executable, "-m", "p4sim.compile", "--p4v", "16", "--p4runtime-files",
+    cmd = [sys.executable, "-m", "p4reduce.p4sim.compile", "--p4v", "16", "--p4runtime-files",
            str(out_dir / "p4reduce.p4info.txtpb"), "-o", str(json_path)]
     cmd += [f"-D{d}" for d in defines] + [str(REPO / "p4src" / "p4reduce.p4")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

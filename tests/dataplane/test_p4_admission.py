@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import DropReason, Mode, MsgType
-from protocol.frames import udp_frame
-from protocol.wire import Header, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import DropReason, Mode, MsgType
+from p4reduce.protocol.frames import udp_frame
+from p4reduce.protocol.wire import Header, encode
 from p4reduce_fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
 
 
@@ -122,7 +122,7 @@ def test_counts_survive_a_good_round(two_jobs):
         f.inject(port, frame)
     f.send(1, 1, contribution(1, 1))
     out = f.send(1, 2, contribution(1, 2))
-    from protocol.wire import decode
+    from p4reduce.protocol.wire import decode
     assert len(out) == 3 and all((decode(p)[1] == 3003).all() for _, _, p in out)
 
 
@@ -141,6 +141,6 @@ def test_spoofed_port_counts_nothing_even_for_the_last_contribution(two_jobs):
     assert f.drops() == {DropReason.SPOOFED_PORT: 4}
     assert state_snapshot(f.sw, range(16)) == before
     out = f.send(1, 2, contribution(1, 2))
-    from protocol.wire import decode
+    from p4reduce.protocol.wire import decode
     assert len(out) == 3 and all((decode(p)[1] == 3003).all() for _, _, p in out)
     f.assert_counters_match_model()

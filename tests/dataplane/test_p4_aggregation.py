@@ -3,12 +3,12 @@ exact integer sums, dense and sparse, 2 to 32 workers, under loss, duplication a
 import numpy as np
 import pytest
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
-from protocol.lossy_net import LossyNetwork
-from protocol.reference_worker import JobRun
-from protocol.wire import Header, decode, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
+from p4reduce.protocol.lossy_net import LossyNetwork
+from p4reduce.protocol.reference_worker import JobRun
+from p4reduce.protocol.wire import Header, decode, encode
 
 
 def sparse_tensor(rng, length, density, lo=-10**6, hi=10**6):
@@ -195,7 +195,7 @@ def test_late_copy_of_an_old_round_cannot_start_a_round(fabric):
 def test_scapy_reads_the_switch_output(fabric):
     """What the P4 program emits dissects with protocol.scapy_layer as it decodes with the codec."""
     from scapy.all import Ether
-    from protocol.scapy_layer import P4Reduce
+    from p4reduce.protocol.scapy_layer import P4Reduce
     fabric.add_job(1, 2, slot_base=0, slot_count=1, mode=Mode.SPARSE)
     b = np.zeros(C.LANES, np.int32); b[C.SUBBLOCK * 2:C.SUBBLOCK * 3] = -42
     fabric.send(1, 0, packet(0, block=b, bitmap=0b0100, nxt=320, exp=150))

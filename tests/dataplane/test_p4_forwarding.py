@@ -2,10 +2,10 @@
 
 from scapy.all import ARP, ICMP, IP, TCP, UDP, Ether, raw
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import AggEvent, DropReason
-from protocol.frames import ipv4_checksum
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import AggEvent, DropReason
+from p4reduce.protocol.frames import ipv4_checksum
 
 H1 = ("02:00:00:00:00:01", "10.0.0.1", 1)
 H2 = ("02:00:00:00:00:02", "10.0.0.2", 2)

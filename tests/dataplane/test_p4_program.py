@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import Mode
-from protocol.lossy_net import LossyNetwork
-from protocol.reference_worker import JobRun
-from protocol.wire import Layout
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.lossy_net import LossyNetwork
+from p4reduce.protocol.reference_worker import JobRun
+from p4reduce.protocol.wire import Layout
 from p4reduce_fabric import Fabric, compile_program
 
 
@@ -47,7 +47,7 @@ def test_p4info_names(compiled):
 
 @pytest.mark.parametrize("lanes,subblock,slots,max_workers", [(64, 16, 64, 64), (16, 4, 32, 8), (8, 8, 16, 4)])
 def test_other_sizes_aggregate(tmp_path, lanes, subblock, slots, max_workers):
-    from p4sim.engine import Switch
+    from p4reduce.p4sim.engine import Switch
     json_path, stderr = compile_program(tmp_path, (f"LANES={lanes}", f"SUBBLOCK={subblock}",
                                                    f"SLOTS={slots}", f"MAX_WORKERS={max_workers}"))
     assert stderr.strip() == ""

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from protocol import constants as C
-from protocol.constants import Mode
-from protocol.lossy_net import LossyNetwork
-from protocol.reference_worker import JobRun
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.lossy_net import LossyNetwork
+from p4reduce.protocol.reference_worker import JobRun
 from p4reduce_fabric import Fabric
 
 
@@ -33,7 +33,7 @@ def tensor(rng, length, density, magnitude):
        spurious=st.floats(0, 0.05), second_job=st.booleans(), seed=st.integers(0, 2**31))
 def test_p4_matches_model_under_any_interleaving(program, n, slots, length, density, mode, magnitude,
                                                  loss, dup, spurious, second_job, seed):
-    from p4sim.engine import Switch
+    from p4reduce.p4sim.engine import Switch
     fabric = Fabric(Switch(program))
     rng = np.random.default_rng(seed)
     runs, tensors = {}, {}

@@ -6,13 +6,13 @@ import json
 import numpy as np
 from scapy.all import ARP, ICMP, IP, Ether, raw
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import AggEvent, DropReason, Mode, MsgType
-from protocol.frames import udp_frame
-from protocol.lossy_net import LossyNetwork
-from protocol.reference_worker import JobRun
-from protocol.wire import Header, decode, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import AggEvent, DropReason, Mode, MsgType
+from p4reduce.protocol.frames import udp_frame
+from p4reduce.protocol.lossy_net import LossyNetwork
+from p4reduce.protocol.reference_worker import JobRun
+from p4reduce.protocol.wire import Header, decode, encode
 from p4reduce_fabric import SWITCH_IP, SWITCH_MAC
 from test_p4_two_tier import TwoTier
 

@@ -5,12 +5,12 @@ import json
 
 import numpy as np
 
-from protocol import constants as C
-from protocol import p4names as N
-from protocol.constants import AggEvent, Mode
-from protocol.frames import parse_udp_frame, udp_frame
-from protocol.lossy_net import LossyNetwork
-from protocol.reference_worker import JobRun
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import AggEvent, Mode
+from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol.lossy_net import LossyNetwork
+from p4reduce.protocol.reference_worker import JobRun
 from p4reduce_fabric import SWITCH_IP, SWITCH_MAC
 
 UPLINK = 9                       # leaf port towards the spine
@@ -21,7 +21,7 @@ class TwoTier:
     """Workers 0..n-1 alternate between leaf1 and leaf2 (leaf port = rank // 2 + 1)."""
 
     def __init__(self, program, n, job_id=1, slot_count=3, mode=Mode.SPARSE, guard=False):
-        from p4sim.engine import Switch
+        from p4reduce.p4sim.engine import Switch
         self.sw = {name: Switch(program) for name in ("leaf1", "leaf2", "spine")}
         self.hosts = {}
         for r in range(n):
@@ -91,7 +91,7 @@ def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled):
     program = json.loads(compiled.read_text())
     net = TwoTier(program, 4, slot_count=1, mode=Mode.DENSE)
     spine = net.sw["spine"]
-    from protocol.wire import Header, encode
+    from p4reduce.protocol.wire import Header, encode
     block = np.full(C.LANES, 7, np.int32)
     victim = net.hosts[0]                                  # rank 0, under leaf1
     forged = udp_frame("02:00:00:00:0e:0e", SWITCH_MAC, victim["ip"], SWITCH_IP, victim["udp"],
@@ -105,5 +105,5 @@ def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled):
     for r in range(4):
         out = net.send(1, r, encode(Header(job_id=1, rank=r, bitmap=C.full_bitmap()),
                                     np.full(C.LANES, r + 1, np.int32)))
-    from protocol.wire import decode
+    from p4reduce.protocol.wire import decode
     assert len(out) == 4 and all((decode(p)[1] == 10).all() for _, _, p in out)

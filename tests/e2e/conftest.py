@@ -60,7 +60,7 @@ def p4reduce_program(tmp_path_factory):
     import sys
     out = tmp_path_factory.mktemp("build")
     json_path, p4info = out / "p4reduce.json", out / "p4reduce.p4info.txtpb"
-    compiler = [shutil.which("p4c-bm2-ss")] if shutil.which("p4c-bm2-ss") else [sys.executable, "-m", "p4sim.compile"]
+    compiler = [shutil.which("p4c-bm2-ss")] if shutil.which("p4c-bm2-ss") else [sys.executable, "-m", "p4reduce.p4sim.compile"]
     result = subprocess.run(compiler + ["--p4v", "16", "--p4runtime-files", str(p4info), "-o", str(json_path),
                                         str(REPO / "p4src" / "p4reduce.p4")], capture_output=True, text=True)
     assert result.returncode == 0, f"compiling p4reduce.p4 failed:\n{result.stderr}"
@@ -70,8 +70,8 @@ def p4reduce_program(tmp_path_factory):
 @pytest.fixture
 def session_factory(tmp_path, node_prefix, p4reduce_program):
     """Start Sessions (network + controller + job-API relay) on unique names and ports; stops them all."""
-    from mininet_topos.links import LinkOptions
-    from mininet_topos.session import Session
+    from p4reduce.mininet_topos.links import LinkOptions
+    from p4reduce.mininet_topos.session import Session
     started = []
 
     def start(workers=4, link=LinkOptions(), topo="star", controller_args=None):

@@ -1,7 +1,7 @@
 """Workers on Mininet hosts allreduce through p4sim-switch running p4reduce.p4, bit-exactly."""
 import pytest
 
-from mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.links import LinkOptions
 
 from .workers import assert_exact, by_index, run_job
 
@@ -38,7 +38,7 @@ def test_two_jobs_at_once_stay_separate(session_factory):
     first = run_job(session, [h1, h2], "e2e-job-a", "dense", elements=8192, tensors=2, start_only=True)
     second = run_job(session, [h3, h4], "e2e-job-b", "sparse", elements=8192, tensors=2, density=0.2,
                      extra=["--seed", "11"], start_only=True)
-    from mininet_topos.hostproc import follow
+    from p4reduce.mininet_topos.hostproc import follow
     follow(first + second, timeout=120)
     assert_exact(first)
     assert_exact(second)

@@ -7,7 +7,7 @@ import pytest
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from mininet_topos.apirelay import ApiRelay, api_source
+from p4reduce.mininet_topos.apirelay import ApiRelay, api_source
 
 from .conftest import free_port_block
 

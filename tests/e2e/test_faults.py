@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from mininet_topos.hostproc import follow, read_available
-from mininet_topos.job_client import JobApiError, call, get_job
+from p4reduce.mininet_topos.hostproc import follow, read_available
+from p4reduce.mininet_topos.job_client import JobApiError, call, get_job
 
 from .workers import assert_exact, by_index, run_job
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from scapy.all import ARP, ICMP, rdpcap
 
-from mininet_topos.links import LinkOptions
-from mininet_topos.network import P4Network
+from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.network import P4Network
 from .p4rt import push
 
 pytestmark = pytest.mark.root

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.root
 def test_run_then_workers_in_hosts_then_stop(tmp_path, node_prefix, p4reduce_program):
     api = free_port_block(1)
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-m", "mininet_topos", "run", "--workers", "4", "--target", "p4sim",
+    argv = [sys.executable, "-m", "p4reduce.mininet_topos", "run", "--workers", "4", "--target", "p4sim",
             "--program", p4reduce_program[0], "--api-port", str(api), "--grpc-port", str(free_port_block(1)),
             "--thrift-port", str(free_port_block(1)), "--run-dir", str(run_dir), "--log-dir", str(tmp_path / "logs"),
             "--pcap-dir", str(tmp_path / "pcaps"), "--prefix", node_prefix]
@@ -31,7 +31,7 @@ def test_run_then_workers_in_hosts_then_stop(tmp_path, node_prefix, p4reduce_pro
         topo = json.loads((run_dir / "topology.json").read_text())
         workers = []
         for h in topo["hosts"]:
-            cmd = ["mnexec", "-a", str(h["pid"]), sys.executable, "-m", "worker", "allreduce",
+            cmd = ["mnexec", "-a", str(h["pid"]), sys.executable, "-m", "p4reduce.worker", "allreduce",
                    "--controller", f"127.0.0.1:{api}", "--job", "default",
                    "--count", "2", "--size", "5000", "--check"]
             workers.append(subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -42,7 +42,7 @@ def test_run_then_workers_in_hosts_then_stop(tmp_path, node_prefix, p4reduce_pro
             reports.append(json.loads(out.strip().splitlines()[-1]))
         assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3]
         assert all(r["check"] == "ok" for r in reports), reports
-        stop = subprocess.run([sys.executable, "-m", "mininet_topos", "stop", "--run-dir", str(run_dir)],
+        stop = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "stop", "--run-dir", str(run_dir)],
                               cwd=REPO, capture_output=True, text=True, timeout=60)
         assert stop.returncode == 0 and "stop: session" in stop.stdout, stop.stdout + stop.stderr
         assert session.wait(30) is not None

@@ -1,4 +1,4 @@
-"""`python -m mininet_topos run` leaves a record that `stop` uses to end exactly what it started."""
+"""`python -m p4reduce.mininet_topos run` leaves a record that `stop` uses to end exactly what it started."""
 import json
 import os
 import pathlib
@@ -33,7 +33,7 @@ def alive(pid):
 @pytest.mark.parametrize("how", ["stop", "sigterm"])
 def test_stop_ends_a_killed_run(tmp_path, node_prefix, how):
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-m", "mininet_topos", "run", "--no-controller", "--topo", "two-tier",
+    argv = [sys.executable, "-m", "p4reduce.mininet_topos", "run", "--no-controller", "--topo", "two-tier",
             "--workers", "3", "--target", "p4sim", "--grpc-port", str(free_port_block(3)),
             "--thrift-port", str(free_port_block(3)), "--run-dir", str(run_dir),
             "--log-dir", str(tmp_path / "logs"), "--pcap-dir", str(tmp_path / "pcaps"), "--prefix", node_prefix]
@@ -56,7 +56,7 @@ def test_stop_ends_a_killed_run(tmp_path, node_prefix, how):
             # A killed session (SIGKILL: no cleanup at all) is what `make stop` is for.
             proc.kill()
             proc.wait(10)
-            out = subprocess.run([sys.executable, "-m", "mininet_topos", "stop", "--run-dir", str(run_dir)],
+            out = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "stop", "--run-dir", str(run_dir)],
                                  cwd=REPO, capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
             assert "switch" in out.stdout

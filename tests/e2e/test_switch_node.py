@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from mininet_topos.network import P4Network
-from mininet_topos.p4switch import P4SwitchError
+from p4reduce.mininet_topos.network import P4Network
+from p4reduce.mininet_topos.p4switch import P4SwitchError
 
 pytestmark = pytest.mark.root
 

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from mininet_topos import runstate
-from mininet_topos.addressing import host_address
-from mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
-from mininet_topos.target import SwitchCommand, find_target, target_name
+from p4reduce.mininet_topos import runstate
+from p4reduce.mininet_topos.addressing import host_address
+from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
+from p4reduce.mininet_topos.target import SwitchCommand, find_target, target_name
 
 
 def test_switch_command_matches_simple_switch_grpc_layout():
@@ -81,7 +81,7 @@ def test_stop_signals_only_recorded_processes_that_are_still_the_same(tmp_path):
 
 
 def test_cli_rejects_bad_arguments_clearly():
-    out = subprocess.run([sys.executable, "-m", "mininet_topos", "run", "--topo", "ring"],
+    out = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "run", "--topo", "ring"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "invalid choice: 'ring'" in out.stderr
     assert "Traceback" not in out.stderr
@@ -89,7 +89,7 @@ def test_cli_rejects_bad_arguments_clearly():
 
 @pytest.mark.root
 def test_delay_uses_netem_or_is_refused_clearly():
-    from mininet_topos.links import netem_available
+    from p4reduce.mininet_topos.links import netem_available
     options = LinkOptions(delay="2ms", loss_pct=1)
     if netem_available():
         assert options.tclink_params() == {"delay": "2ms", "loss": 1}

@@ -1,8 +1,8 @@
 """Run the demo worker (mininet_topos.demo_worker) on Mininet hosts and collect its reports."""
 import sys
 
-from mininet_topos.hostproc import follow, start_on_hosts
-from mininet_topos.job_client import create_job
+from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
+from p4reduce.mininet_topos.job_client import create_job
 
 
 def by_index(hosts):
@@ -17,7 +17,7 @@ def run_job(session, hosts, job, kind="dense", elements=4096, tensors=2, density
         create_job(session.api_addr, job, len(hosts), mode, slots=slots)
 
     def command(host):
-        return [sys.executable, "-m", "mininet_topos.demo_worker", kind, "--controller", session.api_addr,
+        return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", kind, "--controller", session.api_addr,
                 "--job", job, "--workers", str(len(hosts)), "--advertise-ip", host.IP(),
                 "--elements", str(elements), "--tensors", str(tensors), "--density", str(density),
                 "--timeout", str(timeout)] + list(extra)

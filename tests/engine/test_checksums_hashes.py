@@ -5,7 +5,7 @@ import zlib
 
 import pytest
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 from .bmv2 import C, E, F, P, SM, Program, extract, simple, wrap
 
@@ -91,7 +91,7 @@ def test_hash_calculations(algo, ref, width):
 
 
 def test_known_crc16_check_value():
-    from p4sim.engine.hashes import crc16, crc32
+    from p4reduce.p4sim.engine.hashes import crc16, crc32
     assert crc16(b"123456789") == 0xBB3D   # CRC-16/ARC
     assert crc32(b"123456789") == 0xCBF43926
 

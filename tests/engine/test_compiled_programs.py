@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def compiled(tmp_path_factory):
     def get(name):
         if name not in cache:
             out = out_dir / f"{name}.json"
-            r = subprocess.run([sys.executable, "-m", "p4sim.compile", "-o", str(out),
+            r = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "-o", str(out),
                                 "--p4runtime-files", str(out_dir / f"{name}.p4info.txtpb"),
                                 str(PROGRAMS / f"{name}.p4")], capture_output=True, text=True, cwd=REPO,
                                timeout=300)

@@ -1,7 +1,7 @@
 """Expression semantics: widths and wraparound, signed arithmetic, slices, concatenation, casts."""
 import pytest
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 from .bmv2 import B, C, E, F, H, IF, P, simple, wrap
 

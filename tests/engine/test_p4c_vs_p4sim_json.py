@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 from .test_compiled_programs import REPO
 
@@ -19,7 +19,7 @@ from .test_compiled_programs import REPO
 @pytest.mark.parametrize("name", ["fwd_basic", "parse_mix", "agg_mini"])
 def test_same_behaviour_on_both_jsons(reference_dir, tmp_path, name):
     ours = tmp_path / f"{name}.json"
-    r = subprocess.run([sys.executable, "-m", "p4sim.compile", "-o", str(ours),
+    r = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "-o", str(ours),
                         str(reference_dir / "programs" / f"{name}.p4")],
                        capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,6 @@
 """Parser semantics: select (exact, masks, default, no match), header stacks (.next/.last),
 lookahead, verify, and parser errors as BMv2 reports them (no drop, earlier headers stay valid)."""
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 from .bmv2 import C, E, F, H, M, P, SM, Program, extract, extract_next, pset
 

@@ -1,6 +1,6 @@
 """Action primitives: header validity, header stacks, registers, counters, exit, assert, jumps,
 log_msg, random numbers."""
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 from .bmv2 import C, E, F, H, M, P, SM, STK, Program, extract, extract_next, simple, wrap
 

@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import text_format
 from p4.v1 import p4runtime_pb2
 
-from p4sim.engine import Switch
+from p4reduce.p4sim.engine import Switch
 
 CASES = ["fwd_basic", "parse_mix", "agg_mini"]
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p4sim.engine import EngineError, NotFoundError, ProgramError, Switch
-from p4sim.engine.values import parse_match, parse_value
+from p4reduce.p4sim.engine import EngineError, NotFoundError, ProgramError, Switch
+from p4reduce.p4sim.engine.values import parse_match, parse_value
 
 from .bmv2 import C, E, F, P, SM, Program, extract
 from .test_parser import program as parser_program

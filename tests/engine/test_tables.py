@@ -2,7 +2,7 @@
 and the control-plane errors the runtime maps to P4Runtime status codes."""
 import pytest
 
-from p4sim.engine import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError,
+from p4reduce.p4sim.engine import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError,
                           ResourceExhaustedError, Switch)
 
 from .bmv2 import C, F, P, R, SM, Program, extract

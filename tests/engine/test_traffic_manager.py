@@ -2,7 +2,7 @@
 sessions and preserved field lists, resubmit, recirculate (port 0, instance_type 4), truncate."""
 import pytest
 
-from p4sim.engine import EngineError, NotFoundError, Switch
+from p4reduce.p4sim.engine import EngineError, NotFoundError, Switch
 
 from .bmv2 import C, E, F, H, M, P, R, SM, Program, extract
 

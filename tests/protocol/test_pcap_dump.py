@@ -3,10 +3,10 @@ import numpy as np
 from scapy.utils import wrpcap
 from scapy.layers.l2 import Ether
 
-from protocol import constants as C
-from protocol.frames import udp_frame
-from protocol.pcap_dump import main
-from protocol.wire import Header, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.frames import udp_frame
+from p4reduce.protocol.pcap_dump import main
+from p4reduce.protocol.wire import Header, encode
 
 
 def test_dump_a_capture(tmp_path, capsys):

@@ -2,8 +2,8 @@
 import pathlib
 import re
 
-from protocol import constants as C
-from protocol import p4names
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names
 
 P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4src"
 

@@ -2,10 +2,10 @@
 import numpy as np
 from scapy.all import Ether, IP, UDP, raw
 
-from protocol import constants as C
-from protocol.frames import parse_udp_frame, udp_frame
-from protocol.scapy_layer import P4Reduce, from_block
-from protocol.wire import Header, bitmap_of, decode, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol.scapy_layer import P4Reduce, from_block
+from p4reduce.protocol.wire import Header, bitmap_of, decode, encode
 
 
 def test_scapy_dissects_codec_output():

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from protocol import constants as C
-from protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
-from protocol.lossy_net import LossyNetwork, model_switch
-from protocol.model import SwitchModel
-from protocol.reference_worker import JobRun
-from protocol.wire import Header, decode, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
+from p4reduce.protocol.lossy_net import LossyNetwork, model_switch
+from p4reduce.protocol.model import SwitchModel
+from p4reduce.protocol.reference_worker import JobRun
+from p4reduce.protocol.wire import Header, decode, encode
 
 
 def sparse_tensor(rng, length, density, lo=-1000, hi=1000):
@@ -216,7 +216,7 @@ def test_spoofed_ingress_port_is_dropped_before_any_state():
 def test_source_guard_drops_other_sources_on_guarded_ports_only():
     """A guarded host port accepts IPv4 only from its host's address (SPOOFED_SOURCE, before any
     state); unguarded ports (switch links) and non-IPv4 frames are not checked."""
-    from protocol.frames import udp_frame
+    from p4reduce.protocol.frames import udp_frame
     model = SwitchModel()
     model.add_job(1, 0, 4, 2)
     model.add_worker(1, 0, "10.1.0.1", 40000, mac="02:00:00:00:00:01", switch_port=1)

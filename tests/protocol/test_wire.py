@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from protocol import constants as C
-from protocol.wire import (HEADER_DTYPE, Header, Layout, WireError, bitmap_of, decode, decode_batch,
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.wire import (HEADER_DTYPE, Header, Layout, WireError, bitmap_of, decode, decode_batch,
                            encode, encode_batch, header_array)
 
 

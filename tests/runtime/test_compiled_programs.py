@@ -12,7 +12,7 @@ PROGRAMS = sorted(REPO.glob("examples/p4/*.p4")) + [REPO / "p4src" / "p4reduce.p
 
 @pytest.mark.parametrize("path", [p for p in PROGRAMS if p.exists()], ids=lambda p: p.stem)
 def test_compiled_program_binds(harness, path):
-    from p4sim.compiler import CompileError, compile_file
+    from p4reduce.p4sim.compiler import CompileError, compile_file
     try:
         result = compile_file(str(path))
     except CompileError as exc:

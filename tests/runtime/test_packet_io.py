@@ -135,11 +135,11 @@ def test_const_entries_are_readable_and_not_writable(harness, acl):
 
 
 def test_packet_out_without_cpu_port_is_failed_precondition():
-    from p4sim.runtime import P4RuntimeServer
+    from p4reduce.p4sim.runtime import P4RuntimeServer
     server = P4RuntimeServer("127.0.0.1:0", 1, cpu_port=None)
     server.start()
     try:
-        from p4sim.runtime.errors import P4RuntimeError
+        from p4reduce.p4sim.runtime.errors import P4RuntimeError
         server.device.load_json(acl_program.bmv2_json())
         with pytest.raises(P4RuntimeError) as info:
             server.packet_path.packet_out(p4runtime_pb2.PacketOut(payload=b"x"))

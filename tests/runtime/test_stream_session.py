@@ -2,7 +2,7 @@
 packet path, and closing the stream still works."""
 from p4.v1 import p4runtime_pb2
 
-from p4sim.runtime.arbitration import StreamSession
+from p4reduce.p4sim.runtime.arbitration import StreamSession
 
 
 def test_full_outbox_drops_and_close_never_blocks():

@@ -9,7 +9,7 @@ from thrift.Thrift import TApplicationException
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.transport import TSocket, TTransport
 
-from p4sim.runtime.thrift_service import ThriftServer
+from p4reduce.p4sim.runtime.thrift_service import ThriftServer
 
 
 def free_port():

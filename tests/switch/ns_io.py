@@ -27,7 +27,7 @@ def send(interface, frames):
 
 def receive(interface, marker, seconds, limit):
     """Print matching incoming frames, 802.1Q tags restored (p4sim's port reader does that)."""
-    from p4sim.ports.af_packet import AfPacketPort
+    from p4reduce.p4sim.ports.af_packet import AfPacketPort
     port = AfPacketPort(0, interface)
     marker = bytes.fromhex(marker)
     print("READY", flush=True)

@@ -2,10 +2,10 @@
 ports, and the packet path's tolerance of malformed frames."""
 import pytest
 
-from p4sim.ports import PacketLoop, PcapWriter, read_pcap
-from p4sim.ports.af_packet import AfPacketPort, PortError
-from p4sim.runtime.device import Device
-from p4sim.runtime.packet_io import PacketPath
+from p4reduce.p4sim.ports import PacketLoop, PcapWriter, read_pcap
+from p4reduce.p4sim.ports.af_packet import AfPacketPort, PortError
+from p4reduce.p4sim.runtime.device import Device
+from p4reduce.p4sim.runtime.packet_io import PacketPath
 
 
 def test_pcap_files_are_standard_pcap(tmp_path):

@@ -9,7 +9,7 @@ from p4.v1 import p4runtime_pb2
 from runtime import acl_program
 from runtime.p4rt_client import RawClient, load_p4info, update
 from .veth_topology import VethSwitch
-from p4sim.ports import read_pcap
+from p4reduce.p4sim.ports import read_pcap
 
 pytestmark = pytest.mark.root
 

@@ -9,15 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from controller.api_server import JobApi, JobApiServer
-from controller.jobs import JobManager
-from controller.slots import SlotPool
-from controller.topology import from_dict
-from worker.agent import Agent
-from worker.cli import tensor_for
-from worker.fakeswitch import FakeSwitch, Impairments
-from worker.job import JobJoinError
-from worker.streaming import RetryPolicy
+from p4reduce.controller.api_server import JobApi, JobApiServer
+from p4reduce.controller.jobs import JobManager
+from p4reduce.controller.slots import SlotPool
+from p4reduce.controller.topology import from_dict
+from p4reduce.worker.agent import Agent
+from p4reduce.worker.cli import tensor_for
+from p4reduce.worker.fakeswitch import FakeSwitch, Impairments
+from p4reduce.worker.job import JobJoinError
+from p4reduce.worker.streaming import RetryPolicy
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
@@ -35,7 +35,7 @@ def controller():
 
 def _program_when_running(client_addr, name, sw):
     """What the controller does for a real switch: the job and its members, once all joined."""
-    from controller.api_client import JobApiClient, JobApiError
+    from p4reduce.controller.api_client import JobApiClient, JobApiError
     deadline = time.monotonic() + 20
     while True:  # the workers may not have created the job yet
         try:
@@ -110,7 +110,7 @@ def test_waiting_for_missing_ranks_times_out_clearly(controller):
 def test_cli_allreduce_checks_results(controller):
     addr, _ = controller
     with FakeSwitch() as sw:
-        cmd = [sys.executable, "-m", "worker", "allreduce", "--controller", addr, "--job", "cli", "--workers", "2",
+        cmd = [sys.executable, "-m", "p4reduce.worker", "allreduce", "--controller", addr, "--job", "cli", "--workers", "2",
                "--bind", "127.0.0.1", "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "3", "--size", "5000",
                "--check", "--deadline", "5"]
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -123,18 +123,18 @@ def test_cli_allreduce_checks_results(controller):
 
 
 def test_cli_reports_errors_without_traceback():
-    p = subprocess.run([sys.executable, "-m", "worker", "allreduce", "--controller", "127.0.0.1:1", "--job", "x"],
+    p = subprocess.run([sys.executable, "-m", "p4reduce.worker", "allreduce", "--controller", "127.0.0.1:1", "--job", "x"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2
     assert p.stderr.startswith("worker: error: cannot join job 'x' at controller 127.0.0.1:1: unreachable")
     assert "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "worker", "allreduce", "--controller", "c", "--job", "x",
+    p = subprocess.run([sys.executable, "-m", "p4reduce.worker", "allreduce", "--controller", "c", "--job", "x",
                         "--switch", "nohost"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "argument --switch: expected HOST:PORT, got 'nohost'" in p.stderr
 
 
 def test_module_level_api_needs_init_and_joins_by_name(controller):
-    import worker
+    from p4reduce import worker
     with pytest.raises(RuntimeError, match=r"worker.init\(controller, job\) must be called"):
         worker.allreduce(np.ones(3, np.float32))
     addr, _ = controller

@@ -3,12 +3,12 @@ residual update, and the advertised sparsity/bytes."""
 import numpy as np
 import pytest
 
-from worker.communicator import Communicator
-from worker.compressors import COMPRESSORS, Diana, FixedPoint, RandomKBlocks, Ternary, TopKBlocks, make_compressor
-from worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
-from worker.compressors.topk import agreed_top_blocks
-from worker.memory import ErrorFeedback, NoMemory
-from worker.simswitch import SimulatedSwitch, run_workers
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.compressors import COMPRESSORS, Diana, FixedPoint, RandomKBlocks, Ternary, TopKBlocks, make_compressor
+from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
+from p4reduce.worker.compressors.topk import agreed_top_blocks
+from p4reduce.worker.memory import ErrorFeedback, NoMemory
+from p4reduce.worker.simswitch import SimulatedSwitch, run_workers
 
 N = 4
 
@@ -219,7 +219,7 @@ def test_float_shapes_and_empty_arrays():
 
 
 def test_sparse_wire_cost_skips_zero_blocks():
-    from worker.wirecost import WireCost
+    from p4reduce.worker.wirecost import WireCost
     x = np.zeros((100, 32), np.int32)
     x[5, 3] = 1
     dense, sparse = WireCost(), WireCost(sparse=True, streams=4)
@@ -228,7 +228,7 @@ def test_sparse_wire_cost_skips_zero_blocks():
 
 
 def test_mismatched_calls_are_a_clear_error():
-    from worker.reducer import AggregationError
+    from p4reduce.worker.reducer import AggregationError
     with pytest.raises(AggregationError, match="different operations/sizes"):
         run_workers(2, lambda red: red.sum_int32(np.zeros(10 + 40 * red.rank, np.int32)), timeout=5)
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from worker import quantize as qz
-from worker.reducer import saturate_int32 as wrap_int32
+from p4reduce.worker import quantize as qz
+from p4reduce.worker.reducer import saturate_int32 as wrap_int32
 
 
 def _agree(xs, block):

@@ -1,8 +1,8 @@
 """The adaptive retransmission timeout (worker/rto.py): RFC 6298 smoothing, clamping, backoff."""
 import pytest
 
-from worker.rto import RtoEstimator
-from worker.streaming import RetryPolicy
+from p4reduce.worker.rto import RtoEstimator
+from p4reduce.worker.streaming import RetryPolicy
 
 
 def test_first_sample_sets_srtt_and_half_rttvar():

@@ -8,14 +8,14 @@ import types
 import numpy as np
 import pytest
 
-from protocol import constants as C
-from protocol import wire
-from worker import quantize as qz
-from worker.communicator import Communicator
-from worker.fakeswitch import FakeSwitch, Impairments
-from worker.loopback import loopback_reducers
-from worker.reducer import AggregationError
-from worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import wire
+from p4reduce.worker import quantize as qz
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.fakeswitch import FakeSwitch, Impairments
+from p4reduce.worker.loopback import loopback_reducers
+from p4reduce.worker.reducer import AggregationError
+from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
 
@@ -168,7 +168,7 @@ def test_packets_follow_the_wire_format():
         assert (h.msg_type, h.job_id, h.rank, h.ver, h.offset) == (C.MsgType.CONTRIB, 9, 1, 0, 32 * s)
     assert got[2][0].next_offset == 32 * 6 and got[2][0].bitmap == 0
     # the scapy layer (debugging, pcaps) dissects the same bytes
-    from protocol.scapy_layer import P4Reduce
+    from p4reduce.protocol.scapy_layer import P4Reduce
     pkt = P4Reduce(raw[2])
     assert (pkt.slot, pkt.next_offset, pkt.bitmap, pkt.job_id) == (2, 32 * 6, 0, 9)
     assert got[0][0].next_offset == C.NEXT_NONE and got[0][0].flags & C.Flags.EOT

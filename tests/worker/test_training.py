@@ -5,15 +5,15 @@ import threading
 import numpy as np
 import pytest
 
-from worker.communicator import Communicator
-from worker.compressors import COMPRESSORS
-from worker.fakeswitch import FakeSwitch
-from worker.loopback import loopback_reducers
-from worker.streaming import RetryPolicy
-from worker.training.data import load_digits_split
-from worker.training.loop import TrainConfig, train_worker
-from worker.training.models import MLP, LogisticRegression
-from worker.training.simulate import run_simulated
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.compressors import COMPRESSORS
+from p4reduce.worker.fakeswitch import FakeSwitch
+from p4reduce.worker.loopback import loopback_reducers
+from p4reduce.worker.streaming import RetryPolicy
+from p4reduce.worker.training.data import load_digits_split
+from p4reduce.worker.training.loop import TrainConfig, train_worker
+from p4reduce.worker.training.models import MLP, LogisticRegression
+from p4reduce.worker.training.simulate import run_simulated
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_training_through_udp_matches_the_simulated_switch(split):
 
 def test_networked_runner_counts_real_packets_and_matches_the_simulation():
     """worker.training.networked (used by the experiment's --through) over protocol.model."""
-    from worker.training.networked import run_networked
+    from p4reduce.worker.training.networked import run_networked
     split = load_digits_split(limit=400)
     cfg = TrainConfig(model="logreg", epochs=1)
     net = run_networked("topk", cfg, 2, split, switch="model", slots=8)

@@ -1,6 +1,6 @@
 """Convergence experiment: every compressor on digits (logreg + MLP), 4 simulated workers.
 
-    python -m worker.training.experiment [--epochs 30] [--out bench/results] [--through p4sim]
+    python -m p4reduce.worker.training.experiment [--epochs 30] [--out bench/results] [--through p4sim]
 
 Writes convergence.md (table: final test accuracy, bytes sent per worker, wall time),
 convergence.json and convergence.png (test accuracy and train loss per epoch). ``--through
@@ -21,7 +21,7 @@ from .simulate import DEFAULT_OPTIONS, run_simulated
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m worker.training.experiment", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.worker.training.experiment", description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--lr", type=float, default=TrainConfig.lr, help="SGD learning rate (momentum 0.9)")

@@ -1,7 +1,7 @@
 """PyTorch DistributedDataParallel communication hook that averages gradients through the switch.
 
-    from worker import Agent
-    from worker.training.torch_hook import p4reduce_hook
+    from p4reduce.worker import Agent
+    from p4reduce.worker.training.torch_hook import p4reduce_hook
     agent = Agent("10.0.0.100:8090", "resnet-1", compressor="topk")
     ddp = torch.nn.parallel.DistributedDataParallel(model)       # gloo process group, as usual
     ddp.register_comm_hook(agent, p4reduce_hook)

@@ -1,0 +1,20 @@
+"""p4reduce: in-network gradient aggregation on P4 switches.
+
+One installable package; the repository's top-level folders are its subpackages
+(`p4reduce/<name>` links to `<name>/`), so the source tree keeps its layout while nothing is
+installed under a generic top-level name:
+
+    p4reduce.p4sim          the embedded compiler (p4sim-compile) and switch (p4sim-switch)
+    p4reduce.protocol       the wire format, codecs and a reference model of the switch
+    p4reduce.controller     P4Runtime controller, job/slot manager, job API, shell
+    p4reduce.worker         worker agents: quantization, compressors, streaming, allreduce, DDP hook
+    p4reduce.mininet_topos  Mininet topologies and the make run / demo / stop entry points
+    p4reduce.bench          benchmarks
+    p4reduce/p4src          the aggregation program's P4 source (data, not a module)
+"""
+import pathlib
+
+__version__ = "0.1.0"
+
+P4SRC_DIR = pathlib.Path(__file__).resolve().parent / "p4src"
+"""Where the aggregation program's P4 sources are, in the source tree and when installed."""

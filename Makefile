@@ -20,7 +20,7 @@ endif
 
 P4_SOURCES := $(wildcard $(P4SRC)/*.p4)
 
-.PHONY: all setup build run demo shell test bench bench-quick stop clean
+.PHONY: all setup build run demo shell test lint bench bench-quick stop clean
 
 all: build
 
@@ -44,6 +44,14 @@ shell: setup
 
 test: setup
 	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)
+
+# ruff and mypy with the rule sets of pyproject.toml, and no module imported under a bare
+# top-level name (the packages exist only as p4reduce.<name>).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	@! git grep -nE '^\s*(from|import) (p4sim|controller|worker|protocol|mininet_topos|bench)(\.|\s|$$)' -- '*.py' \
+		|| { echo "lint: import these as p4reduce.<name>"; exit 1; }
 
 bench: build
 	$(PY) -m p4reduce.bench $(ARGS)

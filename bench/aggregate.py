@@ -8,7 +8,7 @@ number of repetitions, then mean and max over workers.
 from __future__ import annotations
 
 import statistics
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
 
 
 class AggregationError(ValueError):
@@ -18,7 +18,7 @@ class AggregationError(ValueError):
 REQUIRED = ("rank", "times_s", "counters", "verified", "reps")
 
 
-def _check(records: List[dict]) -> None:
+def _check(records: list[dict]) -> None:
     if not records:
         raise AggregationError("no worker records")
     for rec in records:
@@ -41,19 +41,19 @@ def time_stats(samples: Iterable[float]) -> dict:
             "min": values[0], "max": values[-1], "samples": values}
 
 
-def per_rep_completion(records: List[dict]) -> List[float]:
+def per_rep_completion(records: list[dict]) -> list[float]:
     """For each repetition, the slowest worker's time."""
     return [max(times) for times in zip(*(r["times_s"] for r in records))]
 
 
-def _bytes_stats(records: List[dict], field: str) -> dict:
+def _bytes_stats(records: list[dict], field: str) -> dict:
     per_worker = [r["counters"][field] / r["reps"] for r in records]
     return {"mean": statistics.fmean(per_worker), "max": max(per_worker), "min": min(per_worker),
             "per_worker": per_worker}
 
 
-def aggregate_cell(records: List[dict], *, tensor_bytes: int,
-                   server: Optional[dict] = None) -> dict:
+def aggregate_cell(records: list[dict], *, tensor_bytes: int,
+                   server: dict | None = None) -> dict:
     """Summary of one (system, workers, size, link) cell from its worker records."""
     records = sorted(records, key=lambda r: r.get("rank", -1))
     _check(records)
@@ -85,7 +85,7 @@ def aggregate_cell(records: List[dict], *, tensor_bytes: int,
     return out
 
 
-def speedup(baseline_s: float, candidate_s: float) -> Optional[float]:
+def speedup(baseline_s: float, candidate_s: float) -> float | None:
     """How many times faster the candidate is (None when either time is missing or zero)."""
     if not baseline_s or not candidate_s:
         return None

@@ -14,7 +14,6 @@ import dataclasses
 import select
 import socket
 import time
-from typing import Dict, List
 
 import numpy as np
 
@@ -44,7 +43,7 @@ class Service:
     udp_port: int = C.AGG_UDP_PORT
 
 
-def build_frames(ep: Endpoint, svc: Service, job_id: int, window: int) -> Dict[tuple, bytes]:
+def build_frames(ep: Endpoint, svc: Service, job_id: int, window: int) -> dict[tuple, bytes]:
     """{(slot, ver): frame} of dense contributions for one worker."""
     lanes = np.full(C.LANES, ep.rank + 1, dtype=np.int32)
     out = {}
@@ -67,7 +66,7 @@ def _result_slot_ver(frame: bytes):
     return word & 0x7FFF, word >> 15
 
 
-def run(endpoints: List[Endpoint], svc: Service, job_id: int, window: int, duration_s: float,
+def run(endpoints: list[Endpoint], svc: Service, job_id: int, window: int, duration_s: float,
         warmup_s: float = 0.5, retx_s: float = 0.2) -> dict:
     """Drive the closed loop; return counts and rates over the measured `duration_s`."""
     socks, prebuilt = [], []

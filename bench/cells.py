@@ -6,7 +6,7 @@ smaller size of the same system) is skipped and says so.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from collections.abc import Callable
 
 from p4reduce.bench import aggregate, counters, hostrun
 from p4reduce.bench.systems import System
@@ -51,7 +51,7 @@ def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
     return {**base, "status": "wrong-result", "error": error, **summary}
 
 
-def predicted_seconds(prev_cell: Optional[dict], size: int, reps: int, warmup: int) -> Optional[float]:
+def predicted_seconds(prev_cell: dict | None, size: int, reps: int, warmup: int) -> float | None:
     """Linear extrapolation of a cell's run time from the same system's previous size."""
     if not prev_cell or prev_cell.get("status") != "ok":
         return None
@@ -61,7 +61,7 @@ def predicted_seconds(prev_cell: Optional[dict], size: int, reps: int, warmup: i
 
 def run_sizes(bn: BenchNet, system: System, sizes, *, reps: int, warmup: int, budget: float,
               timeout: float, density: float = 1.0, section: str = "allreduce",
-              tick: Callable[[dict], None] = lambda cell: None) -> List[dict]:
+              tick: Callable[[dict], None] = lambda cell: None) -> list[dict]:
     """Cells of `system` over increasing `sizes`, skipping those predicted over `budget` s."""
     cells, prev = [], None
     for size in sorted(sizes):

@@ -6,14 +6,13 @@ plot. How to read them: docs/benchmarks.md.
 from __future__ import annotations
 
 import pathlib
-from typing import List, Optional
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from p4reduce.bench.report import human_size  # noqa: E402
+from p4reduce.bench.report import human_size
 
 STYLE = {"p4reduce": dict(color="tab:red", marker="o"), "gloo": dict(color="tab:blue", marker="s"),
          "ps-tcp": dict(color="tab:green", marker="^")}
@@ -38,7 +37,7 @@ def _size_axis(ax, sizes):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def allreduce_chart(cells: List[dict], path: pathlib.Path, metric: str) -> Optional[pathlib.Path]:
+def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str) -> pathlib.Path | None:
     """metric 'time': time per allreduce; 'bytes': bytes sent per worker per allreduce."""
     cells = [c for c in _ok(cells) if c["section"] == "allreduce"]
     if not cells:
@@ -78,7 +77,7 @@ def allreduce_chart(cells: List[dict], path: pathlib.Path, metric: str) -> Optio
     return path
 
 
-def sparsity_chart(cells: List[dict], path: pathlib.Path) -> Optional[pathlib.Path]:
+def sparsity_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None:
     """Speed-up and byte reduction of sparse p4reduce over dense, with the ideal 1/density."""
     cells = [c for c in _ok(cells) if c["section"] == "sparsity"]
     links = sorted({c["link"] for c in cells})
@@ -119,8 +118,8 @@ def sparsity_chart(cells: List[dict], path: pathlib.Path) -> Optional[pathlib.Pa
     return path
 
 
-def bar_chart(rows: List[dict], label_key: str, value_key: str, title: str, ylabel: str,
-              path: pathlib.Path) -> Optional[pathlib.Path]:
+def bar_chart(rows: list[dict], label_key: str, value_key: str, title: str, ylabel: str,
+              path: pathlib.Path) -> pathlib.Path | None:
     rows = [r for r in rows if isinstance(r.get(value_key), (int, float))]
     if not rows:
         return None
@@ -140,21 +139,21 @@ def bar_chart(rows: List[dict], label_key: str, value_key: str, title: str, ylab
     return path
 
 
-def _numeric_key(rows: List[dict], preferred) -> Optional[str]:
+def _numeric_key(rows: list[dict], preferred) -> str | None:
     for key in preferred:
         if rows and all(isinstance(r.get(key), (int, float)) for r in rows):
             return key
     return None
 
 
-def _label_key(rows: List[dict], preferred) -> str:
+def _label_key(rows: list[dict], preferred) -> str:
     for key in preferred:
         if rows and all(key in r for r in rows):
             return key
     return next(iter(rows[0])) if rows else "name"
 
 
-def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> List[str]:
+def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     """Every chart the document has data for; returns the written paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, Union
 
 FIELDS = ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
 
@@ -31,7 +30,7 @@ class IfCounters:
     tx_bytes: int
     tx_packets: int
 
-    def __sub__(self, earlier: "IfCounters") -> "IfCounters":
+    def __sub__(self, earlier: IfCounters) -> IfCounters:
         """Counters accumulated since `earlier`; a decrease means the interface was reset."""
         deltas = {f: getattr(self, f) - getattr(earlier, f) for f in FIELDS}
         negative = [f for f, v in deltas.items() if v < 0]
@@ -40,17 +39,17 @@ class IfCounters:
                                "was the interface recreated between the two readings?")
         return IfCounters(**deltas)
 
-    def as_dict(self) -> Dict[str, int]:
+    def as_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
 
 
-def parse_proc_net_dev(text: str) -> Dict[str, IfCounters]:
+def parse_proc_net_dev(text: str) -> dict[str, IfCounters]:
     """Parse the text of /proc/net/dev into {interface: IfCounters}.
 
     Format (two header lines, then one line per interface):
     ``  eth0: rxbytes rxpkts errs drop fifo frame compressed multicast txbytes txpkts ...``
     """
-    result: Dict[str, IfCounters] = {}
+    result: dict[str, IfCounters] = {}
     lines = text.splitlines()
     if len(lines) < 2 or "|" not in lines[0]:
         raise CounterError("not a /proc/net/dev table: missing the two header lines")
@@ -72,7 +71,7 @@ def parse_proc_net_dev(text: str) -> Dict[str, IfCounters]:
     return result
 
 
-def read_proc(iface: str, pid: Union[int, str] = "self") -> IfCounters:
+def read_proc(iface: str, pid: int | str = "self") -> IfCounters:
     """Counters of `iface` as seen from the network namespace of process `pid`."""
     path = f"/proc/{pid}/net/dev"
     try:

@@ -1,8 +1,7 @@
 """What a benchmark run measures: the full grid of `make bench` and the quick one for CI."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
-from typing import List, Tuple
+from dataclasses import asdict, dataclass
 
 from p4reduce.bench.links import LINKS
 from p4reduce.bench.program import DEFAULT as DEFAULT_PROGRAM
@@ -17,19 +16,19 @@ SECTIONS = ("allreduce", "sparsity", "switch-rate", "encode")
 @dataclass
 class Grid:
     mode: str
-    workers: Tuple[int, ...]
-    sizes: Tuple[int, ...]
-    links: Tuple[str, ...]
-    systems: Tuple[str, ...]
+    workers: tuple[int, ...]
+    sizes: tuple[int, ...]
+    links: tuple[str, ...]
+    systems: tuple[str, ...]
     reps: int
     warmup: int
-    densities: Tuple[float, ...]
+    densities: tuple[float, ...]
     sparsity_size: int
     sparsity_workers: int
-    sparsity_links: Tuple[str, ...]
+    sparsity_links: tuple[str, ...]
     cell_budget_s: float          # skip a cell whose predicted time exceeds this
     cell_timeout_s: float         # kill a cell that runs longer than this
-    sections: Tuple[str, ...] = SECTIONS
+    sections: tuple[str, ...] = SECTIONS
     switch: str = "auto"
     program: str = str(DEFAULT_PROGRAM)   # BMv2 JSON (P4Info beside it) of the aggregation program
 
@@ -37,7 +36,7 @@ class Grid:
         return asdict(self)
 
     def validate(self) -> None:
-        problems: List[str] = []
+        problems: list[str] = []
         if any(w < 2 for w in self.workers):
             problems.append(f"workers must be >= 2: {self.workers}")
         if any(s < 1 for s in self.sizes):

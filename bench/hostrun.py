@@ -12,8 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import List, Sequence
 
 
 class HostRunError(RuntimeError):
@@ -42,7 +42,7 @@ def _last_json(text: str):
     return None
 
 
-def run_jobs(jobs: List[HostJob], timeout: float, start_delay: float = 0.0) -> List[dict]:
+def run_jobs(jobs: list[HostJob], timeout: float, start_delay: float = 0.0) -> list[dict]:
     """Start every job (background ones first, `start_delay` s before the rest); return records.
 
     Records come back in `jobs` order. Any failure raises HostRunError after every process this

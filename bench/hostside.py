@@ -1,7 +1,8 @@
 """The measurement loop every benchmark worker runs inside its Mininet host.
 
 All systems (gloo, parameter server, p4reduce) are measured the same way: warm up, synchronise,
-snapshot the host interface's kernel counters, run the timed allreduces, synchronise again (so bytes still queued in socket buffers at the end are counted), snapshot
+snapshot the host interface's kernel counters, run the timed allreduces, synchronise again
+(so bytes still queued in socket buffers at the end are counted), snapshot
 again, verify the last result against the exact sum, print one JSON line on stdout.
 """
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -10,8 +10,6 @@ import functools
 import subprocess
 import uuid
 from dataclasses import dataclass
-from typing import Optional
-
 
 # tbf queue depth, as the time to drain it: 10 ms = 125 kB at 100 Mbit/s, a switch-like buffer.
 # (Mininet's default, 15 kB, drops most of an incast burst and measures TCP timeouts instead.)
@@ -40,10 +38,10 @@ def netem_available() -> bool:
 @dataclass(frozen=True)
 class LinkSetting:
     name: str
-    bw_mbit: Optional[float] = None
-    delay: Optional[str] = None
+    bw_mbit: float | None = None
+    delay: str | None = None
 
-    def effective_delay(self) -> Optional[str]:
+    def effective_delay(self) -> str | None:
         """The delay that will really be applied (None without netem)."""
         return self.delay if self.delay and netem_available() else None
 

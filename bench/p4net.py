@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import socket
-from typing import List, Optional
 
 from p4reduce.bench import program as progmod
 
@@ -23,7 +22,7 @@ RUN_DIR = REPO / "run" / "bench"
 SWITCH_LOG_LEVEL = "warn"
 
 
-def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> Optional[str]:
+def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> str | None:
     """None when a P4 star can be built; otherwise why not, in words."""
     for module, what in (("p4reduce.mininet_topos.session", "mininet_topos' session"),
                          ("p4reduce.controller.__main__", "the controller's `python -m p4reduce.controller`")):
@@ -62,7 +61,7 @@ class P4Net:
         self.link = link
         self.program = pathlib.Path(program)
         self.session = None
-        self.api_addr: Optional[str] = None
+        self.api_addr: str | None = None
 
     def start(self):
         from p4reduce.mininet_topos.session import Session
@@ -93,7 +92,7 @@ class P4Net:
             session.stop()
 
     @property
-    def hosts(self) -> List:
+    def hosts(self) -> list:
         return sorted(self.session.network.hosts, key=lambda h: h.params.get("index", 0))
 
     def describe(self) -> str:
@@ -103,7 +102,7 @@ class P4Net:
                 f"{progmod.display(self.program)}, programmed by the controller")
 
 
-def p4reduce_unavailable_reason() -> Optional[str]:
+def p4reduce_unavailable_reason() -> str | None:
     """None when worker hosts can run p4reduce allreduces (see bench/p4reduce_worker.py)."""
     from p4reduce.bench import p4reduce_worker
     return p4reduce_worker.unavailable_reason()

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from typing import Optional
 
 import numpy as np
 
 from p4reduce.bench import hostside, tensors
 
 
-def unavailable_reason() -> Optional[str]:
+def unavailable_reason() -> str | None:
     """None when the worker package offers the network allreduce this script drives."""
     for module in ("p4reduce.worker.agent", "p4reduce.worker.streaming", "p4reduce.worker.job"):
         try:
@@ -76,7 +75,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         allreduce_fn, barrier, close, block = connect(args)
-    except Exception as exc:  # noqa: BLE001 - report the worker package's error, not a traceback
+    except Exception as exc:
         sys.stderr.write(f"p4reduce worker rank {args.rank}: cannot join job {args.job!r} "
                          f"at {args.controller}: {exc}\n")
         return 1

@@ -6,7 +6,6 @@ Default: what `make build` writes (build/p4reduce.json, build/p4reduce.p4info.tx
 from __future__ import annotations
 
 import pathlib
-from typing import Optional
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT = REPO / "build" / "p4reduce.json"
@@ -26,7 +25,7 @@ def display(path: pathlib.Path) -> str:
         return str(path)
 
 
-def unavailable_reason(program: pathlib.Path) -> Optional[str]:
+def unavailable_reason(program: pathlib.Path) -> str | None:
     """None when the JSON and its P4Info exist; otherwise what is missing and how to get it."""
     program = pathlib.Path(program)
     for path in (program, p4info_for(program)):

@@ -1,7 +1,7 @@
 """The printed summary of a run: one table per section, plain text, widths fitted to content."""
 from __future__ import annotations
 
-from typing import List, Sequence
+from collections.abc import Sequence
 
 from p4reduce.bench.aggregate import speedup
 
@@ -32,7 +32,7 @@ def human_time(s) -> str:
     return f"{s * 1e6:.0f} us"
 
 
-def format_table(headers: Sequence[str], rows: List[Sequence[str]]) -> str:
+def format_table(headers: Sequence[str], rows: list[Sequence[str]]) -> str:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
               for i, h in enumerate(headers)]
     def line(cells):
@@ -47,7 +47,7 @@ def _status(cell) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
 
-def allreduce_table(cells: List[dict]) -> str:
+def allreduce_table(cells: list[dict]) -> str:
     gloo = {(c["workers"], c["link"], c["size"]): c for c in cells
             if c["system"] == "gloo" and c["status"] == "ok"}
     rows = []
@@ -65,7 +65,7 @@ def allreduce_table(cells: List[dict]) -> str:
                          "tx/tensor", "vs gloo", "status"], rows)
 
 
-def sparsity_table(cells: List[dict]) -> str:
+def sparsity_table(cells: list[dict]) -> str:
     dense = {(c["workers"], c["link"]): c for c in cells
              if c["density"] == 1.0 and c["status"] == "ok"}
     rows = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 BAD = ("failed", "wrong-result", "interrupted")
 
@@ -14,7 +14,7 @@ def default_stem(doc: dict) -> str:
     return f"bench-{doc['mode']}-{stamp}"
 
 
-def save(doc: dict, out_dir: pathlib.Path, stem: Optional[str] = None) -> pathlib.Path:
+def save(doc: dict, out_dir: pathlib.Path, stem: str | None = None) -> pathlib.Path:
     """Write <stem>.json and <stem>.md; returns the JSON's path."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime
 import sys
 import time
-from typing import Dict, List
 
 from p4reduce.bench import cells as cellmod
 from p4reduce.bench.grid import Grid
@@ -30,7 +29,7 @@ def _tick(bar):
     return tick
 
 
-def _skip_all(system, bn, sizes, reason, section, density, tick) -> List[dict]:
+def _skip_all(system, bn, sizes, reason, section, density, tick) -> list[dict]:
     out = []
     for size in sizes:
         cell = {"section": section, "system": system.name, "workers": len(bn.workers), "size": size,
@@ -41,7 +40,7 @@ def _skip_all(system, bn, sizes, reason, section, density, tick) -> List[dict]:
     return out
 
 
-def _network_plan(grid: Grid) -> List[tuple]:
+def _network_plan(grid: Grid) -> list[tuple]:
     """(workers, link) networks to build, each used by every Mininet section that needs it."""
     plan = []
     if "allreduce" in grid.sections:
@@ -51,7 +50,7 @@ def _network_plan(grid: Grid) -> List[tuple]:
     return list(dict.fromkeys(plan))
 
 
-def _cells_on_network(bn: BenchNet, grid: Grid, out: Dict[str, Dict], tick) -> None:
+def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> None:
     """Every allreduce and sparsity cell that runs on this (workers, link) network."""
     workers, link = len(bn.workers), bn.link.name
     if "allreduce" in out and workers in grid.workers and link in grid.links:
@@ -81,7 +80,7 @@ def _cells_on_network(bn: BenchNet, grid: Grid, out: Dict[str, Dict], tick) -> N
             tick(cell)
 
 
-def run_mininet_sections(grid: Grid, progress: bool) -> Dict[str, Dict]:
+def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
     """p4reduce dense vs the baselines (allreduce) and p4reduce sparse vs dense (sparsity).
 
     One network per (workers, link) pair serves both sections, so each pair starts the P4
@@ -123,13 +122,13 @@ def run_mininet_sections(grid: Grid, progress: bool) -> Dict[str, Dict]:
 MININET_SECTIONS = ("allreduce", "sparsity")
 
 
-def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
+def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:
     """Run the grid's sections; return the result document (see docs/benchmarks.md)."""
     grid.validate()
     started = time.time()
     doc = {
         "schema": SCHEMA,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": " ".join(["python -m p4reduce.bench", *argv]),
         "mode": grid.mode,
         "machine": machine_info(),
@@ -142,7 +141,7 @@ def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
         t0 = time.time()
         try:
             results = run_mininet_sections(grid, progress)
-        except Exception as exc:  # noqa: BLE001 - keep the other sections' numbers
+        except Exception as exc:
             results = {s: {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "cells": []}
                        for s in mininet}
         for section, result in results.items():
@@ -162,7 +161,7 @@ def run(grid: Grid, argv: List[str], progress: bool = True) -> dict:
         except KeyboardInterrupt:
             result = {"status": "interrupted", "error": "interrupted by the user (Ctrl-C)"}
             interrupted = True
-        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+        except Exception as exc:
             result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         result.setdefault("status", "ok")
         result["elapsed_s"] = round(time.time() - t0, 2)

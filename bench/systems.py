@@ -6,10 +6,9 @@ prints a ``bench.hostside`` record, so all systems are timed and counted identic
 from __future__ import annotations
 
 import itertools
-from typing import List, Optional
 
 from p4reduce.bench.hostrun import HostJob
-from p4reduce.bench.topology import BenchNet, P4
+from p4reduce.bench.topology import P4, BenchNet
 
 _ports = itertools.count(29500)
 
@@ -23,10 +22,10 @@ class System:
     name = ""
     description = ""
 
-    def unavailable_reason(self, bn: BenchNet) -> Optional[str]:
+    def unavailable_reason(self, bn: BenchNet) -> str | None:
         return None
 
-    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> List[HostJob]:
+    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> list[HostJob]:
         raise NotImplementedError
 
 

@@ -9,7 +9,6 @@ down with Mininet's own ``net.stop()``; nothing else is cleaned.
 from __future__ import annotations
 
 import os
-from typing import List, Optional
 
 from p4reduce.bench.links import LinkSetting
 
@@ -38,15 +37,15 @@ class BenchNet:
         self.switch_choice = switch
         from p4reduce.bench import program as progmod
         self.program = program or progmod.DEFAULT
-        self.switch_kind: Optional[str] = None
+        self.switch_kind: str | None = None
         self.switch_detail = ""
         self.net = None
         self.p4 = None  # bench.p4net.P4Net when the P4 switch is in use
-        self.workers: List = []
+        self.workers: list = []
         self.server = None
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def __enter__(self) -> "BenchNet":
+    def __enter__(self) -> BenchNet:
         if os.geteuid() != 0:
             raise TopologyError("the benchmark network needs root (Mininet)")
         try:

@@ -16,7 +16,6 @@ import subprocess
 import tempfile
 import time
 import uuid
-from typing import List, Optional
 
 from p4reduce.bench import aggtraffic
 from p4reduce.bench import program as progmod
@@ -51,19 +50,19 @@ class VethRig:
         self.program = pathlib.Path(program)
         self.tag = uuid.uuid4().hex[:4]
         self.pairs = [(f"b4r{self.tag}w{i}s", f"b4r{self.tag}w{i}h") for i in range(workers)]
-        self.created: List[str] = []
-        self.proc: Optional[subprocess.Popen] = None
+        self.created: list[str] = []
+        self.proc: subprocess.Popen | None = None
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="p4reduce-bench-veth-"))
         self.grpc_addr = f"127.0.0.1:{_free_port()}"
-        self.argv: List[str] = []
+        self.argv: list[str] = []
         self.target_name = target
 
-    def endpoints(self) -> List[aggtraffic.Endpoint]:
+    def endpoints(self) -> list[aggtraffic.Endpoint]:
         return [aggtraffic.Endpoint(rank=i, iface=h, ip=f"10.0.0.{i + 1}",
                                     mac=f"00:00:00:00:00:{i + 1:02x}", udp_port=40000 + i)
                 for i, (_s, h) in enumerate(self.pairs)]
 
-    def __enter__(self) -> "VethRig":
+    def __enter__(self) -> VethRig:
         try:
             for sw, host in self.pairs:
                 _ip("link", "add", sw, "type", "veth", "peer", "name", host)
@@ -148,7 +147,7 @@ class VethRig:
             job.members[ep.rank] = member
             programmer.add_member(job, member)
 
-    def measure(self, duration_s: float, window: Optional[int] = None) -> dict:
+    def measure(self, duration_s: float, window: int | None = None) -> dict:
         result = aggtraffic.run(self.endpoints(), SERVICE, JOB_ID, window or self.window,
                                 duration_s=duration_s)
         result["target"] = self.target_name

@@ -84,11 +84,10 @@ class EchoSwitch:
         self._thread.start()
 
     def _serve(self):
-        import socket
         while not self._stop.is_set():
             try:
                 data, peer = self.sock.recvfrom(2048)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             out = bytearray(data)
             out[0], out[5] = 2, 1                                   # RESULT, count = 1 worker
@@ -143,7 +142,8 @@ def main(argv=None) -> int:
                   f"{args.size / 1e6:g} M)", file=sys.stderr)
     ints = np.random.default_rng(0).integers(-100, 100, args.size, dtype=np.int32)
     secs = time_step(Communicator(LoopbackReducer(args.workers)), ints, args.repeat)
-    rows.append({"case": "int32 passthrough", "elements_per_s": round(args.size / secs), "ms_per_step": round(secs * 1e3, 2)})
+    rows.append({"case": "int32 passthrough", "elements_per_s": round(args.size / secs),
+                 "ms_per_step": round(secs * 1e3, 2)})
     penc, pdec = time_packets(min(args.size, 400_000), args.repeat)
     pps = time_streaming(2000 if args.quick else 20000)
     doc = {"size": args.size, "workers": args.workers, "cpu_count": os.cpu_count(), "rows": rows,

@@ -7,9 +7,10 @@ rejected so typos do not pass silently.
 import json
 import logging
 import re
-import urllib.parse
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 from p4reduce.controller.errors import BadRequest, ControllerError, NotFound
 
@@ -36,7 +37,7 @@ def _fields(body, allowed, required=()):
 class JobApi:
     """Routing table from (method, path) to JobManager calls; independent of HTTP plumbing."""
 
-    ROUTES = [
+    ROUTES: ClassVar[list[tuple[str, re.Pattern, str]]] = [
         ("GET", re.compile(r"^/v1/health$"), "health"),
         ("GET", re.compile(r"^/v1/jobs$"), "list_jobs"),
         ("POST", re.compile(r"^/v1/jobs$"), "create_job"),

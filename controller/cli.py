@@ -28,7 +28,7 @@ BUILD = pathlib.Path("build")
 
 
 def _addr(value):
-    host, sep, port = value.rpartition(":")
+    _host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
     return value

@@ -236,7 +236,8 @@ class SwitchConnection:
             if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 return None, None  # no pipeline yet
             raise self._error("GetForwardingPipelineConfig", e) from None
-        if not reply.config.HasField("p4info") or not reply.config.p4info.tables and not reply.config.p4info.registers:
+        p4info = reply.config.p4info
+        if not reply.config.HasField("p4info") or (not p4info.tables and not p4info.registers):
             return None, None
         cookie = reply.config.cookie.cookie if reply.config.HasField("cookie") else None
         self.index = P4InfoIndex(reply.config.p4info)

@@ -10,12 +10,11 @@ harmless: an entry that exists is modified, so a restarted controller can re-run
 """
 import logging
 
-from p4reduce.protocol import p4names
-
 from p4reduce.controller import defaults
 from p4reduce.controller.connection import Update, update
 from p4reduce.controller.entities import multicast_group, table_entry
 from p4reduce.controller.errors import SwitchError
+from p4reduce.protocol import p4names
 
 log = logging.getLogger("p4reduce.controller.forwarding")
 

@@ -7,11 +7,11 @@ controller/report.py.
 import enum
 
 from p4.v1 import p4runtime_pb2
-from p4reduce.protocol import constants, p4names
 
 from p4reduce.controller.codec import format_ipv4, format_mac, to_signed
 from p4reduce.controller.entities import counter_entry, decode_table_entry, table_entry
 from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
+from p4reduce.protocol import constants, p4names
 
 SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
                         p4names.MIN_NEXT, p4names.MAX_EXP)
@@ -181,7 +181,7 @@ def format_value(field_name, value):
     low = field_name.lower()
     if isinstance(value, tuple):
         a, b = value
-        if "dst" in low and "ip" in low or "addr" in low and "ip" in low:
+        if ("dst" in low and "ip" in low) or ("addr" in low and "ip" in low):
             return f"{format_ipv4(a)}/{b}"
         return f"{a}/{b}"
     if "mac" in low or "ethernet" in low:

@@ -8,12 +8,12 @@ import json
 import logging
 
 from p4.v1 import p4runtime_pb2
-from p4reduce.protocol import constants, p4names
 
 from p4reduce.controller import defaults
 from p4reduce.controller.connection import Update, update
 from p4reduce.controller.entities import decode_table_entry, multicast_group, table_entry
 from p4reduce.controller.errors import SwitchError
+from p4reduce.protocol import constants, p4names
 
 log = logging.getLogger("p4reduce.controller.jobs")
 

@@ -1,7 +1,6 @@
 """Text rendering of what controller/inspection.py gathers (the CLI's and the shell's output)."""
-from p4reduce.protocol import constants
-
 from p4reduce.controller.inspection import format_value
+from p4reduce.protocol import constants
 
 
 def jobs_text(jobs):

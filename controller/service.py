@@ -10,8 +10,6 @@ import json
 import logging
 import pathlib
 
-from p4reduce.protocol import p4names
-
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.connection import SwitchConnection
 from p4reduce.controller.errors import SwitchError
@@ -22,6 +20,7 @@ from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.recovery import SwitchWatchdog
 from p4reduce.controller.registers import open_register_access
 from p4reduce.controller.slots import SlotPool
+from p4reduce.protocol import p4names
 
 log = logging.getLogger("p4reduce.controller")
 

@@ -85,7 +85,7 @@ class ShellCommands:
             def call(*a, **kw):
                 try:
                     fn(*a, **kw)
-                except (ValueError, Exception) as e:  # noqa: B014 - report, never a traceback
+                except (ValueError, Exception) as e:
                     self._print(f"error: {getattr(e, 'message', None) or e}")
             call.__doc__ = fn.__doc__
             call.__name__ = fn.__name__

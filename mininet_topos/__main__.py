@@ -26,6 +26,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "stop":
         from pathlib import Path
+
         from p4reduce.mininet_topos.runstate import STATE_FILE, stop_recorded
         stop_recorded(Path(args.run_dir) / STATE_FILE.name)
         return 0

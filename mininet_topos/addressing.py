@@ -31,14 +31,14 @@ def host_address(index: int, prefix: str = "h") -> HostAddress:
     if not 1 <= index <= MAX_HOSTS:
         raise ValueError(f"host index {index}: must be in 1..{MAX_HOSTS}")
     ip = str(SUBNET.network_address + index)
-    mac = "00:00:00:00:%02x:%02x" % (index >> 8, index & 0xFF)
+    mac = f"00:00:00:00:{index >> 8:02x}:{index & 0xFF:02x}"
     return HostAddress(name=f"{prefix}{index}", index=index, ip=ip, mac=mac)
 
 
 def service_address():
     """(ip, mac) the switch answers aggregation packets on; the protocol's values when defined."""
     try:
-        from p4reduce import protocol # noqa: WPS433 (optional until the dataplane package defines it)
+        from p4reduce import protocol
         ip = getattr(protocol, "SWITCH_IP", None) or getattr(protocol, "SERVICE_IP", None)
         mac = getattr(protocol, "SWITCH_MAC", None) or getattr(protocol, "SERVICE_MAC", None)
         if ip and mac:

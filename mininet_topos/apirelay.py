@@ -14,7 +14,6 @@ import ctypes
 import os
 import socket
 import threading
-from typing import Dict, List, Tuple
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -35,7 +34,7 @@ def _setns(fd: int):
         raise RelayError(f"setns: {os.strerror(err)}")
 
 
-def listen_in_netns(netns_path: str, addr: Tuple[str, int]) -> socket.socket:
+def listen_in_netns(netns_path: str, addr: tuple[str, int]) -> socket.socket:
     """A listening TCP socket created inside the network namespace at netns_path."""
     result = {}
 
@@ -87,11 +86,11 @@ def _pump(src: socket.socket, dst: socket.socket):
 class ApiRelay:
     """relay = ApiRelay(("127.0.0.1", 8090)); relay.add_host(netns, index); ...; relay.close()."""
 
-    def __init__(self, controller_addr: Tuple[str, int], listen_addr: Tuple[str, int] = None):
+    def __init__(self, controller_addr: tuple[str, int], listen_addr: tuple[str, int] | None = None):
         self.controller_addr = controller_addr
         self.listen_addr = listen_addr or controller_addr
-        self._listeners: Dict[str, socket.socket] = {}
-        self._threads: List[threading.Thread] = []
+        self._listeners: dict[str, socket.socket] = {}
+        self._threads: list[threading.Thread] = []
         self._closed = threading.Event()
 
     def add_host(self, netns_path: str, index: int):

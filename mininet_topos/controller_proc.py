@@ -12,7 +12,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import List, Optional
 
 from p4reduce.mininet_topos.p4switch import log_tail
 
@@ -23,7 +22,7 @@ class ControllerError(RuntimeError):
     pass
 
 
-def health(api_addr: str, timeout: float = 1.0) -> Optional[dict]:
+def health(api_addr: str, timeout: float = 1.0) -> dict | None:
     try:
         with urllib.request.urlopen(f"http://{api_addr}/v1/health", timeout=timeout) as answer:
             return json.loads(answer.read())
@@ -32,9 +31,9 @@ def health(api_addr: str, timeout: float = 1.0) -> Optional[dict]:
 
 
 class ControllerProcess:
-    def __init__(self, topology: str, p4info: Optional[str], bmv2_json: Optional[str],
+    def __init__(self, topology: str, p4info: str | None, bmv2_json: str | None,
                  api_addr: str = f"127.0.0.1:{DEFAULT_API_PORT}", log_dir: str = "logs",
-                 extra: Optional[List[str]] = None, start_timeout: float = 60.0):
+                 extra: list[str] | None = None, start_timeout: float = 60.0):
         self.api_addr = api_addr
         self.log_path = Path(log_dir) / "controller.log"
         self.argv = [sys.executable, "-m", "p4reduce.controller", "serve", "--topology", str(topology),
@@ -45,7 +44,7 @@ class ControllerProcess:
             self.argv += ["--bmv2-json", str(bmv2_json)]
         self.argv += list(extra or [])
         self.start_timeout = start_timeout
-        self.process: Optional[subprocess.Popen] = None
+        self.process: subprocess.Popen | None = None
 
     @property
     def pid(self):

@@ -9,7 +9,6 @@ checks every sum against numpy, and stops everything.
 import sys
 import time
 from dataclasses import dataclass
-from typing import List
 
 from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
 from p4reduce.mininet_topos.job_client import create_job
@@ -22,11 +21,11 @@ class Phase:
     name: str          # job name
     kind: str          # dense | sparse | train
     mode: str          # the job's aggregation mode
-    args: List[str]    # extra arguments for the demo worker
+    args: list[str]    # extra arguments for the demo worker
     units: int         # progress events each worker reports (joined, then one per step)
 
 
-def phases(args) -> List[Phase]:
+def phases(args) -> list[Phase]:
     elems = str(args.elements)
     return [
         Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)],
@@ -38,7 +37,7 @@ def phases(args) -> List[Phase]:
     ]
 
 
-def worker_command(session, phase: Phase, host, timeout: float) -> List[str]:
+def worker_command(session, phase: Phase, host, timeout: float) -> list[str]:
     return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
             "--job", phase.name, "--workers", str(len(session.network.hosts)), "--advertise-ip", host.IP(),
             "--timeout", str(timeout)] + phase.args
@@ -74,7 +73,7 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def summarize(phase: Phase, runs, seconds: float) -> List[str]:
+def summarize(phase: Phase, runs, seconds: float) -> list[str]:
     results = [r.result for r in runs]
     lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
     r0 = results[0]
@@ -144,7 +143,7 @@ def main(args) -> int:
             progress = Progress(phase, args.workers, quiet)
             t0 = time.monotonic()
             runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),
-                                  lambda h: worker_command(session, phase, h, args.timeout))
+                                  lambda h, phase=phase: worker_command(session, phase, h, args.timeout))
             follow(runs, timeout=args.timeout, on_event=progress)
             progress.close()
             seconds = time.monotonic() - t0

@@ -10,28 +10,28 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
 
 
 @dataclass
 class HostRun:
     host: str
     proc: subprocess.Popen
-    events: List[dict] = field(default_factory=list)
-    text: List[str] = field(default_factory=list)
-    returncode: Optional[int] = None
+    events: list[dict] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    returncode: int | None = None
     timed_out: bool = False
     eof: bool = False
     _partial: bytes = b""
 
     @property
-    def result(self) -> Optional[dict]:
+    def result(self) -> dict | None:
         found = [e for e in self.events if e.get("event") == "result"]
         return found[-1] if found else None
 
     @property
-    def error(self) -> Optional[str]:
+    def error(self) -> str | None:
         found = [e for e in self.events if e.get("event") == "error"]
         if found:
             return found[-1].get("message")
@@ -64,7 +64,7 @@ class HostRun:
         self.text.append(line)
 
 
-def start_on_hosts(hosts, command_for: Callable, env: Optional[Dict[str, str]] = None) -> List[HostRun]:
+def start_on_hosts(hosts, command_for: Callable, env: dict[str, str] | None = None) -> list[HostRun]:
     """Start command_for(host) inside each host; stdout and stderr are merged and followed."""
     runs = []
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
@@ -76,7 +76,7 @@ def start_on_hosts(hosts, command_for: Callable, env: Optional[Dict[str, str]] =
     return runs
 
 
-def read_available(runs: List[HostRun], seconds: float, on_event: Callable = None):
+def read_available(runs: list[HostRun], seconds: float, on_event: Callable | None = None):
     """Read what the processes print for up to `seconds` (returns early once all reached EOF)."""
     end = time.monotonic() + seconds
     while True:
@@ -97,7 +97,7 @@ def read_available(runs: List[HostRun], seconds: float, on_event: Callable = Non
                 run._feed(chunk, on_event)
 
 
-def follow(runs: List[HostRun], timeout: float, on_event: Callable = None) -> List[HostRun]:
+def follow(runs: list[HostRun], timeout: float, on_event: Callable | None = None) -> list[HostRun]:
     """Read events until every process exits or the deadline passes (then kill what is left)."""
     read_available(runs, timeout, on_event)
     for run in runs:

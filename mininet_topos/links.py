@@ -12,7 +12,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
 
 LOSS_TABLE = "p4reduce_loss"
 
@@ -23,8 +22,8 @@ class LinkOptionError(ValueError):
 
 @dataclass(frozen=True)
 class LinkOptions:
-    bw_mbps: Optional[float] = None
-    delay: Optional[str] = None       # e.g. "1ms", "200us"
+    bw_mbps: float | None = None
+    delay: str | None = None       # e.g. "1ms", "200us"
     loss_pct: float = 0.0             # 0..100, per direction
 
     def __post_init__(self):

@@ -8,7 +8,6 @@ it down again, stopping only what it started.
 """
 import os
 from pathlib import Path
-from typing import Optional
 
 from mininet.link import TCLink
 from mininet.log import setLogLevel
@@ -30,10 +29,10 @@ class P4Network:
     """Build, start and stop one topology; usable as a context manager."""
 
     def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
-                 json_path: Optional[str] = None, target: str = "auto", grpc_base: int = DEFAULT_GRPC_BASE,
-                 thrift_base: int = DEFAULT_THRIFT_BASE, log_dir: str = "logs", pcap_dir: Optional[str] = "pcaps",
-                 description_path: Optional[str] = None, prefix: str = "", cpu_port: Optional[int] = 64,
-                 switch_log_level: Optional[str] = "info", start_timeout: float = 30.0):
+                 json_path: str | None = None, target: str = "auto", grpc_base: int = DEFAULT_GRPC_BASE,
+                 thrift_base: int = DEFAULT_THRIFT_BASE, log_dir: str = "logs", pcap_dir: str | None = "pcaps",
+                 description_path: str | None = None, prefix: str = "", cpu_port: int | None = 64,
+                 switch_log_level: str | None = "info", start_timeout: float = 30.0):
         self.kind = topo
         self.workers = workers
         self.link = link
@@ -47,7 +46,7 @@ class P4Network:
             info = self.topo.nodeInfo(name)
             info.update(common, grpc_port=grpc_base + info["device_id"],
                         thrift_port=thrift_base + info["device_id"])
-        self.net: Optional[Mininet] = None
+        self.net: Mininet | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "P4Network":

@@ -4,13 +4,11 @@ The node starts the target with one `-i PORT@IFACE` per Mininet link, waits (bou
 gRPC port accepts connections, and stops exactly the process it started, by PID. It never touches
 other switches' processes (never a global Mininet cleanup, never a kill by process name).
 """
-import os
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional
 
 from mininet.node import Switch
 
@@ -47,10 +45,10 @@ def port_open(host: str, port: int) -> bool:
 class P4Switch(Switch):
     """One P4 target process per Mininet switch; its ports are the Mininet links' interfaces."""
 
-    def __init__(self, name, json_path: Optional[str] = None, grpc_port: int = 9559,
-                 thrift_port: int = 9090, device_id: int = 0, cpu_port: Optional[int] = DEFAULT_CPU_PORT,
-                 log_dir: str = "logs", pcap_dir: Optional[str] = "pcaps", target: str = "auto",
-                 log_level: Optional[str] = None, start_timeout: float = START_TIMEOUT_S, **params):
+    def __init__(self, name, json_path: str | None = None, grpc_port: int = 9559,
+                 thrift_port: int = 9090, device_id: int = 0, cpu_port: int | None = DEFAULT_CPU_PORT,
+                 log_dir: str = "logs", pcap_dir: str | None = "pcaps", target: str = "auto",
+                 log_level: str | None = None, start_timeout: float = START_TIMEOUT_S, **params):
         params.setdefault("dpid", "%016x" % (device_id + 1))
         super().__init__(name, **params)
         self.json_path = json_path
@@ -63,8 +61,8 @@ class P4Switch(Switch):
         self.target = target
         self.log_level = log_level
         self.start_timeout = start_timeout
-        self.process: Optional[subprocess.Popen] = None
-        self.argv: List[str] = []
+        self.process: subprocess.Popen | None = None
+        self.argv: list[str] = []
 
     # -- what the topology description reads -------------------------------------------------
     @property
@@ -84,7 +82,7 @@ class P4Switch(Switch):
         return sorted((port, intf) for intf, port in self.ports.items() if intf.name != "lo")
 
     @property
-    def target_pid(self) -> Optional[int]:
+    def target_pid(self) -> int | None:
         """PID of the P4 target process (mininet's Node.pid is the node's shell)."""
         return self.process.pid if self.process else None
 
@@ -94,7 +92,7 @@ class P4Switch(Switch):
         if port_open("127.0.0.1", self.grpc_port):
             raise P4SwitchError(f"{self.name}: gRPC port {self.grpc_port} is already in use "
                                 "(another switch running? `make stop` stops a previous `make run`)")
-        for port, intf in self.data_ports():
+        for _port, intf in self.data_ports():
             self._quiet_interface(intf.name)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.pcap_dir:

@@ -2,7 +2,8 @@
 
 `run/state.json` lists the processes (PID plus the start of their command line, so a PID reused by
 an unrelated process is never signalled), the root-namespace interfaces and the nftables table the
-run created. `stop_recorded()` ends those and nothing else (never a global Mininet cleanup, never a kill by process name).
+run created. `stop_recorded()` ends those and nothing else (never a global Mininet cleanup, never a kill
+by process name).
 """
 import json
 import os
@@ -10,12 +11,11 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional
 
 STATE_FILE = Path("run") / "state.json"
 
 
-def cmdline(pid: int) -> Optional[str]:
+def cmdline(pid: int) -> str | None:
     """The process's command line, or None if it is gone."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -28,7 +28,7 @@ def process_record(pid: int, role: str) -> dict:
     return {"pid": pid, "role": role, "cmdline": (cmdline(pid) or "")[:200]}
 
 
-def write_state(processes: List[dict], interfaces: List[str], nft_tables: List[str], path=STATE_FILE):
+def write_state(processes: list[dict], interfaces: list[str], nft_tables: list[str], path=STATE_FILE):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"owner_pid": os.getpid(), "processes": processes,

@@ -7,7 +7,6 @@ import importlib.util
 import os
 import signal
 from pathlib import Path
-from typing import Optional
 
 from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.apirelay import ApiRelay
@@ -55,12 +54,12 @@ class Session:
                                  pcap_dir=pcap_dir, description_path=str(self.description_path),
                                  prefix=prefix, switch_log_level=switch_log_level)
         self.want_controller = controller
-        self.controller: Optional[ControllerProcess] = None
+        self.controller: ControllerProcess | None = None
         if controller:
             self.controller = ControllerProcess(
                 self.description_path, p4info_for(program) if program else None, program,
                 api_addr=self.api_addr, log_dir=log_dir, extra=controller_args)
-        self.relay: Optional[ApiRelay] = None
+        self.relay: ApiRelay | None = None
 
     def start(self) -> "Session":
         if runstate.anything_alive(self.state_file):

@@ -7,9 +7,9 @@ docs/architecture.md "Contract 3"). `P4REDUCE_SWITCH` (a path or a command name)
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 REAL_TARGET = "simple_switch_grpc"
 EMBEDDED_TARGET = "p4sim-switch"
@@ -20,7 +20,7 @@ class TargetError(RuntimeError):
     """The requested switch target cannot be found or configured."""
 
 
-def find_target(choice: str = "auto") -> List[str]:
+def find_target(choice: str = "auto") -> list[str]:
     """Argv prefix of the switch target: choice is 'auto', 'bmv2', 'p4sim' or a path/command."""
     override = os.environ.get("P4REDUCE_SWITCH")
     if choice == "auto" and override:
@@ -57,18 +57,18 @@ def target_name(argv0: Sequence[str]) -> str:
 class SwitchCommand:
     """Everything simple_switch_grpc / p4sim-switch is started with."""
 
-    ports: List[Tuple[int, str]]            # (port number, interface name)
+    ports: list[tuple[int, str]]            # (port number, interface name)
     device_id: int
     grpc_addr: str                           # HOST:PORT
     thrift_port: int
     log_file: str
-    pcap_dir: Optional[str] = None
-    json_path: Optional[str] = None          # None -> --no-p4 (pipeline pushed over P4Runtime)
-    cpu_port: Optional[int] = DEFAULT_CPU_PORT
-    log_level: Optional[str] = None          # -L trace|debug|info|warn|error|off
-    extra: List[str] = field(default_factory=list)
+    pcap_dir: str | None = None
+    json_path: str | None = None          # None -> --no-p4 (pipeline pushed over P4Runtime)
+    cpu_port: int | None = DEFAULT_CPU_PORT
+    log_level: str | None = None          # -L trace|debug|info|warn|error|off
+    extra: list[str] = field(default_factory=list)
 
-    def argv(self, prefix: Sequence[str]) -> List[str]:
+    def argv(self, prefix: Sequence[str]) -> list[str]:
         """The full command line, in simple_switch_grpc's order (general options -- target options)."""
         args = list(prefix)
         for number, intf in self.ports:

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from typing import ClassVar
 
 LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
           "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
@@ -175,7 +176,7 @@ def setup_logging(options):
 
 
 class _BmvFormatter(logging.Formatter):
-    SHORT = {TRACE: "T", logging.DEBUG: "D", logging.INFO: "I", logging.WARNING: "W",
+    SHORT: ClassVar[dict[int, str]] = {TRACE: "T", logging.DEBUG: "D", logging.INFO: "I", logging.WARNING: "W",
              logging.ERROR: "E", logging.CRITICAL: "C"}
 
     def format(self, record):

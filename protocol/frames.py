@@ -5,14 +5,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import struct
-from typing import Union
 
 from . import constants as C
 
 ETHERTYPE_IPV4 = 0x0800
 IPPROTO_UDP = 17
 
-Addr = Union[str, int]
+Addr = str | int
 
 
 class FrameError(ValueError):

@@ -9,14 +9,14 @@ shadow-copy packet), but never after its own sender's next contribution on that 
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from collections.abc import Callable
 
 import numpy as np
 
 from .reference_worker import JobRun
 
 # switch(job_id, rank, payload) -> [(job_id, rank, result payload), ...]
-SwitchFn = Callable[[int, int, bytes], List[Tuple[int, int, bytes]]]
+SwitchFn = Callable[[int, int, bytes], list[tuple[int, int, bytes]]]
 
 
 class StalledError(RuntimeError):
@@ -35,7 +35,7 @@ class LossyNetwork:
         self.loss, self.dup, self.spurious, self.reorder = loss, dup, spurious_timeout, reorder
         self.stats = {"sent": 0, "lost": 0, "duplicated": 0, "timeouts": 0, "retransmitted": 0}
 
-    def _eligible(self, inflight) -> List[int]:
+    def _eligible(self, inflight) -> list[int]:
         """Indices deliverable now: any result, and the oldest packet of each (worker, slot)."""
         seen, out = set(), []
         for i, (direction, job, rank, payload) in enumerate(inflight):
@@ -48,8 +48,8 @@ class LossyNetwork:
                 out.append(i)
         return out
 
-    def run(self, runs: Dict[int, JobRun], max_timeouts: int = 500) -> None:
-        inflight: List[Tuple[str, int, int, bytes]] = []
+    def run(self, runs: dict[int, JobRun], max_timeouts: int = 500) -> None:
+        inflight: list[tuple[str, int, int, bytes]] = []
         for job_id, run in runs.items():
             inflight += [("up", job_id, r, p) for r, p in run.start()]
         stalled = 0

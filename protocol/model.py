@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import constants as C
 from .constants import AggEvent, DropReason, Flags, Mode, MsgType
-from .frames import ipv4_checksum, ip_int, ip_str, mac_bytes
+from .frames import ip_int, ip_str, ipv4_checksum, mac_bytes
 from .wire import DEFAULT_LAYOUT, Header, Layout
 
 
@@ -61,9 +60,9 @@ class Delivery:
 @dataclasses.dataclass
 class Outcome:
     """What the switch did with one packet: a drop reason, or an event and its deliveries."""
-    drop: Optional[DropReason] = None
-    event: Optional[AggEvent] = None
-    deliveries: List[Delivery] = dataclasses.field(default_factory=list)
+    drop: DropReason | None = None
+    event: AggEvent | None = None
+    deliveries: list[Delivery] = dataclasses.field(default_factory=list)
 
 
 class SwitchModel:
@@ -82,9 +81,9 @@ class SwitchModel:
         self.min_next = np.zeros(size, np.int64)
         self.max_exp = np.zeros(size, np.int64)
         self.lanes = np.zeros((size, layout.lanes), np.int64)
-        self.jobs: Dict[int, Job] = {}
-        self.workers: Dict[Tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
-        self.source_guard: Dict[int, int] = {}      # switch port -> the IPv4 its host must send from
+        self.jobs: dict[int, Job] = {}
+        self.workers: dict[tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
+        self.source_guard: dict[int, int] = {}      # switch port -> the IPv4 its host must send from
         self.drop_counts = np.zeros(C.DROP_REASONS_SIZE, np.int64)
         self.event_counts = np.zeros(C.AGG_EVENTS_SIZE, np.int64)
 
@@ -124,7 +123,7 @@ class SwitchModel:
 
     # ---- data plane -------------------------------------------------------------------------
     def receive(self, src_ip: str, src_port: int, payload: bytes,
-                ingress_port: Optional[int] = None) -> Outcome:
+                ingress_port: int | None = None) -> Outcome:
         """A payload as sent by a worker's UDP socket (lengths and checksum are right by construction).
         With `ingress_port`, a known worker's packet arriving on another port is SPOOFED_PORT, and
         a source other than the guarded port's host is SPOOFED_SOURCE."""
@@ -133,7 +132,7 @@ class SwitchModel:
         return self._aggregate(ip_int(src_ip), src_port, payload, lengths_ok=True, checksum_ok=True,
                                ingress_port=ingress_port)
 
-    def process(self, ingress_port: int, frame: bytes) -> List[Tuple[int, bytes]]:
+    def process(self, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """An aggregation frame -> the frames the P4 program emits, as (egress_port, bytes)."""
         eth, ip, udp = frame[:14], frame[14:34], frame[34:42]
         is_ipv4 = len(frame) >= 34 and struct.unpack("!H", eth[12:14])[0] == 0x0800
@@ -164,13 +163,13 @@ class SwitchModel:
             frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload)))
         return frames
 
-    def _spoofed_source(self, ingress_port: Optional[int], src_ip: int) -> bool:
+    def _spoofed_source(self, ingress_port: int | None, src_ip: int) -> bool:
         """The source guard: the port has a host bound to it, and this is not its address."""
         want = self.source_guard.get(ingress_port) if ingress_port is not None else None
         return want is not None and src_ip != want
 
     def _aggregate(self, src_ip: int, src_port: int, payload: bytes, lengths_ok: bool,
-                   checksum_ok: bool, ingress_port: Optional[int] = None) -> Outcome:
+                   checksum_ok: bool, ingress_port: int | None = None) -> Outcome:
         lay = self.layout
         if len(payload) < C.HEADER_BYTES:
             return self._drop(DropReason.TRUNCATED)
@@ -244,7 +243,8 @@ class SwitchModel:
             except KeyError:
                 self.drop_counts[DropReason.NO_WORKER_ADDR] += 1
                 continue
-            deliveries.append(Delivery(job.job_id, rank, addr.ip, addr.port, self._result(h, i, job, Flags.NONE, rank), False))
+            result = self._result(h, i, job, Flags.NONE, rank)
+            deliveries.append(Delivery(job.job_id, rank, addr.ip, addr.port, result, False))
         return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=deliveries)
 
     def _result(self, h: Header, i: int, job: Job, flags: int, rank: int) -> bytes:

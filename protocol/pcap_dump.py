@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Iterable, List
+from collections.abc import Iterable
 
 from . import constants as C
 
 
-def describe(frames: Iterable[bytes], show_lanes: bool = False) -> List[str]:
+def describe(frames: Iterable[bytes], show_lanes: bool = False) -> list[str]:
     from scapy.layers.l2 import Ether
+
     from .scapy_layer import P4Reduce
 
     lines = []

@@ -7,7 +7,7 @@ exponent), computed here from all workers' tensors, independently of the switch 
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class JobRun:
     def __init__(self, tensors: Sequence[np.ndarray], job_id: int, slot_count: int,
                  mode: Mode = Mode.DENSE, layout: Layout = DEFAULT_LAYOUT,
                  exponent: Callable[[int, int], int] = default_exponent,
-                 versions: Optional[np.ndarray] = None):
+                 versions: np.ndarray | None = None):
         self.layout = layout
         self.lanes = layout.lanes
         self.n = len(tensors)
@@ -53,9 +53,9 @@ class JobRun:
                      for s in range(slot_count)] for r in range(self.n)]
         self.out = np.zeros((self.n, self.num_blocks * self.lanes), np.int64)
         # per worker, per slot: offset of the round in progress (None = stream done), version
-        self.current: List[List[Optional[int]]] = [[None] * slot_count for _ in range(self.n)]
+        self.current: list[list[int | None]] = [[None] * slot_count for _ in range(self.n)]
         self.ver = np.zeros((self.n, slot_count), np.int64) if versions is None else versions.copy()
-        self.outstanding: List[Dict[int, bytes]] = [dict() for _ in range(self.n)]
+        self.outstanding: list[dict[int, bytes]] = [dict() for _ in range(self.n)]
         self.rounds = 0
 
     # ---- the algorithm ------------------------------------------------------------------------
@@ -78,7 +78,7 @@ class JobRun:
                    exponent=self.exponent(rank, block * self.lanes), bitmap=bitmap)
         return encode(h, data, self.layout)
 
-    def start(self) -> List[Tuple[int, bytes]]:
+    def start(self) -> list[tuple[int, bytes]]:
         """First round of every stream: block s on slot s, for every worker."""
         sends = []
         for r in range(self.n):
@@ -92,7 +92,7 @@ class JobRun:
         self.outstanding[rank][slot] = payload
         return payload
 
-    def on_result(self, rank: int, payload: bytes) -> List[Tuple[int, bytes]]:
+    def on_result(self, rank: int, payload: bytes) -> list[tuple[int, bytes]]:
         """A result reached worker `rank`: check it, store it, send the slot's next block."""
         h, data = decode(payload, self.layout)
         if h.msg_type != MsgType.RESULT or h.job_id != self.job_id or h.rank != rank:
@@ -110,7 +110,7 @@ class JobRun:
             return []
         return [(rank, self._send(rank, slot, h.next_offset // self.lanes))]
 
-    def retransmissions(self) -> List[Tuple[int, bytes]]:
+    def retransmissions(self) -> list[tuple[int, bytes]]:
         """What every worker resends on timeout: its unanswered contributions, flagged RETX."""
         out = []
         for r in range(self.n):

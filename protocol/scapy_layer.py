@@ -7,13 +7,24 @@ another SUBBLOCK, call `set_subblock(n)` before dissecting.
 """
 from __future__ import annotations
 
-from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField, FieldListField,
-                          PacketListField, ShortField, SignedIntField, XByteField, XShortField,
-                          IntField)
-from scapy.layers.inet import UDP
-from scapy.packet import Packet, bind_layers
+from typing import ClassVar
 
 import numpy as np
+from scapy.fields import (
+    BitField,
+    ByteEnumField,
+    ByteField,
+    FieldListField,
+    FlagsField,
+    IntField,
+    PacketListField,
+    ShortField,
+    SignedIntField,
+    XByteField,
+    XShortField,
+)
+from scapy.layers.inet import UDP
+from scapy.packet import Packet, bind_layers
 
 from . import constants as C
 
@@ -31,7 +42,8 @@ def set_subblock(lanes_per_subblock: int) -> None:
 class SubBlock(Packet):
     """SUBBLOCK big-endian int32 lanes."""
     name = "P4ReduceSubBlock"
-    fields_desc = [FieldListField("lanes", [], SignedIntField("lane", 0), count_from=lambda pkt: _subblock)]
+    fields_desc: ClassVar[list] = [
+        FieldListField("lanes", [], SignedIntField("lane", 0), count_from=lambda pkt: _subblock)]
 
     def extract_padding(self, s):
         return b"", s
@@ -39,7 +51,7 @@ class SubBlock(Packet):
 
 class P4Reduce(Packet):
     name = "P4Reduce"
-    fields_desc = [
+    fields_desc: ClassVar[list] = [
         ByteEnumField("msg_type", C.MsgType.CONTRIB, {int(m): m.name for m in C.MsgType}),
         FlagsField("flags", 0, 8, ["EOT", "RETX"]),
         ShortField("job_id", 0),

@@ -6,7 +6,8 @@ compiled with other LANES/SUBBLOCK values can be spoken to as well.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class Header:
     reserved: int = 0
     bitmap: int = 0
 
-    _LIMITS = {"msg_type": 8, "flags": 8, "job_id": 16, "rank": 8, "count": 8, "ver": 1,
+    _LIMITS: ClassVar[dict[str, int]] = {"msg_type": 8, "flags": 8, "job_id": 16, "rank": 8, "count": 8, "ver": 1,
                "slot": 15, "offset": 32, "next_offset": 32, "exponent": 8, "reserved": 8,
                "bitmap": 16}
 
@@ -90,7 +91,7 @@ class Header:
         return rec.tobytes()
 
     @classmethod
-    def unpack(cls, data: bytes) -> "Header":
+    def unpack(cls, data: bytes) -> Header:
         if len(data) < C.HEADER_BYTES:
             raise WireError(f"payload of {len(data)} bytes is shorter than the {C.HEADER_BYTES}-byte header")
         rec = np.frombuffer(data, HEADER_DTYPE, count=1)[0]
@@ -109,11 +110,11 @@ def bitmap_of(lanes: np.ndarray, layout: Layout = DEFAULT_LAYOUT) -> np.ndarray:
     return (nz.astype(np.uint32) @ weights).astype(np.uint16)
 
 
-def _present(bitmap: int, layout: Layout) -> List[int]:
+def _present(bitmap: int, layout: Layout) -> list[int]:
     return [k for k in range(layout.num_subblocks) if bitmap >> k & 1]
 
 
-def encode(header: Header, lanes: Optional[np.ndarray] = None, layout: Layout = DEFAULT_LAYOUT) -> bytes:
+def encode(header: Header, lanes: np.ndarray | None = None, layout: Layout = DEFAULT_LAYOUT) -> bytes:
     """Payload for `header` carrying the sub-blocks of `lanes` named by header.bitmap.
 
     `lanes` is the full block (LANES int32 values); absent sub-blocks are not sent, whatever they hold.
@@ -134,7 +135,7 @@ def encode(header: Header, lanes: Optional[np.ndarray] = None, layout: Layout = 
     return header.pack() + body
 
 
-def decode(payload: bytes, layout: Layout = DEFAULT_LAYOUT) -> Tuple[Header, np.ndarray]:
+def decode(payload: bytes, layout: Layout = DEFAULT_LAYOUT) -> tuple[Header, np.ndarray]:
     """-> (header, full block of LANES int32 with zeros for absent sub-blocks). Strict on length."""
     header = Header.unpack(payload)
     if header.bitmap & ~layout.full_bitmap:
@@ -145,11 +146,12 @@ def decode(payload: bytes, layout: Layout = DEFAULT_LAYOUT) -> Tuple[Header, np.
     block = np.zeros((layout.num_subblocks, layout.subblock), np.int32)
     present = _present(header.bitmap, layout)
     if present:
-        block[present] = np.frombuffer(payload, LANE_DTYPE, offset=C.HEADER_BYTES).reshape(len(present), layout.subblock)
+        lanes = np.frombuffer(payload, LANE_DTYPE, offset=C.HEADER_BYTES)
+        block[present] = lanes.reshape(len(present), layout.subblock)
     return header, block.reshape(layout.lanes)
 
 
-def encode_batch(headers: np.ndarray, lanes: np.ndarray, layout: Layout = DEFAULT_LAYOUT) -> List[bytes]:
+def encode_batch(headers: np.ndarray, lanes: np.ndarray, layout: Layout = DEFAULT_LAYOUT) -> list[bytes]:
     """Vectorized encode of N packets: `headers` a HEADER_DTYPE array (N,), `lanes` (N, LANES).
 
     Each packet carries the sub-blocks its own bitmap names.
@@ -172,13 +174,13 @@ def encode_batch(headers: np.ndarray, lanes: np.ndarray, layout: Layout = DEFAUL
     return out
 
 
-def decode_batch(payloads: Iterable[bytes], layout: Layout = DEFAULT_LAYOUT) -> Tuple[np.ndarray, np.ndarray]:
+def decode_batch(payloads: Iterable[bytes], layout: Layout = DEFAULT_LAYOUT) -> tuple[np.ndarray, np.ndarray]:
     """-> (HEADER_DTYPE array (N,), int32 lanes (N, LANES)) with zeros for absent sub-blocks."""
     payloads = list(payloads)
     headers = np.zeros(len(payloads), HEADER_DTYPE)
     lanes = np.zeros((len(payloads), layout.lanes), np.int32)
     for i, p in enumerate(payloads):
-        h, block = decode(p, layout)
+        _h, block = decode(p, layout)
         headers[i] = np.frombuffer(p[:C.HEADER_BYTES], HEADER_DTYPE)[0]
         lanes[i] = block
     return headers, lanes

@@ -3,13 +3,33 @@
 Tests marked `root` need root (network namespaces, veth, Mininet). On a developer machine without
 root they skip; in CI (CI=true) a skipped root test is a failure, because CI must run them for real.
 """
+import fcntl
 import os
 import pathlib
+import sys
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED_REFERENCE = REPO.parent / "shared" / "p4-reference"
+
+
+_NETWORK_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "p4reduce-network-tests.lock"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """One test session with root tests at a time on a machine: Mininet names its switches,
+    hosts and links alike in every run (s1, h1, s1-eth1), so two sessions would tear down each
+    other's networks. The lock is held until the session's process ends."""
+    if os.geteuid() != 0 or not any(item.get_closest_marker("root") for item in items):
+        return
+    fd = os.open(_NETWORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\nwaiting for {_NETWORK_LOCK}: another test session runs network tests", file=sys.stderr)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    config._p4reduce_network_lock = fd  # kept open (and locked) for the whole session
 
 
 @pytest.fixture(autouse=True)

@@ -63,7 +63,8 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--port", type=int, default=0, help="local UDP port (default: any free port)")
     g.add_argument("--advertise-ip", help="IP the switch should send results to (default: as the controller sees us)")
     g.add_argument("--switch", type=_addr, help="send packets here instead of the job's switch address (HOST:PORT)")
-    g.add_argument("--deadline", type=_positive(float), help="seconds without progress before giving up (default: the job's lease)")
+    g.add_argument("--deadline", type=_positive(float),
+                   help="seconds without progress before giving up (default: the job's lease)")
     g.add_argument("--wait", type=_positive(float), default=60.0, help="seconds to wait for all ranks to join")
     g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS))
 
@@ -142,7 +143,7 @@ def cmd_compressors(args) -> int:
     from .compressors import make_compressor
     for name in COMPRESSORS:
         comp, ef = make_compressor(name)
-        print(f"{name:14s} unbiased={str(comp.unbiased):5s} error_feedback={'recommended' if ef else 'no'}")
+        print(f"{name:14s} unbiased={comp.unbiased!s:5s} error_feedback={'recommended' if ef else 'no'}")
     return 0
 
 

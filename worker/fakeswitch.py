@@ -64,7 +64,7 @@ class FakeSwitch:
     def add_worker(self, job_id: int, rank: int, ip: str, port: int):
         self.model.add_worker(job_id, rank, ip, port)
 
-    def start(self) -> "FakeSwitch":
+    def start(self) -> FakeSwitch:
         self._thread.start()
         return self
 
@@ -96,7 +96,7 @@ class FakeSwitch:
         while not self._stop.is_set():
             try:
                 data, (ip, port) = self.sock.recvfrom(65536)
-            except socket.timeout:
+            except TimeoutError:
                 while self._held:  # nothing else is coming: release what was held back
                     self.sock.sendto(*self._held.pop(0))
                 continue

@@ -14,7 +14,6 @@ from p4reduce.controller.api_client import JobApiClient, JobApiError
 
 from .streaming import JobParams
 
-
 JOB_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # docs/job-api.md
 
 

@@ -83,7 +83,7 @@ class P4SimUdpSwitch:
         while not self._stop.is_set():
             try:
                 data, (_, sport) = self.sock.recvfrom(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -93,7 +93,7 @@ class P4SimUdpSwitch:
             who = self.by_port.get(sport)
             if who is None:
                 continue
-            rank, ip, mac, port = who
+            _rank, ip, mac, port = who
             frame = udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, C.AGG_UDP_PORT, data)
             for egress, out in self.sw.process(port, frame):
                 f = parse_udp_frame(out)

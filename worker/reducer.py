@@ -114,6 +114,7 @@ class Reducer(abc.ABC):
 
     def close(self) -> None:
         """Release sockets/threads; the default has nothing to release."""
+        return
 
 
 def saturate_int32(total: np.ndarray) -> np.ndarray:

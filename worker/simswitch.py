@@ -29,7 +29,7 @@ class SimulatedSwitch:
         self._error: str | None = None
         self.saturated = 0  # elements whose true sum did not fit in int32 (must stay 0)
 
-    def reducer(self, rank: int) -> "SimulatedReducer":
+    def reducer(self, rank: int) -> SimulatedReducer:
         if not 0 <= rank < self.n_workers:
             raise ValueError(f"rank must be in 0..{self.n_workers - 1}, got {rank}")
         return SimulatedReducer(self, rank)
@@ -101,7 +101,9 @@ class FloatReference:
     def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
         a = np.asarray(array, dtype=np.float32)
         x = a.reshape(-1)
-        self.reducer.bytes_sent += self.reducer.switch.wire.bytes_for(np.ones((-(-x.size // self.reducer.lanes), self.reducer.lanes), np.int32))
+        lanes = self.reducer.lanes
+        dense = np.ones((-(-x.size // lanes), lanes), np.int32)
+        self.reducer.bytes_sent += self.reducer.switch.wire.bytes_for(dense)
         total = self.reducer.switch.exchange(self.reducer.rank, "fsum", x)
         return (total / np.float32(self.n_workers) if average else total).reshape(a.shape)
 
@@ -118,7 +120,7 @@ def run_workers(n_workers: int, fn, timeout: float = 60.0, wire: WireCost | None
     def body(rank):
         try:
             results[rank] = fn(switch.reducer(rank))
-        except BaseException as exc:  # noqa: BLE001 -- re-raised in the caller below
+        except BaseException as exc:
             errors[rank] = exc
             if not isinstance(exc, AggregationError):  # a crash: wake the peers waiting for it
                 switch.abort()

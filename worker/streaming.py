@@ -249,7 +249,7 @@ class UdpReducer(Reducer):
                     if n < C.HEADER_BYTES:
                         self.stats.ignored += 1
                         continue
-                    (mt, flags, job_id, _rank, _count, sv, offset, nxt, ecode, _r, bitmap) = _HDR.unpack_from(buf)
+                    (mt, _flags, job_id, _rank, _count, sv, offset, nxt, ecode, _r, bitmap) = _HDR.unpack_from(buf)
                     s, v = sv & 0x7FFF, sv >> 15
                     if (mt != C.MsgType.RESULT or job_id != job.job_id or s >= S or not payload[s]
                             or v != ver[s] or offset != (s * L if block[s] < 0 else block[s] * L)):

@@ -118,7 +118,7 @@ def run_server(args) -> int:
                 conn.close()
                 continue
             conns[rank] = conn
-    except socket.timeout:
+    except TimeoutError:
         sys.stderr.write(f"param server: only {len(conns)} of {args.world} workers connected "
                          f"within {args.timeout}s\n")
         return 1

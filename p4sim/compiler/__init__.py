@@ -5,6 +5,6 @@ types, widths, constant folding via constfold; split into check_* mixins over sy
 bmv2* (JSON backend), p4info, cli.
 """
 from .diagnostics import CompileError
-from .driver import compile_file, CompileResult
+from .driver import CompileResult, compile_file
 
-__all__ = ["compile_file", "CompileResult", "CompileError"]
+__all__ = ["CompileError", "CompileResult", "compile_file"]

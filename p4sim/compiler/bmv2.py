@@ -151,7 +151,7 @@ class Backend:
         self.learn_lists.append({"id": lid, "name": tname, "source_info": self.src(data.pos, tname),
                                  "elements": [e[1] for e in elems]})
         fields = []
-        for i, (n, j, t) in enumerate(elems):
+        for i, (n, _j, t) in enumerate(elems):
             fields.append((n or f"f{i}", getattr(t, "width", 1)))
         self.digests.append((tname, lid, fields, data))
         return lid

@@ -6,9 +6,8 @@ as p4c does, and v1model extern calls map to BMv2 primitives.
 import copy
 
 from . import ast as A
-
-from .bmv2_expr import LocRef, b2d, has_cond, hexstr, op, param, mask_of
-from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc, STANDARD_METADATA
+from .bmv2_expr import LocRef, b2d, has_cond, hexstr, mask_of, op, param
+from .bmv2_storage import STANDARD_METADATA, FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
 from .externs import HASH_ALGOS
 from .types import BoolT, HeaderT

@@ -38,7 +38,7 @@ def hexstr(value, width=None):
     if value < 0:
         return {"type": "hexstr", "value": "-0x" + format(-value, "x")}
     digits = max(1, (width + 3) // 4) if width else 1
-    return {"type": "hexstr", "value": "0x" + format(value, "0%dx" % digits)}
+    return {"type": "hexstr", "value": "0x" + format(value, f"0{digits}x")}
 
 
 def op(name, left, right, **extra):

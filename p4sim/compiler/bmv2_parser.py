@@ -67,10 +67,10 @@ class ParserBuilder:
                         transitions.append({"type": "default", "value": None, "mask": None,
                                             "next_state": self.next_name(c.state)})
                         continue
-                    vs = "".join(format(v, "0%dx" % (2 * ((w + 7) // 8))) for v, w in zip(value, widths))
+                    vs = "".join(format(v, f"0{2 * ((w + 7) // 8)}x") for v, w in zip(value, widths))
                     full = all(m == (1 << w) - 1 for m, w in zip(mask, widths))
                     ms = None if full else "0x" + "".join(
-                        format(m, "0%dx" % (2 * ((w + 7) // 8))) for m, w in zip(mask, widths))
+                        format(m, f"0{2 * ((w + 7) // 8)}x") for m, w in zip(mask, widths))
                     transitions.append({"type": "hexstr", "value": "0x" + vs, "mask": ms,
                                         "next_state": self.next_name(c.state)})
         return {"name": st.name, "id": sid, "parser_ops": ops, "transitions": transitions,

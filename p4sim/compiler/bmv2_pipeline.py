@@ -5,10 +5,10 @@ by keyless ``tbl_*`` tables (as p4c does); ``if`` becomes a conditional node; ``
 ``.miss`` and ``switch (t.apply().action_run)`` become the table's next_tables.
 """
 from . import ast as A
+from .annotations import anno_str
 from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
 from .bmv2_storage import FieldLoc
-from .annotations import anno_str
 from .diagnostics import CompileError, Unsupported
 from .types import BoolT
 

@@ -5,8 +5,8 @@ parser and the controls map to the same storage by position. Locals get fresh sc
 fresh metadata-free header instance for header-typed locals).
 """
 from . import ast as A
-from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, width_of
 from .diagnostics import CompileError, Unsupported
+from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, width_of
 
 
 class HdrLoc:

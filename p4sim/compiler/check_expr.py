@@ -3,8 +3,22 @@ from . import ast as A
 from . import constfold as F
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
-from .types import (BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ListT, ObjT, StackT, StringT,
-                    StructLikeT, StructT, VoidT)
+from .types import (
+    BitsT,
+    BoolT,
+    EnumT,
+    ErrorT,
+    ExternT,
+    HeaderT,
+    IntT,
+    ListT,
+    ObjT,
+    StackT,
+    StringT,
+    StructLikeT,
+    StructT,
+    VoidT,
+)
 
 
 class ExprChecker:
@@ -209,7 +223,7 @@ class ExprChecker:
 
     def ex_Binary(self, e, scope, want):
         op = e.op
-        l = self.expr(e.left, scope, want if op not in ("<<", ">>") else want)
+        l = self.expr(e.left, scope, want)
         r = self.expr(e.right, scope)
         if op in ("&&", "||"):
             for x in (l, r):
@@ -221,7 +235,7 @@ class ExprChecker:
             return e
         if op in ("<<", ">>"):
             if isinstance(r.type, BitsT) and r.type.signed:
-                raise CompileError(f"shift amount must be unsigned", r.pos)
+                raise CompileError("shift amount must be unsigned", r.pos)
             if not isinstance(r.type, (BitsT, IntT)):
                 raise CompileError(f"shift amount must be a number, not {r.type}", r.pos)
             if isinstance(l.type, IntT) and isinstance(want, BitsT) and not isinstance(r, A.IntLit):

@@ -50,7 +50,8 @@ class ExternCallChecker:
     def _extern_func(self, e, name, scope):
         a = e.args
         e.type = VoidT()
-        ex = lambda i, t=None: self.coerce(self.expr(a[i].expr, scope, t), t) if t else self.expr(a[i].expr, scope)
+        def ex(i, t=None):
+            return self.coerce(self.expr(a[i].expr, scope, t), t) if t else self.expr(a[i].expr, scope)
         if name == "mark_to_drop":
             a[0].expr = self.lvalue(a[0].expr, scope, "mark_to_drop argument")
         elif name == "hash":

@@ -8,7 +8,7 @@ position already mapped back to the original file through cpp's line markers.
 class Pos:
     """A position in an original (pre-cpp) source file; line and column count from 1."""
 
-    __slots__ = ("file", "line", "col")
+    __slots__ = ("col", "file", "line")
 
     def __init__(self, file, line, col):
         self.file, self.line, self.col = file, line, col

@@ -9,8 +9,8 @@ from p4.config.v1 import p4info_pb2
 
 from . import ast as A
 from .annotations import anno, anno_str
-from .naming import IdAllocator, aliases, full_name
 from .bmv2_pipeline import expr_text
+from .naming import IdAllocator, aliases, full_name
 from .types import BoolT, EnumT, ErrorT
 
 _MATCH = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
@@ -76,7 +76,7 @@ def build(prog, backend):
             actions.append(decl)
     table_info = sorted(backend.table_info, key=lambda x: (x[0].pos.line, x[0].pos.col))
     in_tables = set()
-    for t, ctl, name in table_info:
+    for t, _ctl, _name in table_info:
         for r in t.action_list:
             want_action(r.decl)
             in_tables.add(id(r.decl))
@@ -90,7 +90,7 @@ def build(prog, backend):
     actions.sort(key=lambda a: a.pos is None or a.pos.file == prog.main.pos.file)
     # names first (aliases are computed over all of them)
     named = []
-    for t, ctl, name in table_info:
+    for t, _ctl, name in table_info:
         named.append(("table", name, t))
     for a in actions:
         named.append(("action", full_name(a, getattr(a, "control", None)), a))
@@ -103,7 +103,7 @@ def build(prog, backend):
     ctrl_headers = [t for t in prog.header_types if anno(t.annos, "controller_header")]
     for h in ctrl_headers:
         named.append(("controller_header", anno_str(h.annos, "controller_header") or h.name, h))
-    for dname, lid, fields, data in backend.digests:
+    for dname, _lid, _fields, _data in backend.digests:
         named.append(("digest", dname, None))
     alias = aliases([n for _, n, _ in named])
     # @id annotations are reserved before hashed ids are handed out
@@ -217,7 +217,7 @@ def build(prog, backend):
             md.bitwidth = _width(ft)
             for s in _anno_strings(fannos):
                 md.annotations.append(s)
-    for dname, lid, fields, data in backend.digests:
+    for dname, _lid, fields, data in backend.digests:
         dg = info.digests.add()
         dg.preamble.id = ids.assign("digest", dname)
         dg.preamble.name = dname
@@ -231,7 +231,7 @@ def build(prog, backend):
                 m.type_spec.bitstring.bit.bitwidth = w
         else:
             tup = dg.type_spec.tuple
-            for fname, w in fields:
+            for _fname, w in fields:
                 tup.members.add().bitstring.bit.bitwidth = w
     info.type_info.SetInParent()
     return info

@@ -9,7 +9,7 @@ import os
 import tempfile
 
 from lark import Lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedToken, UnexpectedEOF, VisitError
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
 from .diagnostics import CompileError
 from .lexer import TypeNamePostLex, scan_type_names
@@ -51,19 +51,19 @@ def parse(source):
         tok = e.token
         if tok.type == "$END":
             lines = source.text.split("\n")
-            raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1))
-        raise CompileError(f"syntax error: unexpected {_describe(tok)}", source.pos(tok.line, tok.column))
+            raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1)) from None
+        raise CompileError(f"syntax error: unexpected {_describe(tok)}", source.pos(tok.line, tok.column)) from None
     except UnexpectedCharacters as e:
         raise CompileError(f"syntax error: unexpected character {source.text[e.pos_in_stream]!r}",
-                           source.pos(e.line, e.column))
+                           source.pos(e.line, e.column)) from None
     except UnexpectedEOF:
         lines = source.text.split("\n")
-        raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1))
+        raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1)) from None
     try:
         return ToAst(source).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, CompileError):
-            raise e.orig_exc
+            raise e.orig_exc from None
         raise
 
 

@@ -47,7 +47,7 @@ def preprocess(path, include_dirs=(), defines=(), undefines=(), cpp=None):
     for u in undefines:
         cmd += ["-U", u]
     cmd.append(path)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         msg = proc.stderr.strip() or f"cpp failed with exit code {proc.returncode}"
         raise _CppFailed(msg)

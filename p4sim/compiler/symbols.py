@@ -5,7 +5,7 @@ from .diagnostics import CompileError
 class Sym:
     """A named thing in scope: kind is param, local, const, instance, action, table, state..."""
 
-    __slots__ = ("kind", "name", "decl", "type", "value", "owner")
+    __slots__ = ("decl", "kind", "name", "owner", "type", "value")
 
     def __init__(self, kind, name, decl, type_=None, value=None, owner=None):
         self.kind, self.name, self.decl, self.type, self.value, self.owner = kind, name, decl, type_, value, owner

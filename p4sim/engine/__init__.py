@@ -62,10 +62,24 @@ action profiles/selectors.
 `sw.stats` counts received/emitted/dropped packets and internal errors (a packet that hits an
 engine bug is dropped, never raised: `sw.last_internal_error` keeps the exception).
 """
-from .errors import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ProgramError,
-                     ResourceExhaustedError)
+from .errors import (
+                     AlreadyExistsError,
+                     ConstViolationError,
+                     EngineError,
+                     NotFoundError,
+                     ProgramError,
+                     ResourceExhaustedError,
+)
 from .switch import Switch
 from .tables import TableEntry
 
-__all__ = ["Switch", "EngineError", "ProgramError", "NotFoundError", "AlreadyExistsError",
-           "ResourceExhaustedError", "ConstViolationError", "TableEntry"]
+__all__ = [
+                     "AlreadyExistsError",
+                     "ConstViolationError",
+                     "EngineError",
+                     "NotFoundError",
+                     "ProgramError",
+                     "ResourceExhaustedError",
+                     "Switch",
+                     "TableEntry",
+]

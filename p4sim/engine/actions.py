@@ -133,7 +133,7 @@ class PrimitiveGen:
 
     def p_assign_header(self, ps, pad, out, ind):
         d, hd = self.x.header(ps[0])
-        s, hs = self.x.header(ps[1])
+        s, _hs = self.x.header(ps[1])
         n = len(hd.fields) + 1
         out.append(f"{pad}_d = {d}; _s = {s}; f[_d:_d + {n}] = f[_s:_s + {n}]")
 

@@ -140,7 +140,7 @@ class CodeGen:
             code = compile(source, "<p4sim-engine>", "exec")
         except SyntaxError as exc:  # a bug in the generator, never the user's
             raise ProgramError(f"internal error compiling the program: {exc}") from None
-        exec(code, ns)
+        exec(code, ns)  # noqa: S102 - source this module generated from the loaded program
         return Compiled(ns, source)
 
     def w(self, line=""):
@@ -210,7 +210,8 @@ class CodeGen:
                 for kind, val, width in parts:
                     if kind == "v":
                         pad = (-width) % 8
-                        self.w(f"    o.append(((({val}) & {(1 << width) - 1}) << {pad}).to_bytes({(width + pad) // 8}, 'big'))")
+                        nbytes, mask = (width + pad) // 8, (1 << width) - 1
+                        self.w(f"    o.append(((({val}) & {mask}) << {pad}).to_bytes({nbytes}, 'big'))")
                     elif kind == "h":
                         self.w(f"    if f[{val.vslot}]: o.append(SER[{val.name!r}](f))")
                     else:
@@ -365,7 +366,7 @@ class CodeGen:
                 elif kind == "set":
                     lv = x.lvalue(ps[0])
                     src = ps[1]
-                    m = (1 << lv.width) - 1
+                    (1 << lv.width) - 1
                     if src.get("type") == "lookahead":
                         bo, bw = src["value"]
                         body.append(f"    f[{lv.slot}] = {store_code(lv, f'_peek(data, off, n, {bo}, {bw})')}")

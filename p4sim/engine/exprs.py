@@ -3,6 +3,8 @@
 Values follow BMv2: arithmetic is infinite precision (Python ints), a signed field reads as its
 two's-complement value, and writing to a field keeps the low `width` bits.
 """
+from typing import ClassVar
+
 from .errors import ProgramError
 from .program import parse_hexstr
 
@@ -11,7 +13,7 @@ INT, BOOL, HEADER, STACK = "int", "bool", "header", "stack"
 
 class Lvalue:
     """A field to write: `slot` is Python source for its slot index."""
-    __slots__ = ("slot", "width", "signed", "static")
+    __slots__ = ("signed", "slot", "static", "width")
 
     def __init__(self, slot, width, signed, static):
         self.slot, self.width, self.signed, self.static = slot, width, signed, static
@@ -200,7 +202,7 @@ class ExprGen:
         if op in ("two_comp_mod", "sat_cast", "usat_cast"):
             a, ka = self.rv(left)
             a = self.as_int(a, ka)
-            w, kw = self.rv(right)
+            w, _kw = self.rv(right)
             try:
                 width = int(w)
             except ValueError:
@@ -227,7 +229,7 @@ class ExprGen:
             self.err("header unions are not supported")
         self.err(f"unsupported expression operator {op!r}")
 
-    _temps = [0]
+    _temps: ClassVar[list[int]] = [0]
 
     def clamp_code(self, a, lo, hi):
         """Inline saturation (no function call): lo if a < lo else hi if a > hi else a."""

@@ -10,7 +10,7 @@ def csum16(data):
     """Internet checksum (RFC 1071): ones' complement of the ones' complement sum of 16-bit words."""
     if len(data) & 1:
         data += b"\0"
-    total = sum(struct.unpack(">%dH" % (len(data) // 2), data))
+    total = sum(struct.unpack(f">{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF

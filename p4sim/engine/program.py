@@ -8,7 +8,6 @@ clone, resubmit, recirculate, truncate).  Stack members are laid out consecutive
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 from .errors import ProgramError
 
@@ -33,8 +32,8 @@ class HeaderInfo:
     header_type: str
     metadata: bool
     vslot: int  # validity slot; fields follow at vslot+1 ...
-    fields: Tuple[FieldInfo, ...]
-    stack: Optional[str] = None
+    fields: tuple[FieldInfo, ...]
+    stack: str | None = None
     index: int = 0
 
     @property
@@ -47,7 +46,7 @@ class StackInfo:
     name: str
     id: int
     size: int
-    headers: Tuple[str, ...]
+    headers: tuple[str, ...]
     next_slot: int
     base: int  # vslot of element 0
     stride: int
@@ -63,7 +62,7 @@ class ParamInfo:
 class ActionInfo:
     name: str
     id: int
-    params: Tuple[ParamInfo, ...]
+    params: tuple[ParamInfo, ...]
 
 
 @dataclass(frozen=True)
@@ -72,14 +71,14 @@ class KeyInfo:
     match_type: str    # exact, lpm, ternary, range, optional, valid
     target: tuple      # (header, field) or header name for "valid"
     width: int
-    mask: Optional[int]
+    mask: int | None
 
 
 @dataclass(frozen=True)
 class DefaultEntryInfo:
     action_id: int
     action: str
-    args: Tuple[int, ...]
+    args: tuple[int, ...]
     action_const: bool
     action_entry_const: bool
 
@@ -90,16 +89,16 @@ class TableInfo:
     id: int
     pipeline: str
     match_type: str
-    keys: Tuple[KeyInfo, ...]
-    action_ids: Tuple[int, ...]
-    actions: Tuple[str, ...]
+    keys: tuple[KeyInfo, ...]
+    action_ids: tuple[int, ...]
+    actions: tuple[str, ...]
     max_size: int
-    direct_counter: Optional[str]
-    direct_meter: Optional[str]
-    default_entry: Optional[DefaultEntryInfo]
+    direct_counter: str | None
+    direct_meter: str | None
+    default_entry: DefaultEntryInfo | None
     const_entries: tuple   # raw JSON entries (immutable table when non-empty)
     next_tables: dict
-    base_default_next: Optional[str]
+    base_default_next: str | None
 
     @property
     def needs_priority(self):
@@ -124,7 +123,7 @@ class CounterInfo:
     id: int
     size: int
     direct: bool
-    binding: Optional[str]
+    binding: str | None
 
 
 @dataclass(frozen=True)
@@ -133,8 +132,8 @@ class MeterInfo:
     id: int
     size: int
     direct: bool
-    binding: Optional[str]
-    result_target: Optional[tuple]
+    binding: str | None
+    result_target: tuple | None
     type: str = "bytes"     # "bytes" or "packets"
 
 
@@ -191,7 +190,7 @@ def load_json(source):
         return source
     if isinstance(source, (bytes, bytearray)):
         source = source.decode("utf-8")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not source.lstrip()[:1] in ("{", "[")):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.lstrip()[:1] not in ("{", "[")):
         path = os.fspath(source)
         try:
             with open(path, encoding="utf-8") as fh:

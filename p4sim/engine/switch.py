@@ -55,7 +55,8 @@ class Switch(ControlAPI):
     # ---- layout helpers ------------------------------------------------------------------------
     def _layout(self):
         prog = self._prog
-        sm = lambda n: prog.fields[("standard_metadata", n)].slot  # noqa: E731
+        def sm(n):
+            return prog.fields[("standard_metadata", n)].slot
         self._s = {n: sm(n) for n in ("ingress_port", "egress_spec", "egress_port", "instance_type",
                                       "packet_length", "mcast_grp", "egress_rid", "parser_error",
                                       "checksum_error", "ingress_global_timestamp",

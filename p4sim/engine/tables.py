@@ -6,16 +6,27 @@ P4Runtime: a larger number wins; ties go to the entry installed first.
 """
 import bisect
 from dataclasses import dataclass
-from typing import Optional
 
-from .errors import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError,
-                     ResourceExhaustedError)
+from .errors import AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ResourceExhaustedError
 
 
 class Entry:
     """One installed entry (or the default entry); generated code reads fn, data, next, counter."""
-    __slots__ = ("handle", "match", "action_id", "data", "priority", "fn", "next", "counter",
-                 "const", "value", "mask", "ranges", "plen")
+    __slots__ = (
+        "action_id",
+        "const",
+        "counter",
+        "data",
+        "fn",
+        "handle",
+        "mask",
+        "match",
+        "next",
+        "plen",
+        "priority",
+        "ranges",
+        "value",
+    )
 
     def __init__(self, handle, match, action_id, data, priority, counter=None, const=False):
         self.handle, self.match, self.action_id, self.data = handle, match, action_id, tuple(data)
@@ -29,7 +40,7 @@ class Entry:
 @dataclass(frozen=True)
 class TableEntry:
     """A snapshot of an entry as `Switch.table_entries` returns it."""
-    handle: Optional[int]
+    handle: int | None
     match: dict          # key name -> normalized value (see values.parse_match)
     action: str
     action_id: int

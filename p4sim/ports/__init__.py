@@ -4,4 +4,4 @@ from .af_packet import AfPacketPort, PortError
 from .packet_loop import PacketLoop
 from .pcap import PcapWriter, read_pcap
 
-__all__ = ["AfPacketPort", "PortError", "PacketLoop", "PcapWriter", "read_pcap"]
+__all__ = ["AfPacketPort", "PacketLoop", "PcapWriter", "PortError", "read_pcap"]

@@ -4,7 +4,6 @@ import logging
 import os
 import select
 import threading
-from typing import Dict, Optional
 
 from .af_packet import AfPacketPort
 from .pcap import port_pcaps
@@ -17,8 +16,8 @@ BATCH = 64  # frames read from one socket before looking at the others
 class PacketLoop:
     """Owns the ports. `start()` runs the poll thread; `stop()` closes sockets and pcaps."""
 
-    def __init__(self, ports: Dict[int, str], pcap_dir: Optional[str] = None):
-        self.ports: Dict[int, AfPacketPort] = {}
+    def __init__(self, ports: dict[int, str], pcap_dir: str | None = None):
+        self.ports: dict[int, AfPacketPort] = {}
         self.pcaps = {}
         try:
             for number, interface in ports.items():

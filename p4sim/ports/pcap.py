@@ -18,7 +18,7 @@ class PcapWriter:
         self._file.write(_GLOBAL_HEADER)
         self._file.flush()
 
-    def write(self, frame: bytes, timestamp: float = None):
+    def write(self, frame: bytes, timestamp: float | None = None):
         now = time.time() if timestamp is None else timestamp
         seconds = int(now)
         micros = int((now - seconds) * 1e6)

@@ -11,4 +11,4 @@ subset for simple_switch_CLI).
 from .errors import P4RuntimeError
 from .server import P4RuntimeServer, ServerError
 
-__all__ = ["P4RuntimeServer", "ServerError", "P4RuntimeError"]
+__all__ = ["P4RuntimeError", "P4RuntimeServer", "ServerError"]

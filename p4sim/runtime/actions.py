@@ -1,5 +1,4 @@
 """p4.v1.Action <-> engine (action name, {param: int}), checked against the table's P4Info."""
-from typing import Dict, Tuple
 
 from p4.v1 import p4runtime_pb2
 
@@ -9,7 +8,7 @@ from .p4info_index import TableInfo
 
 
 def decode(pipeline, table: TableInfo, table_action: p4runtime_pb2.TableAction, default: bool
-           ) -> Tuple[int, Dict[int, int]]:
+           ) -> tuple[int, dict[int, int]]:
     """(P4Info action id, {param id: value}) of a TableAction; errors name table/action/param."""
     kind = table_action.WhichOneof("type")
     if kind is None:
@@ -42,7 +41,7 @@ def decode(pipeline, table: TableInfo, table_action: p4runtime_pb2.TableAction, 
     return action.action_id, values
 
 
-def encode(action_id: int, values: Dict[int, int]) -> p4runtime_pb2.TableAction:
+def encode(action_id: int, values: dict[int, int]) -> p4runtime_pb2.TableAction:
     """Canonical TableAction of an action and its params (params in P4Info order)."""
     table_action = p4runtime_pb2.TableAction()
     table_action.action.action_id = action_id
@@ -51,7 +50,7 @@ def encode(action_id: int, values: Dict[int, int]) -> p4runtime_pb2.TableAction:
     return table_action
 
 
-def engine_args(pipeline, action_id: int, values: Dict[int, int]) -> Tuple[str, Dict[str, int]]:
+def engine_args(pipeline, action_id: int, values: dict[int, int]) -> tuple[str, dict[str, int]]:
     """Engine form: (JSON action name, {JSON param name: value})."""
     binding = pipeline.actions[action_id]
     return binding.json_name, {binding.param_names[pid]: v for pid, v in values.items()}

@@ -8,12 +8,11 @@ import itertools
 import logging
 import queue
 import threading
-from typing import Dict, List, Optional
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from .errors import invalid, not_found, permission_denied, failed_precondition
+from .errors import failed_precondition, invalid, not_found, permission_denied
 
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
@@ -30,10 +29,10 @@ class StreamSession:
     def __init__(self, peer: str = ""):
         self.id = next(StreamSession._ids)
         self.peer = peer
-        self.role: Optional[str] = None   # set by the first arbitration message
+        self.role: str | None = None   # set by the first arbitration message
         self.role_message = p4runtime_pb2.Role()
-        self.election_id: Optional[int] = None
-        self.outbox: "queue.Queue" = queue.Queue(maxsize=4096)
+        self.election_id: int | None = None
+        self.outbox: queue.Queue = queue.Queue(maxsize=4096)
         self.dropped_in_a_row = 0
 
     def send(self, message: p4runtime_pb2.StreamMessageResponse):
@@ -65,9 +64,9 @@ class Arbitration:
     def __init__(self, device_id: int):
         self.device_id = device_id
         self.lock = threading.Lock()
-        self.sessions: List[StreamSession] = []
-        self.primary: Dict[str, StreamSession] = {}
-        self.highest: Dict[str, int] = {}
+        self.sessions: list[StreamSession] = []
+        self.primary: dict[str, StreamSession] = {}
+        self.highest: dict[str, int] = {}
 
     def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate):
         """Handle a MasterArbitrationUpdate; raises (ending the stream) on a bad request."""
@@ -161,7 +160,7 @@ class Arbitration:
         with self.lock:
             return session.role is not None and self.primary.get(session.role) is session
 
-    def primaries(self) -> List[StreamSession]:
+    def primaries(self) -> list[StreamSession]:
         with self.lock:
             return list(self.primary.values())
 

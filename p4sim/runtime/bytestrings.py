@@ -3,7 +3,7 @@
 Servers accept both the canonical form (no leading zero bytes) and the legacy padded form, and
 reject values that do not fit the declared bitwidth. Reads answer in the canonical form.
 """
-from .errors import out_of_range, invalid
+from .errors import invalid, out_of_range
 
 
 def decode(data: bytes, bitwidth: int, what: str) -> int:

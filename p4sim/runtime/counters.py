@@ -1,5 +1,5 @@
 """CounterEntry (indirect counters) and DirectCounterEntry (per table entry) reads and writes."""
-from typing import Iterator
+from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 

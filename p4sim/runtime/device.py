@@ -6,7 +6,7 @@ engine lock, so packets see a batch either entirely before or entirely after.
 """
 import logging
 import threading
-from typing import Callable, Iterator, List, Optional
+from collections.abc import Callable, Iterator
 
 from p4.v1 import p4runtime_pb2
 
@@ -23,20 +23,20 @@ GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 
 class Device:
-    def __init__(self, device_id: int = 0, cpu_port: Optional[int] = None, drop_port: int = 511):
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None, drop_port: int = 511):
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.lock = threading.RLock()
-        self.pipeline: Optional[Pipeline] = None
+        self.pipeline: Pipeline | None = None
         self.engine = None
-        self.tables: Optional[Tables] = None
-        self.replication: Optional[Replication] = None
-        self.cookie: Optional[int] = None
-        self._saved: Optional[Pipeline] = None
+        self.tables: Tables | None = None
+        self.replication: Replication | None = None
+        self.cookie: int | None = None
+        self._saved: Pipeline | None = None
         self._saved_cookie = None
         self.loaded_program = None
-        self.engine_listeners: List[Callable] = []  # called with the new engine after a swap
+        self.engine_listeners: list[Callable] = []  # called with the new engine after a swap
 
     # -- pipeline ------------------------------------------------------------------------------
     def load_json(self, program_json):
@@ -158,7 +158,7 @@ class Device:
             raise failed_precondition("no forwarding pipeline config has been set "
                                       "(SetForwardingPipelineConfig first)")
 
-    def write(self, updates, atomic: bool = False) -> List[Optional[P4RuntimeError]]:
+    def write(self, updates, atomic: bool = False) -> list[P4RuntimeError | None]:
         """Apply updates in order; returns None or the error per update.
 
         Not atomic (CONTINUE_ON_ERROR): every update is tried. Atomic (ROLLBACK_ON_ERROR,
@@ -220,7 +220,7 @@ class Device:
         else:
             raise unimplemented(f"{kind} is not supported by p4sim")
 
-    def read(self, entities) -> List[p4runtime_pb2.Entity]:
+    def read(self, entities) -> list[p4runtime_pb2.Entity]:
         """All entities matching the request's filters, read under one lock (a consistent view)."""
         with self.lock:
             self._require_pipeline()

@@ -5,7 +5,6 @@ One normalised key is a tuple, one item per P4Info match field in P4Info order:
 Don't-care fields (omitted in the request) normalise to their wildcard form, so the tuple identifies
 the entry and also gives the engine its key values.
 """
-from typing import Dict, List, Tuple
 
 from p4.v1 import p4runtime_pb2
 
@@ -13,12 +12,12 @@ from . import bytestrings
 from .errors import invalid
 from .p4info_index import TableInfo
 
-Key = Tuple[tuple, ...]
+Key = tuple[tuple, ...]
 
 
 def normalise(table: TableInfo, matches) -> Key:
     """The normalised key of a request's FieldMatch list; INVALID_ARGUMENT naming table and field."""
-    given: Dict[int, p4runtime_pb2.FieldMatch] = {}
+    given: dict[int, p4runtime_pb2.FieldMatch] = {}
     for fm in matches:
         if fm.field_id not in table.match_fields:
             raise invalid(f"table '{table.name}': match field id {fm.field_id} is not in the P4Info")
@@ -70,7 +69,7 @@ def normalise(table: TableInfo, matches) -> Key:
     return tuple(key)
 
 
-def to_field_matches(table: TableInfo, key: Key) -> List[p4runtime_pb2.FieldMatch]:
+def to_field_matches(table: TableInfo, key: Key) -> list[p4runtime_pb2.FieldMatch]:
     """Canonical FieldMatch list of a normalised key (don't-care fields omitted)."""
     out = []
     for (field_id, mf), item in zip(table.match_fields.items(), key):
@@ -108,7 +107,7 @@ def is_wildcard(item) -> bool:
     return ((kind in ("lpm", "ternary") and item[2] == 0) or (kind == "optional" and item[1] is None))
 
 
-def engine_values(table: TableInfo, key_names: Dict[int, str], key: Key) -> dict:
+def engine_values(table: TableInfo, key_names: dict[int, str], key: Key) -> dict:
     """The engine's key dict: JSON key name -> int | (v, plen) | (v, mask) | (lo, hi) | v/None."""
     values = {}
     for field_id, item in zip(table.match_fields, key):

@@ -3,7 +3,7 @@
 Direct meters are not configurable in the engine (they always mark GREEN), so DirectMeterEntry
 answers UNIMPLEMENTED.
 """
-from typing import Iterator
+from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 

@@ -1,6 +1,5 @@
 """Lookups into a P4Info message by id and by name (the P4Runtime view of a program)."""
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
 
 from p4.config.v1 import p4info_pb2
 
@@ -34,22 +33,22 @@ class ParamInfo:
 class ActionInfo:
     id: int
     name: str
-    params: Dict[int, ParamInfo]
+    params: dict[int, ParamInfo]
 
 
 @dataclass
 class TableInfo:
     id: int
     name: str
-    match_fields: Dict[int, MatchFieldInfo]  # in P4Info order
-    action_ids: List[int]
-    default_only_action_ids: List[int]
-    table_only_action_ids: List[int]
+    match_fields: dict[int, MatchFieldInfo]  # in P4Info order
+    action_ids: list[int]
+    default_only_action_ids: list[int]
+    table_only_action_ids: list[int]
     const_default_action_id: int
     is_const: bool
     size: int
-    direct_counter_id: Optional[int] = None
-    direct_meter_id: Optional[int] = None
+    direct_counter_id: int | None = None
+    direct_meter_id: int | None = None
     implementation_id: int = 0
     supports_idle_timeout: bool = False
 
@@ -75,7 +74,7 @@ class ValueSetInfo:
     id: int
     name: str
     size: int
-    fields: List[MatchFieldInfo]
+    fields: list[MatchFieldInfo]
 
 
 @dataclass
@@ -98,7 +97,7 @@ class ControllerHeaderInfo:
     """packet_in / packet_out: the @controller_header metadata fields, in wire order."""
     id: int
     name: str
-    fields: List[PacketMetadataInfo] = field(default_factory=list)
+    fields: list[PacketMetadataInfo] = field(default_factory=list)
 
     @property
     def bitwidth(self):
@@ -110,16 +109,16 @@ class P4InfoIndex:
 
     def __init__(self, p4info: p4info_pb2.P4Info):
         self.p4info = p4info
-        self.tables: Dict[int, TableInfo] = {}
-        self.actions: Dict[int, ActionInfo] = {}
-        self.counters: Dict[int, SizedInfo] = {}
-        self.direct_counters: Dict[int, DirectCounterInfo] = {}
-        self.meters: Dict[int, SizedInfo] = {}
-        self.direct_meters: Dict[int, str] = {}
-        self.registers: Dict[int, SizedInfo] = {}
-        self.controller_headers: Dict[str, ControllerHeaderInfo] = {}
-        self.value_sets: Dict[int, "ValueSetInfo"] = {}
-        self._names: Dict[str, Dict[str, int]] = {}
+        self.tables: dict[int, TableInfo] = {}
+        self.actions: dict[int, ActionInfo] = {}
+        self.counters: dict[int, SizedInfo] = {}
+        self.direct_counters: dict[int, DirectCounterInfo] = {}
+        self.meters: dict[int, SizedInfo] = {}
+        self.direct_meters: dict[int, str] = {}
+        self.registers: dict[int, SizedInfo] = {}
+        self.controller_headers: dict[str, ControllerHeaderInfo] = {}
+        self.value_sets: dict[int, ValueSetInfo] = {}
+        self._names: dict[str, dict[str, int]] = {}
         seen_ids = set()
 
         def claim(kind, preamble):

@@ -7,7 +7,7 @@ the CPU port, as on BMv2. Frames the pipeline sends to the CPU port start with t
 header, which becomes PacketIn metadata.
 """
 import logging
-from typing import Callable, List, Optional, Tuple
+from collections.abc import Callable
 
 from p4.v1 import p4runtime_pb2
 
@@ -36,7 +36,7 @@ def pack_header(header, metadata, what="PacketOut") -> bytes:
     return (bits << pad).to_bytes((total + pad) // 8, "big")
 
 
-def unpack_header(header, frame: bytes) -> Tuple[List[p4runtime_pb2.PacketMetadata], bytes]:
+def unpack_header(header, frame: bytes) -> tuple[list[p4runtime_pb2.PacketMetadata], bytes]:
     """(metadata, payload) of a frame that starts with the controller header."""
     total = header.bitwidth
     size = (total + 7) // 8
@@ -59,15 +59,15 @@ class PacketPath:
     def __init__(self, device, arbitration=None):
         self.device = device
         self.arbitration = arbitration
-        self.port_sink: Optional[Callable[[int, bytes], None]] = None  # front-panel output
-        self.packet_in_listeners: List[Callable[[int, bytes], None]] = []  # raw CPU frames
+        self.port_sink: Callable[[int, bytes], None] | None = None  # front-panel output
+        self.packet_in_listeners: list[Callable[[int, bytes], None]] = []  # raw CPU frames
         # diagnostics only: updated without a lock (a rare lost increment does not matter)
         self.stats = {"in": 0, "out": 0, "to_cpu": 0, "dropped": 0, "errors": 0}
 
     def _count(self, key, n=1):
         self.stats[key] += n
 
-    def inject(self, port: int, frame: bytes) -> List[Tuple[int, bytes]]:
+    def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """Run one frame arriving on `port`; returns the engine's (port, bytes) output list."""
         engine = self.device.engine
         self._count("in")

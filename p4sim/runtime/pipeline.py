@@ -7,7 +7,6 @@ the P4Info that the JSON lacks is an INVALID_ARGUMENT naming the object.
 """
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from p4.v1 import p4runtime_pb2
 
@@ -20,18 +19,18 @@ from .p4info_index import P4InfoIndex, TableInfo
 class TableBinding:
     """How one P4Info table maps onto the JSON table."""
     json_name: str
-    key_names: Dict[int, str]            # P4Info match field id -> JSON key name
+    key_names: dict[int, str]            # P4Info match field id -> JSON key name
     # initial default action from the JSON: (P4Info action id, {param id: value}) or None
-    initial_default: Optional[Tuple[int, Dict[int, int]]] = None
+    initial_default: tuple[int, dict[int, int]] | None = None
     default_is_const: bool = False
     # const entries from the JSON, as ready-made p4.v1.TableEntry messages
-    const_entries: List[p4runtime_pb2.TableEntry] = field(default_factory=list)
+    const_entries: list[p4runtime_pb2.TableEntry] = field(default_factory=list)
 
 
 @dataclass
 class ActionBinding:
     json_name: str
-    param_names: Dict[int, str]          # P4Info param id -> JSON runtime_data name
+    param_names: dict[int, str]          # P4Info param id -> JSON runtime_data name
 
 
 def parse_device_config(data: bytes) -> dict:
@@ -55,13 +54,13 @@ class Pipeline:
         self.config = config
         self.index = P4InfoIndex(config.p4info)
         self.program = parse_device_config(config.p4_device_config)
-        self.tables: Dict[int, TableBinding] = {}
-        self.actions: Dict[int, ActionBinding] = {}
-        self.counters: Dict[int, str] = {}
-        self.direct_counters: Dict[int, str] = {}  # direct counter id -> JSON table name
-        self.registers: Dict[int, str] = {}
-        self.meters: Dict[int, str] = {}
-        self.value_sets: Dict[int, str] = {}
+        self.tables: dict[int, TableBinding] = {}
+        self.actions: dict[int, ActionBinding] = {}
+        self.counters: dict[int, str] = {}
+        self.direct_counters: dict[int, str] = {}  # direct counter id -> JSON table name
+        self.registers: dict[int, str] = {}
+        self.meters: dict[int, str] = {}
+        self.value_sets: dict[int, str] = {}
         self._bind()
 
     # -- binding -------------------------------------------------------------------------------
@@ -160,7 +159,7 @@ class Pipeline:
         except KeyError:
             return None
 
-    def _json_action_data(self, action_id, data) -> Dict[int, int]:
+    def _json_action_data(self, action_id, data) -> dict[int, int]:
         info = self.index.actions[action_id]
         values = {}
         for (param_id, _), text in zip(info.params.items(), data):

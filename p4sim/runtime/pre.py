@@ -3,7 +3,7 @@
 The runtime keeps what was written (for ALREADY_EXISTS / NOT_FOUND and for reads) and mirrors it
 into the engine's packet replication engine.
 """
-from typing import Dict, Iterator, List, Tuple
+from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 
@@ -15,7 +15,7 @@ MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
 
 
-def _replicas(what, replicas) -> List[Tuple[int, int]]:
+def _replicas(what, replicas) -> list[tuple[int, int]]:
     out = []
     for replica in replicas:
         kind = replica.WhichOneof("port_kind")
@@ -34,8 +34,8 @@ class Replication:
 
     def __init__(self, engine):
         self.engine = engine
-        self.groups: Dict[int, p4runtime_pb2.MulticastGroupEntry] = {}
-        self.sessions: Dict[int, p4runtime_pb2.CloneSessionEntry] = {}
+        self.groups: dict[int, p4runtime_pb2.MulticastGroupEntry] = {}
+        self.sessions: dict[int, p4runtime_pb2.CloneSessionEntry] = {}
 
     def write(self, update_type, entry: p4runtime_pb2.PacketReplicationEngineEntry):
         kind = entry.WhichOneof("type")

@@ -3,7 +3,7 @@
 Real BMv2's P4Runtime server answers UNIMPLEMENTED here; p4sim implements it because the
 project's users inspect aggregation registers from the controller shell.
 """
-from typing import Iterator
+from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 

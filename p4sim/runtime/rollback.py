@@ -5,7 +5,6 @@ updates that would put it back. If a later update of the batch fails, the device
 lists in reverse order. (The batch holds the engine lock throughout, so packets never see the
 intermediate states: that is what makes DATAPLANE_ATOMIC hold as well.)
 """
-from typing import List
 
 from p4.v1 import p4runtime_pb2
 
@@ -20,7 +19,7 @@ def _update(kind, **entity):
     return Update(type=kind, entity=Entity(**entity))
 
 
-def undo_updates(device, update: Update) -> List[Update]:
+def undo_updates(device, update: Update) -> list[Update]:
     """Updates restoring what `update` changes (empty if it would change nothing or fail)."""
     entity = update.entity
     kind = entity.WhichOneof("entity")

@@ -1,7 +1,6 @@
 """A running P4Runtime server: device + arbitration + packet path + grpc.Server."""
 import logging
 from concurrent import futures
-from typing import Optional
 
 import grpc
 from p4.v1 import p4runtime_pb2_grpc
@@ -22,7 +21,7 @@ class P4RuntimeServer:
     """Owns the P4Runtime side of a switch. `start()` listens, `stop()` ends streams and RPCs."""
 
     def __init__(self, address: str = "0.0.0.0:9559", device_id: int = 0,
-                 cpu_port: Optional[int] = None, drop_port: int = 511, max_workers: int = 32):
+                 cpu_port: int | None = None, drop_port: int = 511, max_workers: int = 32):
         self.address = address
         self.device = Device(device_id, cpu_port, drop_port)
         self.arbitration = Arbitration(device_id)

@@ -7,8 +7,16 @@ import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .arbitration import Arbitration, StreamSession
-from .errors import (P4RuntimeError, abort_with_status, invalid, not_found,
-                     permission_denied, rpc_code, unimplemented, write_status)
+from .errors import (
+    P4RuntimeError,
+    abort_with_status,
+    invalid,
+    not_found,
+    permission_denied,
+    rpc_code,
+    unimplemented,
+    write_status,
+)
 
 log = logging.getLogger("p4reduce.p4sim.runtime")
 

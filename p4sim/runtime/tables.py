@@ -5,14 +5,21 @@ priority) with their engine handles, so that P4Runtime identity rules (an entry 
 priority), reads in canonical form and direct counters work without depending on the engine's
 internal representation.
 """
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Tuple
 
 from p4.v1 import p4runtime_pb2
 
 from . import actions, match_keys
-from .errors import (already_exists, call_engine, invalid, not_found, permission_denied,
-                     resource_exhausted, unimplemented)
+from .errors import (
+    already_exists,
+    call_engine,
+    invalid,
+    not_found,
+    permission_denied,
+    resource_exhausted,
+    unimplemented,
+)
 from .p4info_index import TableInfo
 
 INSERT = p4runtime_pb2.Update.INSERT
@@ -26,7 +33,7 @@ class InstalledEntry:
     key: tuple
     priority: int
     action_id: int
-    params: Dict[int, int]
+    params: dict[int, int]
     controller_metadata: int = 0
     metadata: bytes = b""
     idle_timeout_ns: int = 0
@@ -38,10 +45,10 @@ class Tables:
     def __init__(self, pipeline, engine):
         self.pipeline = pipeline
         self.engine = engine
-        self.entries: Dict[int, Dict[Tuple[tuple, int], InstalledEntry]] = {
+        self.entries: dict[int, dict[tuple[tuple, int], InstalledEntry]] = {
             table_id: {} for table_id in pipeline.index.tables}
         # current default action per table: (action id, params); None = the JSON's initial one
-        self.defaults: Dict[int, Optional[Tuple[int, Dict[int, int]]]] = {}
+        self.defaults: dict[int, tuple[int, dict[int, int]] | None] = {}
 
     # -- writes --------------------------------------------------------------------------------
     def write(self, update_type, entry: p4runtime_pb2.TableEntry):

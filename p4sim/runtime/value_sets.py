@@ -3,7 +3,7 @@
 A member is one FieldMatch per P4Info field (exact, or ternary for a masked member); the engine
 takes each member as the fields concatenated at their own widths (value, mask).
 """
-from typing import Iterator
+from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 

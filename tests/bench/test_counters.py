@@ -1,5 +1,4 @@
 """Interface counter reading: /proc/PID/net/dev parsing, /sys/class/net, deltas."""
-import os
 import subprocess
 import uuid
 

@@ -5,10 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from compiler_helpers import program, write
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
-
-from compiler_helpers import program, write
 
 from p4reduce.p4sim.compiler.cli import main
 

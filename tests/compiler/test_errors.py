@@ -1,6 +1,5 @@
 """Malformed and unsupported sources: exact messages at exact positions, never a traceback."""
 import pytest
-
 from compiler_helpers import compile_error, line_of, program, write
 
 from p4reduce.p4sim.compiler import compile_file
@@ -124,7 +123,7 @@ def test_unsupported_constructs_say_so(tmp_path, parts, needle, what):
     got = compile_error(tmp_path, text)
     line, col = line_of(text, needle)
     if what == "syntax error":
-        assert got.startswith(f"prog.p4:") and "syntax error: unexpected 'transition'" in got
+        assert got.startswith("prog.p4:") and "syntax error: unexpected 'transition'" in got
     else:
         assert got == f"prog.p4:{line}:{col}: error: {what}{SUFFIX}"
 

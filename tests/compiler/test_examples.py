@@ -24,7 +24,7 @@ def ipv4(src, dst, proto=17, ttl=64, payload=b""):
 
 
 def _csum(b):
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
@@ -129,7 +129,7 @@ def test_expressions_wrap_and_saturate(engine):
     sw = engine.Switch(compile_file(str(EXAMPLES / "group_expressions.p4")).bmv2)
     a, b, sa, sb = 200, 100, -100, -50
     pkt = eth("00:00:00:00:00:01", "00:00:00:00:00:02", 0x88B6) + bytes([a, b, sa & 255, sb & 255]) + bytes(20)
-    (port, out), = sw.process(1, pkt)
+    (_port, out), = sw.process(1, pkt)
     r = list(out[14:])
     assert r[4:] == [(a + b) & 255, (a - b) & 255, (a * b) & 255, 255, 100, 128, (sa - sb) & 255,
                      a & b, a | b, a ^ b, ~a & 255, (a << 3) & 255, a >> (b & 7), (a >> 4) << 4, a, b,

@@ -1,10 +1,8 @@
 """Golden tests per subset group: the BMv2 JSON structure and P4Info content the compiler emits."""
 import pathlib
 
-import pytest
-from p4.config.v1 import p4info_pb2
-
 from compiler_helpers import action_by_name, by_name, compile_text, ops, pipeline, program
+from p4.config.v1 import p4info_pb2
 
 from p4reduce.p4sim.compiler import compile_file
 
@@ -90,7 +88,7 @@ def test_ternary_and_bool_lowering(tmp_path):
     text = program(meta_fields="bool f;",
                    ingress="apply { meta.a = meta.b > 3 ? meta.b : 8w3; meta.f = !(meta.a == 0) && hdr.eth.isValid(); }")
     doc = compile_text(tmp_path, text).bmv2
-    act = [a for a in doc["actions"] if a["name"].startswith("prog")][0]
+    act = next(a for a in doc["actions"] if a["name"].startswith("prog"))
     assert ops(act) == ["_jump_if_zero", "assign", "_jump", "assign", "assign", "assign"]
     jz = act["primitives"][0]["parameters"]
     assert jz[0]["value"] == expr("b2d", None, expr(">", field("scalars", "meta_t.b"), hx("0x03")))
@@ -254,7 +252,7 @@ def test_digest_learn_list(tmp_path):
     res = compile_text(tmp_path, text)
     ll = res.bmv2["learn_lists"]
     assert len(ll) == 1 and ll[0]["elements"] == [field("eth", "src"), field("standard_metadata", "ingress_port")]
-    prim = [p for a in res.bmv2["actions"] for p in a["primitives"] if p["op"] == "generate_digest"][0]
+    prim = next(p for a in res.bmv2["actions"] for p in a["primitives"] if p["op"] == "generate_digest")
     assert prim["parameters"] == [hx("0x00000001"), hx("0x1")]
     assert len(res.p4info.digests) == 1
     assert res.p4info.digests[0].preamble.name == "learn_t"
@@ -270,7 +268,7 @@ def test_serializable_enums_in_p4info():
     tbl = info.tables[0]
     assert tbl.match_fields[0].type_name.name == "Kind"
     assert tbl.match_fields[1].bitwidth == 1                      # bool key
-    act = [a for a in info.actions if a.preamble.name == "DeclIngress.classify"][0]
+    act = next(a for a in info.actions if a.preamble.name == "DeclIngress.classify")
     assert act.params[0].type_name.name == "Kind"
     assert tbl.initial_default_action.arguments[0].value == b"\xff"
 

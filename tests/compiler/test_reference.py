@@ -2,12 +2,11 @@
 import json
 
 import pytest
+from compiler_helpers import by_name, strip_source_info
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4reduce.p4sim.compiler import compile_file
-
-from compiler_helpers import by_name, strip_source_info
 
 NAMES = ["fwd_basic", "agg_mini", "parse_mix"]
 ENTITIES = ["tables", "actions", "counters", "direct_counters", "registers", "controller_packet_metadata",

@@ -4,9 +4,8 @@ import json
 
 import pytest
 
+from p4reduce.p4sim import engine
 from p4reduce.p4sim.compiler import compile_file
-
-from p4reduce.p4sim import engine  # noqa: E402
 
 NAMES = ["fwd_basic", "agg_mini", "parse_mix"]
 

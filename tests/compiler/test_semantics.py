@@ -4,7 +4,6 @@ import random
 import struct
 
 import pytest
-
 from compiler_helpers import compile_text, program
 
 N_EXPR = 40
@@ -111,17 +110,16 @@ def test_random_expressions_match_p4_semantics(tmp_path, seed):
         stmts.append(f"hdr.n.r{i} = {e};")
         expected.append((w, signed, v))
     split = N_EXPR // 2          # half in an action, half straight in the apply block
-    text = program(decls="header n_t { bit<8> a; bit<8> b; bit<16> c; int<8> s; int<8> t; %s }" % " ".join(fields),
+    text = program(decls="header n_t {{ bit<8> a; bit<8> b; bit<16> c; int<8> s; int<8> t; {} }}".format(" ".join(fields)),
                    hdr_fields="n_t n;",
                    parser="state start { pkt.extract(hdr.eth); pkt.extract(hdr.n); transition accept; }",
-                   ingress="action f() { %s } apply { f(); %s sm.egress_spec = 1; }"
-                           % (" ".join(stmts[:split]), " ".join(stmts[split:])),
+                   ingress="action f() {{ {} }} apply {{ f(); {} sm.egress_spec = 1; }}".format(" ".join(stmts[:split]), " ".join(stmts[split:])),
                    deparser="pkt.emit(hdr.eth); pkt.emit(hdr.n);")
     res = compile_text(tmp_path, text)
     sw = engine.Switch(res.bmv2)
     body = struct.pack("!BBHbb", env["a"], env["b"], env["c"], env["s"], env["t"]) + \
         bytes(sum(w // 8 for w, _, _ in expected))
-    (port, out), = sw.process(2, bytes(12) + b"\x12\x34" + body)
+    (_port, out), = sw.process(2, bytes(12) + b"\x12\x34" + body)
     off = 14 + 6
     for i, (w, signed, v) in enumerate(expected):
         raw = int.from_bytes(out[off:off + w // 8], "big")

@@ -74,7 +74,7 @@ def test_cli_entry_point_and_unreachable_switch(agg_switch):
 
 
 def test_shell_commands_print_and_report_errors(agg_switch):
-    addr, conn = agg_switch
+    addr, _conn = agg_switch
     out = io.StringIO()
     reader = SwitchConnection(addr).connect(timeout=5, arbitrate=False)
     reader.fetch_pipeline()

@@ -107,7 +107,7 @@ def test_bad_entries_are_named(p4rt_server, reference_dir):
 
 
 def test_registers_and_counters_over_p4runtime(p4rt_server, reference_dir):
-    server, addr = p4rt_server
+    _server, addr = p4rt_server
     out = reference_dir / "p4c-out"
     with SwitchConnection(addr, election_id=10).connect(timeout=5) as conn:
         conn.ensure_pipeline(out / "agg_mini.p4info.txtpb", out / "agg_mini.json")
@@ -127,6 +127,7 @@ def test_registers_and_counters_over_p4runtime(p4rt_server, reference_dir):
 
 def test_registers_fall_back_to_thrift_on_unimplemented(reference_dir):
     from ctl_bmv2_like import Bmv2LikeSwitch
+
     from p4reduce.controller.registers import ThriftRegisters
     sw = Bmv2LikeSwitch().start()
     out = reference_dir / "p4c-out"

@@ -1,11 +1,11 @@
 """Job API over real HTTP on loopback, with the JobManager in bookkeeping mode (no switch):
 validation, explicit errors, join by name only, idempotent create, leases."""
+import itertools
 import json
 import time
 import urllib.request
 
 import pytest
-from p4reduce.protocol import constants
 
 from p4reduce.controller.api_client import JobApiClient, JobApiError
 from p4reduce.controller.api_server import JobApi, JobApiServer
@@ -13,6 +13,7 @@ from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
+from p4reduce.protocol import constants
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
@@ -54,7 +55,7 @@ def err(excinfo):
 
 
 def test_join_with_only_a_name(served):
-    client, mgr, clock, _ = served
+    client, _mgr, _clock, _ = served
     info = client.join("demo")  # ip from the connection, mac from the topology, defaults for the rest
     assert info["rank"] == 0
     job = info["job"]
@@ -73,7 +74,7 @@ def test_join_with_only_a_name(served):
 
 
 def test_create_is_idempotent_and_conflicts_are_explicit(served):
-    client, mgr, _, _ = served
+    client, _mgr, _, _ = served
     a = client.create("j", 4, mode="sparse", slots=32)
     assert a["slots"] == {"base": 0, "count": 32} and a["mode"] == "sparse"
     assert client.create("j", 4, mode="sparse", slots=32)["job_id"] == a["job_id"]
@@ -149,7 +150,7 @@ def test_malformed_requests(served):
 
 
 def test_heartbeat_leave_and_rank_errors(served):
-    client, mgr, clock, _ = served
+    client, mgr, _clock, _ = served
     client.create("j", 2)
     r0 = client.join("j", ip="10.0.0.2")["rank"]
     with pytest.raises(JobApiError) as e:
@@ -258,7 +259,7 @@ def test_concurrent_joins_and_creates_never_collide():
         assert len(errors) == 8 and {e.code for e in errors} == {"no_free_slots"}
         ranges = sorted((j["slots"]["base"], j["slots"]["count"]) for j in JobApiClient(server.address).jobs())
         assert len(ranges) == 5
-        assert all(a[0] + a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+        assert all(a[0] + a[1] <= b[0] for a, b in itertools.pairwise(ranges))
         assert mgr.pool.free == 100 - 64 - 36
     finally:
         server.stop()
@@ -279,7 +280,7 @@ def test_any_job_name_gets_an_explicit_error_not_a_client_crash(served, name):
     client, _, _, _ = served
     with pytest.raises(JobApiError) as bad_join:
         client.join(name)
-    status, code, field, message = err(bad_join)
+    status, _code, field, message = err(bad_join)
     assert (status, field) == (400, "name") and repr(name) in message
     with pytest.raises(JobApiError) as missing:
         client.job(name)

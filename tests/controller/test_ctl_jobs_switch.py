@@ -6,7 +6,6 @@ import time
 
 import numpy as np
 import pytest
-from p4reduce.protocol import constants, frames, p4names, wire
 
 from p4reduce.controller.api_client import JobApiClient, JobApiError
 from p4reduce.controller.cli import main as cli_main
@@ -15,6 +14,7 @@ from p4reduce.controller.inspection import SwitchInspector
 from p4reduce.controller.registers import open_register_access
 from p4reduce.controller.service import Controller
 from p4reduce.controller.topology import from_dict
+from p4reduce.protocol import constants, frames, p4names, wire
 
 SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
 
@@ -95,7 +95,7 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     assert engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a)) == []
     out = sorted(engine.process(2, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b)))
     assert [p for p, _ in out] == [1, 2], "\n".join(trace)
-    for (port, frame), (ip, udp, mac, rank) in zip(out, [("10.0.0.1", 40000, "00:00:00:00:00:01", 0),
+    for (_port, frame), (ip, udp, mac, rank) in zip(out, [("10.0.0.1", 40000, "00:00:00:00:00:01", 0),
                                                           ("10.0.0.2", 40001, "00:00:00:00:00:02", 1)]):
         f = frames.parse_udp_frame(frame)
         assert (f.dst_ip, f.dport, f.dst_mac) == (ip, udp, mac)
@@ -255,7 +255,7 @@ def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
 
 
 def test_switch_failure_is_reported_and_rolled_back(controller_factory, p4rt_server):
-    start, addr = controller_factory
+    start, _addr = controller_factory
     server, _ = p4rt_server
     ctl = start()
     client = JobApiClient(ctl.api_server.address)
@@ -367,7 +367,7 @@ def test_switch_restart_is_recovered(controller_factory, p4rt_server):
 
 def test_standby_controller_takes_over(controller_factory):
     import threading
-    start, addr = controller_factory
+    start, _addr = controller_factory
     primary = start()
     client = JobApiClient(primary.api_server.address)
     client.create("kept", 2, slots=4)

@@ -1,6 +1,7 @@
 """Slot pool: random churn never overlaps or leaks; a full pool refuses cleanly."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from p4reduce.controller.errors import BadRequest, Conflict, SlotsExhausted
 from p4reduce.controller.slots import SlotPool

@@ -1,7 +1,6 @@
 """Fixtures for the data-plane tests: p4src/p4reduce.p4 compiled once per session by
 p4sim-compile and loaded into p4sim's in-process engine."""
 import pytest
-
 from p4reduce_fabric import Fabric, compile_program
 
 

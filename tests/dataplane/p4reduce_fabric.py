@@ -7,8 +7,6 @@ import dataclasses
 import pathlib
 import subprocess
 import sys
-from typing import Dict, List, Optional, Tuple
-
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
@@ -22,7 +20,7 @@ SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "10.0.0.254"
 
 
-def compile_program(out_dir: pathlib.Path, defines: Tuple[str, ...] = ()) -> Tuple[pathlib.Path, str]:
+def compile_program(out_dir: pathlib.Path, defines: tuple[str, ...] = ()) -> tuple[pathlib.Path, str]:
     """Compile p4src/p4reduce.p4 with p4sim-compile -> (json path, stderr)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "p4reduce.json"
@@ -54,13 +52,13 @@ class Fabric:
         self.model = SwitchModel(layout, slots, max_workers)
         self.layout = layout
         self.check_model = check_model
-        self.ends: Dict[Tuple[int, int], WorkerEnd] = {}
-        self.by_addr: Dict[Tuple[str, int], WorkerEnd] = {}
-        self.mismatches: List[str] = []
+        self.ends: dict[tuple[int, int], WorkerEnd] = {}
+        self.by_addr: dict[tuple[str, int], WorkerEnd] = {}
+        self.mismatches: list[str] = []
 
     # ---- control plane, as the controller does it -------------------------------------------
     def add_job(self, job_id: int, num_workers: int, slot_base: int, slot_count: int,
-                mode: Mode = Mode.DENSE, mcast_grp: Optional[int] = None, ports: Optional[List[int]] = None):
+                mode: Mode = Mode.DENSE, mcast_grp: int | None = None, ports: list[int] | None = None):
         mcast_grp = job_id if mcast_grp is None else mcast_grp
         ports = ports or [r + 1 for r in range(num_workers)]
         for i in range(2 * slot_base, 2 * (slot_base + slot_count)):
@@ -78,7 +76,7 @@ class Fabric:
             replicas.append((end.switch_port, r))
         self.sw.mc_group_set(mcast_grp, replicas)
 
-    def add_worker(self, end: WorkerEnd, table_rank: Optional[int] = None):
+    def add_worker(self, end: WorkerEnd, table_rank: int | None = None):
         rank = end.rank if table_rank is None else table_rank
         self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": end.ip, "hdr.udp.srcPort": end.port,
                                       "hdr.p4r.job_id": end.job_id}, N.SET_RANK,
@@ -95,12 +93,12 @@ class Fabric:
         self.model.add_source_guard(port, ip)
 
     # ---- data plane -------------------------------------------------------------------------
-    def frame(self, job_id: int, rank: int, payload: bytes, **kw) -> Tuple[int, bytes]:
+    def frame(self, job_id: int, rank: int, payload: bytes, **kw) -> tuple[int, bytes]:
         end = self.ends[(job_id, rank)]
         return end.switch_port, udp_frame(end.mac, SWITCH_MAC, end.ip, SWITCH_IP, end.port,
                                           C.AGG_UDP_PORT, payload, **kw)
 
-    def inject(self, port: int, frame: bytes) -> List[Tuple[int, bytes]]:
+    def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """One frame through the switch (and the model); returns the switch's output frames."""
         out = self.sw.process(port, frame)
         if self.sw.last_internal_error is not None:
@@ -113,7 +111,7 @@ class Fabric:
                 raise AssertionError(self.mismatches[-1])
         return out
 
-    def send(self, job_id: int, rank: int, payload: bytes) -> List[Tuple[int, int, bytes]]:
+    def send(self, job_id: int, rank: int, payload: bytes) -> list[tuple[int, int, bytes]]:
         """A worker's UDP payload in, the results out as (job, rank, payload) (LossyNetwork's switch)."""
         results = []
         for port, frame in self.inject(*self.frame(job_id, rank, payload)):
@@ -126,7 +124,7 @@ class Fabric:
         return results
 
     # ---- counters ---------------------------------------------------------------------------
-    def drops(self) -> Dict[int, int]:
+    def drops(self) -> dict[int, int]:
         """Non-zero ingress drop counters (packets) by reason."""
         out = {}
         for reason in range(C.DROP_REASONS_SIZE):
@@ -135,7 +133,7 @@ class Fabric:
                 out[reason] = packets
         return out
 
-    def events(self) -> Dict[int, int]:
+    def events(self) -> dict[int, int]:
         return {e: self.sw.counter_read(N.AGG_EVENTS, e)[0] for e in range(C.AGG_EVENTS_SIZE)}
 
     def assert_counters_match_model(self):

@@ -1,13 +1,13 @@
 """Hostile and malformed packets change no state, produce nothing, and are counted by reason."""
 import numpy as np
 import pytest
+from p4reduce_fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, encode
-from p4reduce_fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
 
 
 def contribution(job, rank, slot=0, bitmap=None, block=None):
@@ -38,7 +38,7 @@ def two_jobs(fabric):
 
 def hostile_frames(f):
     """(name, port, frame, reason) for every way a packet can be refused."""
-    w0 = f.ends[(1, 0)]
+    f.ends[(1, 0)]
     w1 = f.ends[(1, 1)]
 
     def frame_from(end, payload, **kw):
@@ -118,7 +118,7 @@ def test_missing_worker_address_is_counted_in_egress(fabric):
 def test_counts_survive_a_good_round(two_jobs):
     """After the hostile packets the half-done rounds still complete with the right sums."""
     f = two_jobs
-    for name, port, frame, reason in hostile_frames(f):
+    for _name, port, frame, _reason in hostile_frames(f):
         f.inject(port, frame)
     f.send(1, 1, contribution(1, 1))
     out = f.send(1, 2, contribution(1, 2))

@@ -195,13 +195,14 @@ def test_late_copy_of_an_old_round_cannot_start_a_round(fabric):
 def test_scapy_reads_the_switch_output(fabric):
     """What the P4 program emits dissects with protocol.scapy_layer as it decodes with the codec."""
     from scapy.all import Ether
+
     from p4reduce.protocol.scapy_layer import P4Reduce
     fabric.add_job(1, 2, slot_base=0, slot_count=1, mode=Mode.SPARSE)
     b = np.zeros(C.LANES, np.int32); b[C.SUBBLOCK * 2:C.SUBBLOCK * 3] = -42
     fabric.send(1, 0, packet(0, block=b, bitmap=0b0100, nxt=320, exp=150))
     frames = fabric.inject(*fabric.frame(1, 1, packet(1, block=np.zeros(C.LANES), bitmap=0, nxt=96)))
     assert len(frames) == 2
-    for port, frame in frames:
+    for _port, frame in frames:
         pkt = Ether(frame)
         assert pkt.haslayer(P4Reduce)
         p = pkt[P4Reduce]

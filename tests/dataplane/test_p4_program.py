@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from p4reduce_fabric import Fabric, compile_program
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
@@ -11,7 +12,6 @@ from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.lossy_net import LossyNetwork
 from p4reduce.protocol.reference_worker import JobRun
 from p4reduce.protocol.wire import Layout
-from p4reduce_fabric import Fabric, compile_program
 
 
 def test_compiles_without_warnings(tmp_path):

@@ -5,13 +5,14 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from p4reduce_fabric import Fabric
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.lossy_net import LossyNetwork
 from p4reduce.protocol.reference_worker import JobRun
-from p4reduce_fabric import Fabric
 
 
 @pytest.fixture(scope="module")

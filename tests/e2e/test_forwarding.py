@@ -12,6 +12,7 @@ from scapy.all import ARP, ICMP, rdpcap
 
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
+
 from .p4rt import push
 
 pytestmark = pytest.mark.root
@@ -70,7 +71,7 @@ def test_link_options_are_applied(reference_dir, net_kwargs, tmp_path):
     with P4Network(topo="star", workers=2, link=link, **net_kwargs) as net:
         desc = json.loads((tmp_path / "topology.json").read_text())
         switch = desc["switches"][0]
-        h1, h2 = sorted(net.hosts, key=lambda h: h.params["index"])
+        h1, _h2 = sorted(net.hosts, key=lambda h: h.params["index"])
         qdiscs = h1.cmd(f"tc qdisc show dev {h1.defaultIntf()}")
         assert re.search(r"rate 20Mbit", qdiscs), qdiscs
         assert desc["link_options"]["loss_pct"] == 10

@@ -1,6 +1,5 @@
 """`python -m p4reduce.mininet_topos run` leaves a record that `stop` uses to end exactly what it started."""
 import json
-import os
 import pathlib
 import signal
 import subprocess

@@ -7,7 +7,7 @@ import pytest
 
 from p4reduce.p4sim.engine import Switch
 
-from .bmv2 import C, E, F, P, SM, Program, extract, simple, wrap
+from .bmv2 import SM, C, E, F, P, Program, extract, simple, wrap
 
 IP_FIELDS = [("vihl", 8), ("tos", 8), ("len", 16), ("id", 16), ("frag", 16), ("ttl", 8), ("proto", 8),
              ("csum", 16), ("src", 32), ("dst", 32)]
@@ -44,7 +44,7 @@ def checksum_program():
 
 def test_good_checksum_verifies_and_is_updated_after_ttl_change():
     out = checksum_program().process(1, ipv4(ttl=64) + b"data")
-    [(port, data)] = out
+    [(_port, data)] = out
     assert data[1] == 0  # checksum_error
     assert data[8] == 63
     assert data[:20] == ipv4(ttl=63)[:1] + b"\x00" + ipv4(ttl=63)[2:20]
@@ -54,7 +54,7 @@ def test_good_checksum_verifies_and_is_updated_after_ttl_change():
 
 def test_bad_checksum_sets_checksum_error_without_dropping():
     out = checksum_program().process(1, ipv4(csum=0x1234) + b"data")
-    [(port, data)] = out
+    [(_port, data)] = out
     assert data[1] == 1
     assert int.from_bytes(data[10:12], "big") == ones_complement_checksum(data[:10] + b"\0\0" + data[12:20])
 
@@ -69,7 +69,7 @@ def crc16_arc(data):
 
 
 @pytest.mark.parametrize("algo,ref,width", [
-    ("crc32", lambda b: zlib.crc32(b), 32),
+    ("crc32", zlib.crc32, 32),
     ("crc16", crc16_arc, 16),
     ("identity", lambda b: int.from_bytes(b, "big"), 32),
     ("csum16", None, 16),  # checked below: ones' complement of 0x1234 + 0xabcd

@@ -97,20 +97,20 @@ def test_stack_next_last_and_masked_select(compiled, kind):
 
 def test_stack_out_of_bounds_is_reported_not_dropped(compiled):
     frame = bytes([0x10, 0]) + tag(1, 0) + tag(2, 0) + tag(3, 0) + tag(4, 0) + tag(5, 1) + b"xy"
-    port, data = one(compiled("stacks"), 1, frame)
+    _port, data = one(compiled("stacks"), 1, frame)
     assert data[:6] == frame[:6]               # all four tags extracted stay valid
     assert info(data, 6)[:2] == (3, 4)         # StackOutOfBounds, four extracts ran
     assert data[11:] == frame[6:]
 
 
 def test_packet_too_short_keeps_headers(compiled):
-    port, data = one(compiled("stacks"), 1, bytes([0x10, 0]) + tag(1, 0))
+    _port, data = one(compiled("stacks"), 1, bytes([0x10, 0]) + tag(1, 0))
     assert data[:3] == bytes([0x10, 0]) + tag(1, 0)
     assert info(data, 3)[:2] == (1, 1)
 
 
 def test_verify_raises_a_program_error(compiled):
-    port, data = one(compiled("stacks"), 1, bytes([0xFF, 0]) + b"zz")
+    _port, data = one(compiled("stacks"), 1, bytes([0xFF, 0]) + b"zz")
     assert info(data, 2)[0] == 9
     assert data[7:] == b"zz"
 
@@ -123,7 +123,7 @@ def test_range_select_and_lookahead(compiled):
     port, data = one(sw, 1, bytes([0x25, 0]) + b"\x31rest")
     assert info(data, 2)[:3] == (0, 0, 0x31)
     assert data[7:] == b"\x31rest"
-    port, data = one(sw, 1, bytes([0x30, 0]) + b"\xa1")    # 0x30 is outside 0x20..0x2f: accept
+    _port, data = one(sw, 1, bytes([0x30, 0]) + b"\xa1")    # 0x30 is outside 0x20..0x2f: accept
     assert info(data, 2)[:3] == (0, 0, 0)
 
 
@@ -135,7 +135,7 @@ def test_push_and_pop_front(compiled):
     port, data = one(sw, 1, bytes([0x12, 0]) + tag(1, 0) + tag(2, 1))
     assert data[2:3] == tag(2, 1)
     assert info(data, 3)[3] == 1
-    port, data = one(sw, 1, bytes([0x13, 0]) + tag(1, 0) + tag(2, 1))
+    _port, data = one(sw, 1, bytes([0x13, 0]) + tag(1, 0) + tag(2, 1))
     assert data[2:4] == tag(1, 0) + tag(0x7F, 1)
 
 
@@ -229,7 +229,7 @@ def crc16_arc(data):
 def test_checksums_and_hashes(compiled, good):
     sw = compiled("checksum_hash")
     frame = ip_header(64, csum=None if good else 0xBEEF)
-    port, data = one(sw, 1, frame)
+    _port, data = one(sw, 1, frame)
     assert data[:20] == ip_header(63)
     crc16, crc32, ident, csum, err = struct.unpack(">HIHHB", data[20:])
     key = struct.pack(">II", 0xC0A80001, 0x0A000002)

@@ -3,7 +3,7 @@ import pytest
 
 from p4reduce.p4sim.engine import Switch
 
-from .bmv2 import B, C, E, F, H, IF, P, simple, wrap
+from .bmv2 import IF, B, C, E, F, H, P, simple, wrap
 
 FIELDS = [("a", 8), ("b", 8), ("c", 16), ("s", 8, True), ("t", 8, True)]
 

@@ -44,5 +44,5 @@ def test_same_behaviour_on_both_jsons(reference_dir, tmp_path, name):
         assert outs[0] == outs[1], f"{name}: packet {i} on port {port}: {bytes(frame).hex()}"
     for reg in switches[0].program.registers:
         assert switches[0].register_read(reg) == switches[1].register_read(reg), reg
-    assert [sw.stats for sw in switches][0] == switches[1].stats
+    assert next(sw.stats for sw in switches) == switches[1].stats
     assert switches[0].stats["internal_errors"] == 0

@@ -2,7 +2,7 @@
 lookahead, verify, and parser errors as BMv2 reports them (no drop, earlier headers stay valid)."""
 from p4reduce.p4sim.engine import Switch
 
-from .bmv2 import C, E, F, H, M, P, SM, Program, extract, extract_next, pset
+from .bmv2 import SM, C, E, F, H, M, P, Program, extract, extract_next, pset
 
 NO_ERROR, TOO_SHORT, NO_MATCH, STACK_OOB = 0, 1, 2, 3
 
@@ -56,7 +56,7 @@ def trailer_at(data, offset):
     return int.from_bytes(data[offset:offset + 4], "big"), data[offset + 4], data[offset + 5]
 
 
-LBL = lambda val, bos: bytes([(val << 1) | bos])  # noqa: E731
+LBL = lambda val, bos: bytes([(val << 1) | bos])
 
 
 def test_select_exact_value_goes_to_ip():

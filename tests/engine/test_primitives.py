@@ -2,7 +2,7 @@
 log_msg, random numbers."""
 from p4reduce.p4sim.engine import Switch
 
-from .bmv2 import C, E, F, H, M, P, SM, STK, Program, extract, extract_next, simple, wrap
+from .bmv2 import SM, STK, C, E, F, H, M, P, Program, extract, extract_next, simple, wrap
 
 
 def h(f):

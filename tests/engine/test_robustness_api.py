@@ -10,11 +10,10 @@ from hypothesis import strategies as st
 from p4reduce.p4sim.engine import EngineError, NotFoundError, ProgramError, Switch
 from p4reduce.p4sim.engine.values import parse_match, parse_value
 
-from .bmv2 import C, E, F, P, SM, Program, extract
+from .bmv2 import SM, C, E, F, P, Program, extract
 from .test_parser import program as parser_program
 from .test_primitives import register_program
 from .test_tables import program as table_program
-
 
 _FUZZ = []
 

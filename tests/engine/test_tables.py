@@ -2,10 +2,16 @@
 and the control-plane errors the runtime maps to P4Runtime status codes."""
 import pytest
 
-from p4reduce.p4sim.engine import (AlreadyExistsError, ConstViolationError, EngineError, NotFoundError,
-                          ResourceExhaustedError, Switch)
+from p4reduce.p4sim.engine import (
+    AlreadyExistsError,
+    ConstViolationError,
+    EngineError,
+    NotFoundError,
+    ResourceExhaustedError,
+    Switch,
+)
 
-from .bmv2 import C, F, P, R, SM, Program, extract
+from .bmv2 import C, F, P, Program, R, extract
 
 KEYS = {
     "exact": [("hdr.h.k1", "exact", ("h", "k1")), ("hdr.h.k2", "exact", ("h", "k2"))],
@@ -140,7 +146,7 @@ def test_const_entries_match_and_are_immutable():
 def test_hit_and_miss_next_tables():
     sw = program("exact", second_table=True)
     sw.table_add("t", {"hdr.h.k1": 1, "hdr.h.k2": 1}, "set_out", {"v": 5})
-    frame = lambda k: k.to_bytes(4, "big") + bytes([1, 0, 0])  # noqa: E731
+    frame = lambda k: k.to_bytes(4, "big") + bytes([1, 0, 0])
     hit = sw.process(1, frame(1))[0][1]
     miss = sw.process(1, frame(2))[0][1]
     assert (hit[5], hit[6]) == (5, 0)        # __HIT__ -> end of pipeline

@@ -4,7 +4,7 @@ import pytest
 
 from p4reduce.p4sim.engine import EngineError, NotFoundError, Switch
 
-from .bmv2 import C, E, F, H, M, P, R, SM, Program, extract
+from .bmv2 import SM, C, E, F, H, M, P, Program, R, extract
 
 FIELDS = [("op", 8), ("flag", 8), ("itype_in", 8), ("inport", 16), ("keep", 8),
           ("itype_out", 8), ("rid", 16), ("eport", 16), ("keep_e", 8)]

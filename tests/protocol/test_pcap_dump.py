@@ -1,7 +1,7 @@
 """protocol.pcap_dump reads captures and names every p4reduce field."""
 import numpy as np
-from scapy.utils import wrpcap
 from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.frames import udp_frame

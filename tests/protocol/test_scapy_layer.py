@@ -1,6 +1,6 @@
 """The scapy layer agrees with the numpy codec in both directions."""
 import numpy as np
-from scapy.all import Ether, IP, UDP, raw
+from scapy.all import IP, UDP, Ether, raw
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame

@@ -2,7 +2,8 @@
 machine's individual rules (docs/protocol.md section 5)."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
@@ -48,7 +49,7 @@ def test_allreduce_exact_under_loss(n, mode, density):
 
 def test_sparse_sends_only_what_is_needed():
     n, length = 4, 32 * 64
-    rng = np.random.default_rng(1)
+    np.random.default_rng(1)
     tensors = [np.zeros(length, np.int32) for _ in range(n)]
     tensors[2][32 * 40 + 3] = 7                      # one non-zero element in block 40
     model = make_model(n, mode=Mode.SPARSE, slot_count=4)

@@ -1,10 +1,22 @@
 """numpy codec: round trips, batch vs single, strictness."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from p4reduce.protocol import constants as C
-from p4reduce.protocol.wire import (HEADER_DTYPE, Header, Layout, WireError, bitmap_of, decode, decode_batch,
-                           encode, encode_batch, header_array)
+from p4reduce.protocol.wire import (
+    HEADER_DTYPE,
+    Header,
+    Layout,
+    WireError,
+    bitmap_of,
+    decode,
+    decode_batch,
+    encode,
+    encode_batch,
+    header_array,
+)
 
 
 def random_block(rng, density):
@@ -96,8 +108,6 @@ def test_other_layouts():
     with pytest.raises(WireError, match="1..16"):
         Layout(lanes=64, subblock=2)
 
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from p4reduce.p4sim.runtime import P4RuntimeServer
+
 from .p4rt_client import RawClient, load_p4info
 
 CPU_PORT = 64

@@ -10,8 +10,8 @@ Entity = p4runtime_pb2.Entity
 
 
 def rewrite_entry(ref, rid, mac):
-    table = [t for t in ref.p4info.tables if t.preamble.name == "Egr.rewrite"][0]
-    action = [a for a in ref.p4info.actions if a.preamble.name == "Egr.to"][0]
+    table = next(t for t in ref.p4info.tables if t.preamble.name == "Egr.rewrite")
+    action = next(a for a in ref.p4info.actions if a.preamble.name == "Egr.to")
     entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
     entry.match.add(field_id=1).exact.value = bytes([rid])
     entry.action.action.action_id = action.preamble.id
@@ -32,7 +32,7 @@ def test_failed_atomic_batch_changes_nothing(harness, reference, atomicity):
     ref = reference("agg_mini")
     client = harness.client()
     client.set_pipeline(ref.p4info, ref.device_config)
-    register_id = [r.preamble.id for r in ref.p4info.registers if r.preamble.name == "Ing.cnt"][0]
+    register_id = next(r.preamble.id for r in ref.p4info.registers if r.preamble.name == "Ing.cnt")
     client.write(update("INSERT", table_entry=rewrite_entry(ref, 1, b"\x01")),
                  update("INSERT", table_entry=rewrite_entry(ref, 2, b"\x02")))
     before_tables = client.read(Entity(table_entry=p4runtime_pb2.TableEntry()))

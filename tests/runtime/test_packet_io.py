@@ -108,7 +108,7 @@ def test_ternary_range_optional_and_priorities(harness, acl):
     assert codes[3][0] == code_pb2.INVALID_ARGUMENT and "low" in codes[3][1]
     read = acl.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=ACL)))
     assert sorted(e.table_entry.priority for e in read) == [1, 2, 5, 7, 9]
-    nine = [e.table_entry for e in read if e.table_entry.priority == 9][0]
+    nine = next(e.table_entry for e in read if e.table_entry.priority == 9)
     assert nine == acl_entry(9, port=b"\x04", out_port=b"\x04")
     # read filtered by priority
     read = acl.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=ACL, priority=5)))
@@ -151,6 +151,7 @@ def test_packet_out_without_cpu_port_is_failed_precondition():
 
 def test_p4runtime_shell_packet_out_and_packet_in(harness, tmp_path):
     from types import SimpleNamespace
+
     from .shell_fixture import shell_session
     json_path, p4info_path = acl_program.write_files(tmp_path)
     program = SimpleNamespace(p4info_path=p4info_path, json_path=json_path)

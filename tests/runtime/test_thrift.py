@@ -5,8 +5,8 @@ import socket
 import pytest
 from bm_runtime.standard import Standard
 from bm_runtime.standard.ttypes import BmCounterValue, InvalidCounterOperation, InvalidRegisterOperation
-from thrift.Thrift import TApplicationException
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from p4reduce.p4sim.runtime.thrift_service import ThriftServer

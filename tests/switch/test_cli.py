@@ -109,7 +109,7 @@ def test_address_in_use_is_reported(tmp_path):
 
 
 def test_positional_json_program_is_loaded(reference_dir):
-    process, port = start(str(reference_dir / "p4c-out" / "fwd_basic.json"))
+    process, _port = start(str(reference_dir / "p4c-out" / "fwd_basic.json"))
     try:
         process.terminate()
         assert process.wait(15) == 0
@@ -122,6 +122,7 @@ def test_positional_json_program_is_loaded(reference_dir):
 def test_log_file_gets_the_per_packet_trace(tmp_path, level, traced):
     import json
     import time
+
     from runtime import acl_program
     from runtime.p4rt_client import RawClient
     log_file = tmp_path / "logs" / "s1.log"

@@ -5,11 +5,12 @@ import signal
 
 import pytest
 from p4.v1 import p4runtime_pb2
-
 from runtime import acl_program
 from runtime.p4rt_client import RawClient, load_p4info, update
-from .veth_topology import VethSwitch
+
 from p4reduce.p4sim.ports import read_pcap
+
+from .veth_topology import VethSwitch
 
 pytestmark = pytest.mark.root
 
@@ -66,8 +67,8 @@ def test_multicast_with_per_replica_rewrite(topo, client, reference_dir):
     case = json.loads((reference_dir / "programs" / "agg_mini.case.json").read_text())
     expected = json.loads((reference_dir / "expected" / "agg_mini.json").read_text())
     p4info = load_p4info(reference_dir / "p4c-out" / "agg_mini.p4info.txtpb")
-    rewrite = [t for t in p4info.tables if t.preamble.name == "Egr.rewrite"][0]
-    to = [a for a in p4info.actions if a.preamble.name == "Egr.to"][0]
+    rewrite = next(t for t in p4info.tables if t.preamble.name == "Egr.rewrite")
+    to = next(a for a in p4info.actions if a.preamble.name == "Egr.to")
     updates = []
     for spec in case["entries"]:
         entry = p4runtime_pb2.TableEntry(table_id=rewrite.preamble.id)

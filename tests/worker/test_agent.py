@@ -65,7 +65,7 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
                     futs = [ag.allreduce_async(x) for x in ints]          # async, in order
                     f = ag.allreduce(tensor_for(0, ag.rank, 9, 1000, "float32").reshape(10, 100), average=True)
                     results[ag.rank] = ([fu.result() for fu in futs], f, ag.params)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(e)
         threads = [threading.Thread(target=body) for _ in range(n)]
         for t in threads:
@@ -75,7 +75,7 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
             t.join(60)
     assert not errors, errors
     assert sorted(results) == [0, 1, 2, 3] and job["mode"] == mode
-    for r, (ints, f, params) in results.items():
+    for _r, (ints, f, params) in results.items():
         assert params.sparse == (mode == "sparse") and params.n_workers == 4
         for i, got in enumerate(ints):
             want = np.sum([tensor_for(0, k, i, 3000, "int32").astype(np.int64) for k in range(n)], axis=0)
@@ -86,7 +86,7 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
 
 
 def test_join_errors_name_the_problem(controller):
-    addr, mgr = controller
+    addr, _mgr = controller
     with pytest.raises(JobJoinError, match=r"cannot join job 'j' at controller 127.0.0.1:1: unreachable"):
         Agent("127.0.0.1:1", "j", bind_ip="127.0.0.1")
     with pytest.raises(JobJoinError, match=r"bad_field \(field 'workers'\)"):

@@ -4,11 +4,18 @@ import numpy as np
 import pytest
 
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.compressors import COMPRESSORS, Diana, FixedPoint, RandomKBlocks, Ternary, TopKBlocks, make_compressor
+from p4reduce.worker.compressors import (
+    COMPRESSORS,
+    Diana,
+    RandomKBlocks,
+    Ternary,
+    TopKBlocks,
+    make_compressor,
+)
 from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
 from p4reduce.worker.compressors.topk import agreed_top_blocks
-from p4reduce.worker.memory import ErrorFeedback, NoMemory
-from p4reduce.worker.simswitch import SimulatedSwitch, run_workers
+from p4reduce.worker.memory import ErrorFeedback
+from p4reduce.worker.simswitch import run_workers
 
 N = 4
 

@@ -10,9 +10,8 @@ from p4reduce.protocol import p4names as N
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.loopback import loopback_reducers
-from p4reduce.worker.streaming import RetryPolicy
-
 from p4reduce.worker.p4sim_udp import P4SimUdpSwitch
+from p4reduce.worker.streaming import RetryPolicy
 
 # Both signs: BMv2 reads an int<32> register cell as its unsigned pattern (see
 # ../shared/p4-reference agg_mini), so the program must convert stored partial sums explicitly;
@@ -29,7 +28,7 @@ def _through_p4sim(bmv2, n, slots, fn, sparse=False, drop_every=0):
     def body(r):
         try:
             out[r] = fn(reds[r])
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errs[r] = e
     ts = [threading.Thread(target=body, args=(r,)) for r in range(n)]
     for t in ts:
@@ -53,7 +52,7 @@ def test_int32_bit_exact_through_the_p4_program(p4reduce_json, sparse, signed):
     if sparse:
         for x in xs:
             x[32 * 3:32 * 35] = 0
-    out, sw, reds = _through_p4sim(p4reduce_json, n, 8, lambda red: red.sum_int32(xs[red.rank]), sparse)
+    out, _sw, reds = _through_p4sim(p4reduce_json, n, 8, lambda red: red.sum_int32(xs[red.rank]), sparse)
     want = np.sum([x.astype(np.int64) for x in xs], axis=0)
     for r in range(n):
         assert np.array_equal(out[r], want)

@@ -28,7 +28,7 @@ def _run(sw, n, slots, fns, sparse=False, job_id=7, retry=FAST, ranks=None):
     def body(r):
         try:
             out[r] = fns(reds[r])
-        except Exception as e:  # noqa: BLE001 - checked by the tests
+        except Exception as e:
             errs[r] = e
     threads = [threading.Thread(target=body, args=(r,)) for r in (ranks if ranks is not None else range(n))]
     for t in threads:
@@ -138,7 +138,7 @@ def test_switch_gone_gives_a_clear_error():
 def test_mismatched_tensor_sizes_fail_instead_of_hanging():
     retry = RetryPolicy(timeout=0.02, max_timeout=0.1, deadline=1.0)
     with FakeSwitch() as sw:
-        out, errs, _ = _run(sw, 2, 4, lambda red: red.sum_int32(np.ones(32 * (3 + 10 * red.rank), np.int32)),
+        _out, errs, _ = _run(sw, 2, 4, lambda red: red.sum_int32(np.ones(32 * (3 + 10 * red.rank), np.int32)),
                             retry=retry)
     assert errs and all(isinstance(e, AggregationError) for e in errs.values())
 
@@ -152,7 +152,10 @@ def test_packets_follow_the_wire_format():
     red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.3, deadline=0.2))
     x = np.zeros(32 * 10, np.int32)
     x[32 * 6 + 9] = -5                       # block 6 (stream 2), sub-block 1
-    t = threading.Thread(target=lambda: pytest.raises(AggregationError, red.sum_int32, x))
+    def expect_failure():
+        with pytest.raises(AggregationError):
+            red.sum_int32(x)
+    t = threading.Thread(target=expect_failure)
     t.start()
     got, raw = {}, {}
     for _ in range(4):

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from p4reduce.worker.fakeswitch import FakeSwitch  # noqa: E402
+from p4reduce.worker.fakeswitch import FakeSwitch  # noqa: E402 - after the importorskip
 
 CHILD = r"""
 import sys, numpy as np, torch, torch.distributed as dist

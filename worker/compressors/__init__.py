@@ -9,8 +9,18 @@ from .ternary import Ternary
 from .threshold import ThresholdBlocks
 from .topk import TopKBlocks
 
-__all__ = ["Compressor", "Context", "FixedPoint", "Ternary", "TopKBlocks", "RandomKBlocks",
-           "ThresholdBlocks", "Diana", "make_compressor", "COMPRESSORS"]
+__all__ = [
+    "COMPRESSORS",
+    "Compressor",
+    "Context",
+    "Diana",
+    "FixedPoint",
+    "RandomKBlocks",
+    "Ternary",
+    "ThresholdBlocks",
+    "TopKBlocks",
+    "make_compressor",
+]
 
 #: name -> (factory(seed, rank, **options), error feedback recommended). ``seed`` is shared by the
 #: job (random-k's block choice); per-worker randomness (stochastic rounding) uses (seed, rank).

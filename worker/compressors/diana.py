@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Compressor, Context
+from .base import Compressor
 from .ternary import Ternary
 
 
@@ -59,7 +59,7 @@ class Diana(Compressor):
         return ctx.extra["contribution"]
 
     def finish(self, mean, ctx, key=""):
-        h, H = self._state(key, ctx.size)
+        _h, H = self._state(key, ctx.size)
         g_hat = H + mean
         H += self.alpha * mean
         return g_hat

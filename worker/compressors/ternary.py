@@ -57,7 +57,7 @@ def unpack_balanced(v: np.ndarray, n_workers: int, size: int) -> np.ndarray:
 class TernarySource(BlockSource):
     """Ternarized, packed blocks: one packet = ``lanes * K`` values sharing one scale exponent."""
 
-    def __init__(self, comp: "Ternary", x: np.ndarray, lanes: int, n_workers: int):
+    def __init__(self, comp: Ternary, x: np.ndarray, lanes: int, n_workers: int):
         self.comp, self.lanes, self.n = comp, lanes, n_workers
         self.per_block = lanes * digits_per_lane(n_workers)
         self.xb = qz.blocks_of(x, self.per_block)
@@ -95,7 +95,8 @@ class Ternary(Compressor):
 
     def compress(self, x, reducer, key=""):
         x = np.asarray(x, dtype=np.float32).reshape(-1)
-        return TernarySource(self, x, reducer.lanes, reducer.n_workers), Context(size=x.size, n_workers=reducer.n_workers)
+        context = Context(size=x.size, n_workers=reducer.n_workers)
+        return TernarySource(self, x, reducer.lanes, reducer.n_workers), context
 
     def decompress(self, lanes, ctx):
         lanes = np.asarray(lanes)

@@ -30,7 +30,7 @@ def load_digits_split(test_fraction: float = 0.25, seed: int = 0, limit: int | N
     if limit:
         order = order[:limit]
     x, y = x[order], y[order]
-    n_test = int(round(len(y) * test_fraction))
+    n_test = round(len(y) * test_fraction)
     xtr, ytr, xte, yte = x[n_test:], y[n_test:], x[:n_test], y[:n_test]
     mu, sd = xtr.mean(0), xtr.std(0) + 1e-3
     return Split((xtr - mu) / sd, ytr, (xte - mu) / sd, yte, 10)

@@ -21,7 +21,8 @@ from .simulate import DEFAULT_OPTIONS, run_simulated
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m p4reduce.worker.training.experiment", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.worker.training.experiment",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--lr", type=float, default=TrainConfig.lr, help="SGD learning rate (momentum 0.9)")
@@ -49,7 +50,8 @@ def main(argv=None) -> int:
                          "final_acc": h.final_acc, "bytes_per_worker": r["bytes_per_worker"],
                          "seconds": r["seconds"], "replicas_identical": r["replicas_identical"],
                          "test_acc": h.test_acc, "train_loss": h.train_loss})
-            print(f"{model:7s} {comp:14s} acc {h.final_acc:.4f}  {r['bytes_per_worker'] / 1e6:8.2f} MB  {r['seconds']:.2f} s",
+            megabytes = r["bytes_per_worker"] / 1e6
+            print(f"{model:7s} {comp:14s} acc {h.final_acc:.4f}  {megabytes:8.2f} MB  {r['seconds']:.2f} s",
                   file=sys.stderr)
     stem = "convergence" if args.through == "sim" else f"convergence_{args.through}"
     (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))

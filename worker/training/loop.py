@@ -4,8 +4,8 @@ update, so the replicas stay identical without ever exchanging parameters."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -9,8 +9,8 @@ import time
 
 from ..communicator import Communicator
 from ..compressors import make_compressor
-from ..memory import ErrorFeedback, NoMemory
 from ..loopback import loopback_reducers
+from ..memory import ErrorFeedback, NoMemory
 from ..streaming import RetryPolicy
 from .data import Split, load_digits_split
 from .loop import History, TrainConfig, train_worker
@@ -47,7 +47,7 @@ def run_networked(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
             comp, ef = make_compressor(compressor, seed=cfg.seed, rank=r, **opts)
             comm = Communicator(reds[r], comp, ErrorFeedback() if ef else NoMemory())
             hists[r] = train_worker(r, n_workers, split, cfg, lambda g, key: comm.allreduce(g, average=True, key=key))
-        except Exception as e:  # noqa: BLE001 - re-raised below
+        except Exception as e:
             errors.append(e)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=body, args=(r,)) for r in range(n_workers)]

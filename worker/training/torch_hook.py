@@ -48,7 +48,7 @@ def p4reduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.
         try:
             tensor.copy_(torch.from_numpy(np.ascontiguousarray(f.result())).to(tensor.dtype).reshape(tensor.shape))
             result.set_result(tensor)
-        except Exception as e:  # noqa: BLE001 - handed to DDP, which raises it in backward()
+        except Exception as e:
             result.set_exception(e)
 
     pending.add_done_callback(done)

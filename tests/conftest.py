@@ -11,7 +11,9 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-SHARED_REFERENCE = REPO.parent / "shared" / "p4-reference"
+# ../shared/p4-reference next to the clone; from a git worktree (/work/wt/NAME) one level further up
+SHARED_REFERENCE = next((d / "shared" / "p4-reference" for d in (REPO.parent, REPO.parent.parent)
+                         if (d / "shared" / "p4-reference").is_dir()), REPO.parent / "shared" / "p4-reference")
 
 
 _NETWORK_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "p4reduce-network-tests.lock"

@@ -54,14 +54,6 @@ def param(j):
     return j
 
 
-def is_bool_json(j):
-    if j.get("type") == "bool":
-        return True
-    if j.get("type") == "expression":
-        return j["value"]["op"] in ("d2b", "not", "and", "or", "==", "!=", "<", "<=", ">", ">=", "valid")
-    return False
-
-
 def b2d(j):
     if j.get("type") == "bool":
         return hexstr(1 if j["value"] else 0, 1)
@@ -91,7 +83,6 @@ class ExprLowering:
         self.st = storage
         self.objects = objects      # id(decl) -> BMv2 name for registers/counters
         self.subst = {}
-        self.temp_cb = None         # callback(new FieldLoc, json) to emit a temp assignment
 
     # ---- l-values
     def loc(self, e):

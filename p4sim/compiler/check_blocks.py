@@ -101,14 +101,11 @@ class BlockChecker:
                     self._state_ref(c.state, names, c.pos)
                     if len(c.keyset) == 1 and isinstance(c.keyset[0], (A.Default, A.DontCare)):
                         c.keyset = [c.keyset[0]] * len(tr.keys)
-                        c.is_default = True
                         continue
-                    c.is_default = False
                     if len(c.keyset) != len(tr.keys):
                         raise CompileError(f"select case has {len(c.keyset)} value(s), select has "
                                            f"{len(tr.keys)} key(s)", c.pos)
                     c.keyset = [self.keyset_elem(x, k.type, s) for x, k in zip(c.keyset, tr.keys)]
-        self.prog.parser_states = names
 
     def _state_ref(self, name, names, pos):
         if name not in names and name not in ("accept", "reject"):

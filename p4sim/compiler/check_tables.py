@@ -31,7 +31,7 @@ class TableActionChecker:
 
     def table_decl(self, t, scope, control):
         t.keys, t.action_list, t.default, t.default_const = [], [], None, False
-        t.size, t.counters, t.entries, t.entries_const = None, None, None, False
+        t.size, t.counters, t.entries = None, None, None
         t.control = control
         seen = set()
         for p in t.props:
@@ -78,7 +78,7 @@ class TableActionChecker:
                 inst.bound_table = t
                 t.counters = inst
             elif p.name == "entries":
-                t.entries, t.entries_const = p.value, p.const
+                t.entries = p.value
                 if not p.const:
                     raise Unsupported("non-const table entries (use 'const entries')", p.pos)
             elif p.name in ("implementation", "meters"):
@@ -105,7 +105,6 @@ class TableActionChecker:
                 t.action_list.append(ref)
             t.default = A.Call(A.Name("NoAction"), None, [], pos=t.pos)
             t.default.kind, t.default.type = ("action", na.decl), VoidT()
-            t.default.implicit = True
         if t.entries is not None:
             prios = []
             for en in t.entries:

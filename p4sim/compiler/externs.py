@@ -54,4 +54,3 @@ UNSUPPORTED_EXTERNS = {
 
 HASH_ALGOS = {"crc32": "crc32", "crc16": "crc16", "identity": "identity", "csum16": "csum16",
               "xor16": "xor16"}
-COUNTER_UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}

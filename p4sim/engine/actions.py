@@ -1,7 +1,7 @@
 """Translate BMv2 action primitives (and _jump/_jump_if_zero control flow) into Python statements."""
 from .errors import ProgramError
 from .exprs import ExprGen
-from .program import parse_hexstr
+from .program_loader import parse_hexstr
 
 
 class _Unstructured(Exception):

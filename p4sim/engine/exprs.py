@@ -6,7 +6,7 @@ two's-complement value, and writing to a field keeps the low `width` bits.
 from typing import ClassVar
 
 from .errors import ProgramError
-from .program import parse_hexstr
+from .program_loader import parse_hexstr
 
 INT, BOOL, HEADER, STACK = "int", "bool", "header", "stack"
 

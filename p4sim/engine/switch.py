@@ -13,7 +13,7 @@ from .codegen import AssertFail, CodeGen
 from .control import ControlAPI
 from .errors import EngineError, ProgramError
 from .meters import MeterArray
-from .program import build_program, load_json, parse_hexstr
+from .program_loader import build_program, load_json, parse_hexstr
 from .tables import Table
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6

@@ -1,0 +1,92 @@
+"""Emitting calculations (hash and checksum inputs) and the verify/update checksum passes."""
+from . import hashes
+from .actions import store_code
+from .codegen_emitter import Emitter
+from .errors import ProgramError
+from .exprs import ExprGen
+from .program_loader import parse_hexstr
+
+
+class ChecksumEmitter(Emitter):
+    """`CALC[name](f, payload)` per calculation; `verify_checksums` and `update_checksums`."""
+
+    # ---- calculations (hashes, checksums) ----------------------------------------------------
+    def emit_calculations(self, ns):
+        prog = self.prog
+        ns["CALC"] = {}
+        x = ExprGen(prog, where="calculations")
+        for calc in prog.json.get("calculations", []):
+            name = calc["name"]
+            algo = hashes.algorithm(calc.get("algo", ""), f"calculation {name}")
+            fn = self.ident("C_", name)
+            ns[fn + "_algo"] = algo
+            parts = []
+            dynamic = False
+            last_header = None
+            for inp in calc.get("input", []):
+                t = inp.get("type")
+                if t == "field":
+                    lv = x.field_info(*inp["value"])
+                    parts.append(("v", f"f[{lv.slot}]", lv.width))
+                    last_header = inp["value"][0]
+                elif t == "hexstr":
+                    parts.append(("v", str(parse_hexstr(inp["value"])), int(inp.get("bitwidth", 0))))
+                elif t == "header":
+                    h = prog.headers[inp["value"]]
+                    parts.append(("h", h, 0))
+                    dynamic = True
+                    last_header = h.name
+                elif t == "payload":
+                    parts.append(("p", last_header, 0))
+                    dynamic = True
+                else:
+                    raise ProgramError(f"calculation {name}: unsupported input type {t!r}")
+            self.w(f"def {fn}(f, pl):")
+            if not dynamic:
+                nbits = sum(p[2] for p in parts)
+                pad = (-nbits) % 8
+                expr = []
+                shift = nbits + pad
+                for _, code, width in parts:
+                    shift -= width
+                    expr.append(f"({code} & {(1 << width) - 1}) << {shift}" if shift else
+                                f"({code} & {(1 << width) - 1})")
+                self.w(f"    x = {' | '.join(expr) or '0'}")
+                self.w(f"    return {fn}_algo(x.to_bytes({(nbits + pad) // 8}, 'big'))")
+            else:
+                self.w("    o = []")
+                for kind, val, width in parts:
+                    if kind == "v":
+                        pad = (-width) % 8
+                        nbytes, mask = (width + pad) // 8, (1 << width) - 1
+                        self.w(f"    o.append(((({val}) & {mask}) << {pad}).to_bytes({nbytes}, 'big'))")
+                    elif kind == "h":
+                        self.w(f"    if f[{val.vslot}]: o.append(SER[{val.name!r}](f))")
+                    else:
+                        self.w(f"    o.append(ser_after(f, {val!r})); o.append(pl)")
+                self.w(f"    return {fn}_algo(b''.join(o))")
+            self.w(f"CALC[{name!r}] = {fn}")
+        # checksums: verify after parsing, update before deparsing
+        calcs = {c["name"] for c in prog.json.get("calculations", [])}
+        cks = prog.json.get("checksums", [])
+        for kind in ("verify", "update"):
+            self.w(f"def {kind}_checksums(f, pl):")
+            body = []
+            for ck in cks:
+                if not ck.get(kind, True):
+                    continue
+                if ck.get("calculation") not in calcs:
+                    raise ProgramError(f"checksum {ck.get('name')}: unknown calculation {ck.get('calculation')!r}")
+                tgt = x.field_info(*ck["target"])
+                cond = x.cond(ck["if_cond"]) if ck.get("if_cond") else "True"
+                calc = f"CALC[{ck['calculation']!r}](f, pl) & {(1 << tgt.width) - 1}"
+                body.append(f"    if {cond}:")
+                if kind == "verify":
+                    body.append(f"        if {calc} != {x.pattern(tgt)}:")
+                    body.append(f"            f[{prog.fields[('standard_metadata', 'checksum_error')].slot}] = 1")
+                    if self.traced:
+                        body.append(f"            TR('Checksum {ck['name']} is not correct')")
+                else:
+                    body.append(f"        f[{tgt.slot}] = {store_code(tgt, '(' + calc + ')')}")
+            for line in body or ["    pass"]:
+                self.w(line)

@@ -1,0 +1,172 @@
+"""Emitting the ingress and egress pipelines: tables, conditionals and the next-node graph."""
+from .actions import PrimitiveGen
+from .codegen_emitter import Emitter
+from .errors import ProgramError
+from .exprs import ExprGen
+
+
+class PipelineEmitter(Emitter):
+    """`run_ingress(f)` / `run_egress(f)`: nodes inlined into their only predecessor where possible."""
+
+    # ---- control pipelines -------------------------------------------------------------------
+    # nodes inlined along one path of one function: bounds both the nesting of ifs (Python allows
+    # ~100 levels) and the generator's recursion
+    MAX_INLINE_DEPTH = 40
+
+    def emit_pipeline(self, pipe_name):
+        """One function per control-flow node that needs one; every other node is inlined into its
+        only predecessor, so straight-line code and if/else chains run without dispatch."""
+        prog = self.prog
+        pipes = {p["name"]: p for p in prog.json.get("pipelines", [])}
+        self.w("NODES = globals().setdefault('NODES', {})")
+        pipe = pipes.get(pipe_name)
+        if pipe is None:
+            self.w(f"def run_{pipe_name}(f):\n    pass")
+            return
+        nodes = {}
+        for t in pipe.get("tables", []):
+            nodes[t["name"]] = ("table", t)
+        for c in pipe.get("conditionals", []):
+            nodes[c["name"]] = ("cond", c)
+        for ac in pipe.get("action_calls", []) or []:
+            nodes[ac["name"]] = ("call", ac)
+        names = {n: self.ident("N_", n) for n in nodes}
+
+        def check(name):
+            if name is not None and name not in nodes:
+                raise ProgramError(f"pipeline {pipe_name}: next node {name!r} does not exist")
+            return name
+
+        # fixed successors (known at compile time) and dynamic ones (chosen by a table entry)
+        fixed, dynamic = {}, set()
+        for name, (kind, j) in nodes.items():
+            if kind == "cond":
+                fixed[name] = [check(j.get("true_next")), check(j.get("false_next"))]
+            elif kind == "call":
+                fixed[name] = [check(j.get("next_node"))]
+            else:
+                table = self.tables[name]
+                for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
+                    check(nxt)
+                if self._inline_table(table.info):
+                    fixed[name] = [check(table.next_name_for(table.info.default_entry.action, hit=False))]
+                else:
+                    fixed[name] = []
+                    for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
+                        if check(nxt) is not None:
+                            dynamic.add(nxt)
+        indegree = {}
+        for succs in fixed.values():
+            for sname in succs:
+                if sname is not None:
+                    indegree[sname] = indegree.get(sname, 0) + 1
+        init = check(pipe.get("init_table"))
+        need = {n for n in nodes if indegree.get(n, 0) != 1} | dynamic
+        if init is not None:
+            need.add(init)
+        queue = sorted(need)
+        done = set()
+        while queue:
+            name = queue.pop()
+            if name in done:
+                continue
+            done.add(name)
+            self.w(f"def {names[name]}(f):")
+            lines = []
+            forced = []
+            self._node_body(name, nodes, names, need, 4, 0, lines, forced)
+            for line in lines:
+                self.w(line)
+            self.w(f"NODES[{name!r}] = {names[name]}")
+            for fname in forced:
+                need.add(fname)
+                queue.append(fname)
+        self.w(f"def run_{pipe_name}(f):")
+        if self.traced:
+            self.w(f"    TR(\"Pipeline '{pipe_name}': start\")")
+        self.w(f"    node = {names[init] if init else 'None'}")
+        self.w("    while node is not None:")
+        self.w("        node = node(f)")
+        if self.traced:
+            self.w(f"    TR(\"Pipeline '{pipe_name}': end\")")
+
+    def _inline_table(self, info):
+        """A keyless table whose default entry the control plane cannot change: p4c's wrapper
+        around a direct action call, compiled as the action body itself."""
+        de = info.default_entry
+        return (not info.keys and de is not None and not info.direct_counter and
+                (de.action_entry_const or (de.action_const and not self.prog.actions[de.action_id].params)))
+
+    def _goto(self, target, nodes, names, need, ind, depth, out, forced):
+        pad = " " * ind
+        if target is None:
+            out.append(f"{pad}return None")
+        elif target in need or depth >= self.MAX_INLINE_DEPTH:
+            if target not in need:
+                forced.append(target)
+                need.add(target)
+            out.append(f"{pad}return {names[target]}")
+        else:
+            self._node_body(target, nodes, names, need, ind, depth, out, forced)
+
+    def _node_body(self, name, nodes, names, need, ind, depth, out, forced):
+        prog = self.prog
+        tr = self.traced
+        pad = " " * ind
+        kind, j = nodes[name]
+        if kind == "cond":
+            cond = ExprGen(prog, where=f"condition {name}").cond(j["expression"])
+            if tr:
+                frag = (j.get("source_info") or {}).get("source_fragment")
+                label = f"Condition '{name}'" + (f" ({frag})" if frag else "")
+                out.append(f"{pad}r = {cond}")
+                out.append(f"{pad}TR({label!r} + (' is true' if r else ' is false'))")
+                cond = "r"
+            out.append(f"{pad}if {cond}:")
+            self._goto(j.get("true_next"), nodes, names, need, ind + 4, depth + 1, out, forced)
+            self._goto(j.get("false_next"), nodes, names, need, ind, depth + 1, out, forced)
+            return
+        if kind == "call":
+            out.append(f"{pad}if A_{j['action_id']}(f, ()): return None")
+            self._goto(j.get("next_node"), nodes, names, need, ind, depth + 1, out, forced)
+            return
+        table = self.tables[name]
+        info = table.info
+        if self._inline_table(info):
+            de = info.default_entry
+            if tr:
+                out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
+                args = ", ".join(hex(a) for a in de.args)
+                out.append(f"{pad}TR({f'Action entry is {de.action} - {args}'!r})")
+            gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}", "return None", tr)
+            out.extend(gen.body(self.prog_action_json(de.action_id).get("primitives", []), ind))
+            self._goto(table.next_name_for(de.action, hit=False), nodes, names, need, ind, depth + 1, out,
+                       forced)
+            return
+        tv = f"T_{info.id}"
+        out.append(f"{pad}e = {tv}.lookup({self.key_expr(info)})" if info.keys else f"{pad}e = {tv}.default")
+        if tr:
+            out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
+            out.append(f"{pad}TR({tv}.describe_hit(e))")
+        if info.direct_counter:
+            plen = prog.fields[("standard_metadata", "packet_length")].slot
+            out.append(f"{pad}c = e.counter")
+            out.append(f"{pad}if c is not None: c[0] += 1; c[1] += f[{plen}]")
+        out.append(f"{pad}if e.fn(f, e.data): return None")
+        out.append(f"{pad}return e.next")
+
+    def key_expr(self, info):
+        x = ExprGen(self.prog, where=f"table {info.name}")
+        total = sum(k.width for k in info.keys)
+        shift = total
+        terms = []
+        for k in info.keys:
+            shift -= k.width
+            if k.match_type == "valid":
+                code = f"f[{self.prog.headers[k.target].vslot}]"
+            else:
+                code = x.pattern(x.field_info(*k.target))
+            if k.mask is not None:
+                code = f"({code} & {k.mask})"
+            terms.append(f"({code} << {shift})" if shift else code)
+        return " | ".join(terms)

@@ -104,6 +104,7 @@ ExternFunc = _node("ExternFunc", ["ret", "name", "params", "annos"])
 TypeDecl = _node("TypeDecl", ["kind", "name", "params"])       # parser/control/package type
 Instance = _node("Instance", ["tref", "args", "name", "annos"])
 ActionDecl = _node("ActionDecl", ["name", "params", "body", "annos"])
+FunctionDecl = _node("FunctionDecl", ["ret", "name", "params", "body", "annos"])
 ParserState = _node("ParserState", ["name", "stmts", "transition", "annos"])
 TransitionDirect = _node("TransitionDirect", ["state"])
 TransitionSelect = _node("TransitionSelect", ["keys", "cases"])  # cases: [SelectCase]

@@ -44,7 +44,7 @@ class Backend:
         self.direct_called = set()     # ids of actions called directly from apply blocks
         self.digests = []              # (name, learn list id, [(field name, width)]) for P4Info
         self.table_action_ids = set()
-        for b in (prog.ingress, prog.egress):
+        for b in prog.blocks("ingress", "egress"):
             for t in b.tables:
                 for r in t.action_list:
                     self.table_action_ids.add(id(r.decl))
@@ -192,7 +192,7 @@ class Backend:
     def build(self):
         prog = self.prog
         self.storage.bind_program()
-        for block in (prog.parser, prog.verify, prog.ingress, prog.egress, prog.compute, prog.deparser):
+        for block in prog.blocks():
             for inst in block.instances:
                 self.objects[id(inst)] = full_name(inst, block)
         parser = ParserBuilder(self, prog.parser).build()
@@ -200,8 +200,8 @@ class Backend:
         egress = PipelineBuilder(self, prog.egress, "egress").build()
         for ctl, what in ((prog.verify, "verifyChecksum"), (prog.compute, "computeChecksum"),
                           (prog.deparser, "deparser")):
-            if ctl.tables or ctl.instances:
-                raise Unsupported(f"tables or extern instances in the {what} control", ctl.pos)
+            if ctl.tables or ctl.instances or ctl.subcontrols:
+                raise Unsupported(f"tables, extern instances or sub-controls in the {what} control", ctl.pos)
         checksums = self.checksums(prog.compute, False) + self.checksums(prog.verify, True)
         for i, c in enumerate(checksums):
             name = "cksum" if i == 0 else f"cksum_{i - 1}"
@@ -222,7 +222,7 @@ class Backend:
         stacks = [{"name": n, "id": i, "header_type": t, "size": len(e), "header_ids": [hid[x] for x in e]}
                   for i, (n, t, e) in enumerate(st.stacks)]
         counters, registers = [], []
-        for block in (prog.ingress, prog.egress, prog.parser, prog.verify, prog.compute):
+        for block in prog.blocks("ingress", "egress", "parser", "verify", "compute"):
             for inst in block.instances:
                 name = full_name(inst, block)
                 si = self.src(inst.pos, inst.name)

@@ -276,6 +276,14 @@ class ExprLowering:
 
     def x_Call(self, e):
         k = e.kind
+        if k[0] == "function":
+            # inline: the parameters stand for the argument expressions (evaluated in the caller)
+            saved = dict(self.subst)
+            self.subst.update({id(p): ("expr", a.expr) for p, a in zip(k[1].params, e.args)})
+            try:
+                return self.ex(k[1].result)
+            finally:
+                self.subst = saved
         if k[0] == "header" and k[1] == "isValid":
             base = self.loc(e.func.expr)
             if isinstance(base, tuple):

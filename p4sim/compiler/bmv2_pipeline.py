@@ -8,9 +8,9 @@ from . import ast as A
 from .annotations import anno_str
 from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
-from .bmv2_storage import FieldLoc
+from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
-from .types import BoolT
+from .types import BoolT, HeaderT, StackT, StructT
 
 
 def expr_text(e):
@@ -38,7 +38,7 @@ def _simple(s):
     if isinstance(s, (A.ConstDecl, A.Empty, A.Exit)):
         return True
     if isinstance(s, A.CallStmt):
-        return s.call.kind[0] not in ("apply", "action")
+        return s.call.kind[0] not in ("apply", "action", "control")
     return False
 
 
@@ -65,6 +65,7 @@ class PipelineBuilder:
         self.name = pipe_name
         self.tables = []
         self.conditionals = []
+        self.ret_target = None      # where 'return' goes: the end of the pipeline, or after a sub-control
         self.xl = ExprLowering(backend.storage, backend.objects)
         self.pl = PrimitiveLowering(backend, self.xl)
 
@@ -88,7 +89,7 @@ class PipelineBuilder:
         group = []
         for s in reversed(seq):
             if isinstance(s, A.Return):
-                cur = None
+                cur = self.ret_target
                 continue
             if _simple(s):
                 if isinstance(s, A.Exit):
@@ -164,6 +165,8 @@ class PipelineBuilder:
                     self.b.storage.locs[id(st)] = self.b.storage.locs[id(s)]
                 outs.append(self.flush([st], nxt))
             return self.table(table, {"__HIT__": outs[0], "__MISS__": outs[1]}, None, hitmiss=True)
+        if isinstance(s, A.CallStmt) and s.call.kind[0] == "control":
+            return self.subcontrol(s.call, nxt)
         if isinstance(s, A.CallStmt):
             t = s.call.kind[1]
             return self.table(t, {r.name: nxt for r in t.action_list}, nxt)
@@ -218,10 +221,66 @@ class PipelineBuilder:
             return self.table(table, nt, default_next)
         raise Unsupported(f"{type(s).__name__} in an apply block", s.pos)
 
+    # ---- sub-controls
+    def subcontrol(self, call, nxt):
+        """Inline ``inst.apply(args)`` as p4c does: out/inout parameters (and in parameters of header
+        or struct type, which the callee cannot write) stand for their arguments; in parameters of
+        scalar type are copied in first, so the callee sees the values at the call. A 'return' in
+        the sub-control continues after the call."""
+        inst = call.kind[1]
+        st = self.b.storage
+        copies = []
+        bound = []
+        for a, p in zip(call.args, inst.params):
+            if p.direction in ("out", "inout") or isinstance(p.ptype, (HeaderT, StructT, StackT)):
+                loc = self.xl.loc(a.expr)
+                if isinstance(loc, tuple):
+                    raise Unsupported("header stack '.next'/'.last' as a control argument", a.pos)
+                bound.append((loc, a.expr))
+                st.locs[id(p)] = loc
+            else:
+                tmp = st.add_scalar(p.name, p.ptype)
+                st.locs[id(p)] = tmp
+                copies.append(A.Assign(LocRef(tmp, p.ptype, a.pos), a.expr, pos=a.pos))
+        self._check_aliasing(bound, call)
+        saved = self.ret_target
+        self.ret_target = nxt
+        try:
+            entry = self.gen(inst.body.stmts, nxt)
+        finally:
+            self.ret_target = saved
+        return self.flush(copies, entry)
+
+    @staticmethod
+    def _check_aliasing(bound, call):
+        """Arguments bound by reference must not overlap: the inlined body would write through both
+        names at once, where P4's copy-in/copy-out semantics keep them apart."""
+        def parts(loc):
+            if isinstance(loc, FieldLoc):
+                return {(loc.header, loc.field)}
+            if isinstance(loc, HdrLoc):
+                return {(loc.name, None)}
+            if isinstance(loc, StackLoc):
+                return {(e.name, None) for e in loc.elems}
+            if isinstance(loc, StructLoc):
+                return set().union(set(), *(parts(m) for m in loc.members.values()))
+            return set()
+
+        def overlap(x, y):
+            return any(h1 == h2 and (f1 is None or f2 is None or f1 == f2) for h1, f1 in x for h2, f2 in y)
+        done = []
+        for loc, expr in bound:
+            mine = parts(loc)
+            for other in done:
+                if overlap(mine, other):
+                    raise Unsupported(f"passing overlapping storage to two parameters of "
+                                      f"'{call.kind[1].instance.name}.apply'", expr.pos)
+            done.append(mine)
+
     # ---- user tables
     def table(self, t, next_by_action, base_next, hitmiss=False):
         b = self.b
-        name = b.full_name(t, self.control)
+        name = b.full_name(t, t.control)
         keys = []
         kinds = set()
         for k in t.keys:
@@ -254,7 +313,7 @@ class PipelineBuilder:
         if t.entries is not None:
             tj["entries"] = self.entries(t, mt)
         self.tables.append(tj)
-        b.table_info.append((t, self.control, name))
+        b.table_info.append((t, t.control, name))
         return name
 
     def _arg_hex(self, e):

@@ -158,6 +158,7 @@ class Storage:
             for prm, loc in zip(block.params, by_role[role]):
                 if loc is not None:
                     self.locs[id(prm)] = loc
+        for block in prog.blocks():
             for v in getattr(block, "vars", []):
                 self.alloc_local(v)
             for act in getattr(block, "actions", []):

@@ -1,7 +1,10 @@
-"""Parsers, controls, their local instances, and the V1Switch main package."""
+"""Parsers, controls, their local instances (externs and sub-controls), and the V1Switch main package."""
+import copy
+
 from . import ast as A
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
+from .naming import full_name
 from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ExternT, ObjT, StructT
 
@@ -11,6 +14,7 @@ class BlockChecker:
 
     def block_locals(self, decls, scope, ctx, owner):
         owner.vars, owner.instances, owner.actions, owner.tables = [], [], [], []
+        owner.subcontrols = []
         for d in decls:
             if isinstance(d, A.ConstDecl):
                 self.const_decl(d, scope)
@@ -37,9 +41,14 @@ class BlockChecker:
         if isinstance(tr, A.NamedTypeRef) and tr.name in UNSUPPORTED_EXTERNS:
             raise Unsupported(f"extern '{tr.name}'", d.pos)
         t = self.resolve_type(tr)
+        if isinstance(t, ObjT) and t.kind == "control" and isinstance(owner, A.ControlDecl):
+            self.subcontrol_instance(d, t.decl, scope, owner)
+            return
         if not isinstance(t, ExternT) or t.name not in EXTERN_CTORS:
-            if isinstance(t, ObjT) and t.kind in ("parser", "control"):
-                raise Unsupported(f"instantiating a {t.kind} inside another (sub-{t.kind}s)", d.pos)
+            if isinstance(t, ObjT) and t.kind == "parser":
+                raise Unsupported("instantiating a parser inside another (sub-parsers)", d.pos)
+            if isinstance(t, ObjT) and t.kind == "control":
+                raise Unsupported("instantiating a control inside a parser", d.pos)
             raise CompileError(f"cannot instantiate '{getattr(t, 'name', t)}' here", d.pos)
         lo, hi = EXTERN_CTORS[t.name]
         if not lo <= len(d.args) <= hi:
@@ -63,6 +72,28 @@ class BlockChecker:
         scope.add(sym, d.pos)
         d.sym = sym
         owner.instances.append(d)
+
+    def subcontrol_instance(self, d, template, scope, owner):
+        """``Sub() inst;`` inside a control: a private copy of Sub's declaration, checked on its own
+        and named ``<owner path>.inst`` (p4c inlines sub-controls and names their tables, actions
+        and externs ``Top.inst.object``)."""
+        if d.args:
+            raise Unsupported(f"constructor arguments for control '{template.name}'", d.pos)
+        if template.name in self.instantiating:
+            raise CompileError(f"control '{template.name}' instantiates itself "
+                               f"({' -> '.join([*self.instantiating, template.name])})", d.pos)
+        inst = copy.deepcopy(self.control_templates[template.name])
+        inst.path = full_name(d, owner)
+        inst.instance = d
+        self.instantiating.append(template.name)
+        try:
+            self.control_decl(inst)
+        finally:
+            self.instantiating.pop()
+        sym = Sym("instance", d.name, d, ObjT("control_instance", inst), owner=owner)
+        scope.add(sym, d.pos)
+        d.sym = sym
+        owner.subcontrols.append(inst)
 
     def _counter_type(self, x, scope):
         v = self.expr(x, scope)

@@ -1,9 +1,11 @@
 """Top-level declarations and type references: they fill the program's type table first."""
+import copy
+
 from . import ast as A
 from . import constfold as F
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
-from .symbols import Sym
+from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, VoidT
 
 
@@ -51,6 +53,8 @@ class DeclChecker:
         elif isinstance(d, A.ExternFunc):
             if d.name not in g.syms:
                 g.add(Sym("extern_func", d.name, d), d.pos)
+        elif isinstance(d, A.FunctionDecl):
+            self.function_decl(d)
         elif isinstance(d, A.ActionDecl):
             g.add(Sym("action", d.name, d, ObjT("action", d)), d.pos)
             self.action_decl(d, g, None)
@@ -61,6 +65,7 @@ class DeclChecker:
             self._declare_type(d.name, ObjT("parser", d), d.pos)
         elif isinstance(d, A.ControlDecl):
             self._declare_type(d.name, ObjT("control", d), d.pos)
+            self.control_templates[d.name] = copy.deepcopy(d)
         elif isinstance(d, A.Instance):
             raise Unsupported("top-level instantiation other than 'main'", d.pos)
         else:
@@ -70,6 +75,32 @@ class DeclChecker:
         if name in self.prog.types:
             raise CompileError(f"type '{name}' is already declared", pos)
         self.prog.types[name] = t
+
+    def function_decl(self, d):
+        """A function whose body is one ``return expr;``: inlined at each call (as p4c inlines
+        functions), its parameters standing for the call's arguments."""
+        d.rtype = self.resolve_type(d.ret)
+        if not isinstance(d.rtype, (BitsT, BoolT)):
+            raise Unsupported(f"function returning {d.rtype} (only bit<N>, int<N> or bool)", d.ret.pos)
+        scope = Scope(self.globals)
+        for p in d.params:
+            if p.direction not in (None, "in"):
+                raise Unsupported(f"'{p.direction}' parameter of a function (only 'in')", p.pos)
+            p.ptype = self.resolve_type(p.tref)
+            if not isinstance(p.ptype, (BitsT, BoolT)):
+                raise Unsupported(f"function parameter of type {p.ptype} (only bit<N>, int<N> or bool)", p.pos)
+            scope.add(Sym("param", p.name, p, p.ptype, owner=d), p.pos)
+        body = [s for s in d.body.stmts if not isinstance(s, A.Empty)]
+        if len(body) != 1 or not isinstance(body[0], A.Return) or body[0].expr is None:
+            raise Unsupported("a function body other than one 'return <expression>;'", d.body.pos)
+        e = self.coerce(self.expr(body[0].expr, scope, d.rtype), d.rtype, body[0].expr.pos)
+        for node in A.walk(e):
+            if isinstance(node, A.Cond):
+                raise Unsupported("'?:' inside a function (use an if in the caller)", node.pos)
+            if isinstance(node, A.Call) and node.kind[0] not in ("header", "function"):
+                raise Unsupported("calls other than isValid() and functions inside a function", node.pos)
+        d.result = e
+        self.globals.add(Sym("function", d.name, d, ObjT("function", d)), d.pos)
 
     def enum_decl(self, d):
         if d.underlying is None:

@@ -155,6 +155,9 @@ class ExprChecker:
             if bt.kind == "table" and m == "apply":
                 e.type = ObjT("table_apply", bt.decl)
                 return e
+            if bt.kind == "control_instance" and m == "apply":
+                e.type = ObjT("control_apply", bt.decl)
+                return e
             if bt.kind == "apply_result":
                 if m in ("hit", "miss"):
                     e.type = BoolT()
@@ -378,6 +381,8 @@ class ExprChecker:
                 e.kind = ("apply", f.type.decl)
                 e.type = ObjT("apply_result", f.type.decl)
                 return e
+            if kind == "control_apply":
+                return self._control_apply_call(e, f.type.decl, scope)
             if kind == "extern_method":
                 bt = base.type
                 lo, hi = EXTERN_METHODS[(bt.name, f.member)]
@@ -393,6 +398,8 @@ class ExprChecker:
                 raise CompileError(f"undeclared name '{f.name}'", f.pos)
             if s.kind == "action":
                 return self._action_call(e, s.decl, scope)
+            if s.kind == "function":
+                return self._function_call(e, s.decl, scope)
             if s.kind == "extern_func":
                 if f.name not in EXTERN_FUNCS:
                     raise Unsupported(f"extern function '{f.name}'", f.pos)
@@ -432,6 +439,31 @@ class ExprChecker:
                 isinstance(root.ref.owner, A.ActionDecl):
             raise CompileError(f"cannot write to action data parameter '{p.name}'", x.pos)
         return v
+
+    def _control_apply_call(self, e, inst, scope):
+        """``inst.apply(args)`` of a sub-control: arguments checked against its parameters as for
+        an action call (out/inout take l-values of the same type; in and directionless convert)."""
+        what = f"'{inst.instance.name}.apply'"
+        self._nargs(e, len(inst.params), len(inst.params), what)
+        for a, p in zip(e.args, inst.params):
+            pt = p.ptype
+            if p.direction in ("out", "inout"):
+                a.expr = self.lvalue(a.expr, scope, f"argument for '{p.direction} {p.name}'")
+                if a.expr.type != pt:
+                    raise CompileError(f"argument for '{p.name}' has type {a.expr.type}, expected {pt}", a.pos)
+            else:
+                a.expr = self.coerce(self.expr(a.expr, scope, pt), pt, a.pos)
+        e.kind = ("control", inst)
+        e.type = VoidT()
+        return e
+
+    def _function_call(self, e, decl, scope):
+        self._nargs(e, len(decl.params), len(decl.params), f"function '{decl.name}'")
+        for a, p in zip(e.args, decl.params):
+            a.expr = self.coerce(self.expr(a.expr, scope, p.ptype), p.ptype, a.pos)
+        e.kind = ("function", decl)
+        e.type = decl.rtype
+        return e
 
     def _action_call(self, e, decl, scope):
         params = decl.params

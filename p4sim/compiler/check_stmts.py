@@ -30,10 +30,16 @@ class StmtChecker:
             s.call = self.expr(s.call, scope)
             if not isinstance(s.call, A.Call):
                 raise CompileError("this statement has no effect", s.pos)
+            if s.call.kind[0] == "function":
+                raise CompileError(f"the result of function '{s.call.kind[1].name}' is not used", s.pos)
             if s.call.kind[0] == "apply" and ctx != "control":
                 raise CompileError("tables can only be applied in a control's apply block", s.pos)
             if s.call.kind[0] == "apply":
                 self._note_apply(s.call.kind[1], s.pos)
+            if s.call.kind[0] == "control":
+                if ctx != "control":
+                    raise CompileError("controls can only be applied in a control's apply block", s.pos)
+                self._note_control_apply(s.call.kind[1], s.pos)
             if s.call.kind[0] == "method" and s.call.kind[1] in ("packet_in",) and ctx != "parser":
                 raise CompileError(f"packet_in.{s.call.kind[2]} can only be called in a parser", s.pos)
             if s.call.kind[0] == "method" and s.call.kind[1] == "packet_out" and ctx != "deparser":
@@ -112,6 +118,12 @@ class StmtChecker:
                 if ctx != "control":
                     raise CompileError("tables can only be applied in a control's apply block", node.pos)
                 self._note_apply(node.kind[1], node.pos)
+
+    def _note_control_apply(self, inst, pos):
+        if getattr(inst, "applied_at", None) is not None:
+            raise Unsupported(f"applying control instance '{inst.instance.name}' more than once (its tables "
+                              f"would be applied twice; instantiate the control once per use)", pos)
+        inst.applied_at = pos
 
     def _note_apply(self, table, pos):
         if getattr(table, "applied_at", None) is not None and table.applied_at is not pos:

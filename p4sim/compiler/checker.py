@@ -27,6 +27,22 @@ class Program:
         self.actions_global = {}
         self.warnings = []
 
+    def blocks(self, *roles):
+        """The V1Switch blocks of the given roles (all six by default), each followed by the
+        sub-controls it instantiates (depth first), each block once."""
+        roles = roles or ("parser", "verify", "ingress", "egress", "compute", "deparser")
+        seen = set()
+
+        def walk(b):
+            if id(b) in seen:
+                return
+            seen.add(id(b))
+            yield b
+            for sub in getattr(b, "subcontrols", ()):
+                yield from walk(sub)
+        for role in roles:
+            yield from walk(getattr(self, role))
+
 
 class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableActionChecker, BlockChecker):
     """The whole checker: one mixin per concern, sharing the program, globals and match kinds."""
@@ -35,6 +51,8 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
         self.prog = Program()
         self.globals = Scope()
         self.match_kinds = set()
+        self.control_templates = {}   # control name -> unchecked copy, instantiated as sub-controls
+        self.instantiating = []       # control names being instantiated (a cycle is an error)
 
     def check(self, ast_prog):
         main = None

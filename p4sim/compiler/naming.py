@@ -25,14 +25,20 @@ def joaat(text):
     return h
 
 
+def block_path(block):
+    """The name prefix of objects declared in ``block``: its name, or for an instantiated
+    sub-control the instance path (``Top.inst``) p4c gives the objects it inlines."""
+    return getattr(block, "path", None) or block.name
+
+
 def full_name(decl, block=None):
     """p4c's fully-qualified control-plane name of a declaration inside ``block``."""
     n = anno_str(getattr(decl, "annos", None), "name")
     if n is not None:
         if n.startswith("."):
             return n[1:]
-        return f"{block.name}.{n}" if block is not None else n
-    return f"{block.name}.{decl.name}" if block is not None else decl.name
+        return f"{block_path(block)}.{n}" if block is not None else n
+    return f"{block_path(block)}.{decl.name}" if block is not None else decl.name
 
 
 class IdAllocator:

@@ -64,7 +64,7 @@ def build(prog, backend):
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
     ids = IdAllocator()
-    blocks = [prog.parser, prog.verify, prog.ingress, prog.egress, prog.compute, prog.deparser]
+    blocks = list(prog.blocks())
 
     # which actions the control plane sees
     actions = []

@@ -206,8 +206,11 @@ class ToAst(Transformer):
         return A.ActionDecl(c[0], c[1], c[2], [], pos=self._p(meta))
 
     def function_decl(self, meta, c):
-        raise CompileError("function declarations are not supported by p4sim-compile (outside its "
-                           "P4_16 subset; see docs/p4-subset.md); use an action", self._p(meta))
+        ret, name, tparams, params, body = c
+        if tparams:
+            raise CompileError("generic functions are not supported by p4sim-compile (outside its "
+                               "P4_16 subset; see docs/p4-subset.md)", self._p(meta))
+        return A.FunctionDecl(ret, name, params, body, [], pos=self._p(meta))
 
     def newtype_decl(self, meta, c):
         raise CompileError("'type' declarations are not supported by p4sim-compile (outside its "

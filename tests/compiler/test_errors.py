@@ -156,15 +156,22 @@ def test_cpp_error_is_reported(tmp_path):
     assert "missing.p4" in got and "No such file" in got
 
 
-def test_functions_and_new_types_are_outside_the_subset(tmp_path):
-    text = program(decls="bit<8> twice(in bit<8> x) { return x + x; }")
-    err_at(tmp_path, text, "bit<8> twice", "function declarations" + SUFFIX.replace(" is ", " are ") + "; use an action")
+def test_function_bodies_beyond_one_return_and_new_types_are_outside_the_subset(tmp_path):
+    text = program(decls="bit<8> twice(in bit<8> x) { bit<8> y = x; return y + y; }")
+    err_at(tmp_path, text, "{ bit<8> y", "a function body other than one 'return <expression>;'" + SUFFIX)
+    text = program(decls="bit<8> pick(in bit<8> x) { return x > 1 ? x : 1; }")
+    err_at(tmp_path, text, "x > 1 ?", "'?:' inside a function (use an if in the caller)" + SUFFIX)
+    text = program(decls="bit<8> bump(inout bit<8> x) { return x; }")
+    err_at(tmp_path, text, "inout bit<8> x", "'inout' parameter of a function (only 'in')" + SUFFIX)
+    text = program(decls="bit<8> one() { return 1; }", ingress="apply { one(); }")
+    err_at(tmp_path, text, "one();", "the result of function 'one' is not used")
     text = program(decls="type bit<9> Port_t;")
     err_at(tmp_path, text, "type bit<9>", "'type' declarations" + SUFFIX.replace(" is ", " are ") + "; use typedef")
 
 
-def test_value_sets_and_sub_controls_are_outside_the_subset(tmp_path):
+def test_value_sets_and_sub_parsers_are_outside_the_subset(tmp_path):
     text = program(parser="value_set<bit<16>>(4) types; state start { pkt.extract(hdr.eth); transition accept; }")
     err_at(tmp_path, text, "value_set", "extern 'value_set'" + SUFFIX)
-    text = program(decls="control Sub(inout headers_t hdr) { apply { } }", ingress="Sub() sub; apply { }")
-    err_at(tmp_path, text, "Sub() sub", "instantiating a control inside another (sub-controls)" + SUFFIX)
+    sub = "parser Sub(packet_in pkt, out headers_t hdr) { state start { transition accept; } }"
+    text = program(decls=sub, parser="Sub() sub; state start { pkt.extract(hdr.eth); transition accept; }")
+    err_at(tmp_path, text, "Sub() sub", "instantiating a parser inside another (sub-parsers)" + SUFFIX)

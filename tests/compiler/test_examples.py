@@ -47,7 +47,7 @@ def test_example_compiles_without_warnings(name):
 def test_expected_examples_exist():
     for n in ["l3_forward.p4", "calc.p4", "ecmp.p4", "multicast.p4", "source_routing.p4",
               "group_declarations.p4", "group_expressions.p4", "group_parser.p4", "group_control.p4",
-              "group_externs.p4"]:
+              "group_externs.p4", "group_subcontrols.p4"]:
         assert n in ALL
 
 

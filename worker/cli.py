@@ -2,7 +2,6 @@
 
     python -m p4reduce.worker allreduce --controller 10.0.0.100:8090 --job demo --count 10 --size 100000 --check
     python -m p4reduce.worker train     --controller 10.0.0.100:8090 --job demo --model mlp --compressor topk
-    python -m p4reduce.worker simulate  --model mlp --compressor terngrad       # 4 threads, no network
     python -m p4reduce.worker compressors                                        # list the compressors
 
 Without a command (``python -m p4reduce.worker --controller C --job J ...``) it runs ``allreduce``.
@@ -128,17 +127,6 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_simulate(args) -> int:
-    from .training.loop import TrainConfig
-    from .training.simulate import run_simulated
-    cfg = TrainConfig(model=args.model, epochs=args.epochs, lr=args.lr, batch=args.batch)
-    r = run_simulated(args.compressor, cfg, args.workers)
-    print(json.dumps({"model": args.model, "compressor": args.compressor, "final_test_acc": round(r["final_acc"], 4),
-                      "bytes_per_worker": int(r["bytes_per_worker"]), "seconds": round(r["seconds"], 2),
-                      "replicas_identical": r["replicas_identical"]}))
-    return 0
-
-
 def cmd_compressors(args) -> int:
     from .compressors import make_compressor
     for name in COMPRESSORS:
@@ -158,19 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--check", action="store_true", help="verify every result (exact for int32)")
     a.set_defaults(fn=cmd_allreduce)
-    for name, fn, helptext in (("train", cmd_train, "join a job and train on digits through the switch"),
-                               ("simulate", cmd_simulate, "train on digits with N threads and a simulated switch")):
-        t = sub.add_parser(name, help=helptext)
-        if name == "train":
-            _join_args(t)
-        else:
-            t.add_argument("--workers", type=_positive(int), default=4)
-            t.add_argument("--compressor", default="fixedpoint", choices=["float32"] + sorted(COMPRESSORS))
-        t.add_argument("--model", choices=["logreg", "mlp"], default="logreg")
-        t.add_argument("--epochs", type=_positive(int), default=30)
-        t.add_argument("--lr", type=_positive(float), default=0.03)
-        t.add_argument("--batch", type=_positive(int), default=16)
-        t.set_defaults(fn=fn)
+    t = sub.add_parser("train", help="join a job and train on digits through the switch")
+    _join_args(t)
+    t.add_argument("--model", choices=["logreg", "mlp"], default="logreg")
+    t.add_argument("--epochs", type=_positive(int), default=30)
+    t.add_argument("--lr", type=_positive(float), default=0.03)
+    t.add_argument("--batch", type=_positive(int), default=16)
+    t.set_defaults(fn=cmd_train)
     c = sub.add_parser("compressors", help="list the compressors")
     c.set_defaults(fn=cmd_compressors)
     return p

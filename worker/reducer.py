@@ -10,7 +10,7 @@ the wire they arrive piggybacked on the previous round's result, so encoding is 
 Every worker of a job calls the same sequence of ``aggregate`` calls with sources of the same
 number of blocks; each returns the element-wise sums (saturating int32, like the switch) and the
 agreed exponents. Compressors only use this interface, so the same code runs on the in-process
-simulated switch (:mod:`worker.simswitch`) and over UDP (:mod:`worker.streaming`).
+simulated switch (:mod:`testbed.simswitch`) and over UDP (:mod:`worker.streaming`).
 """
 from __future__ import annotations
 

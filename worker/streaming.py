@@ -111,7 +111,7 @@ def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndar
 
 
 class UdpReducer(Reducer):
-    """One worker's aggregation over UDP, to a p4reduce switch (or protocol.model behind UDP)."""
+    """One worker's aggregation over UDP, to a p4reduce switch (or testbed.switch_model behind UDP)."""
 
     def __init__(self, job: JobParams, sock: socket.socket | None = None,
                  bind: tuple[str, int] = ("0.0.0.0", 0), retry: RetryPolicy | None = None):

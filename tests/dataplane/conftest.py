@@ -1,7 +1,8 @@
 """Fixtures for the data-plane tests: p4src/p4reduce.p4 compiled once per session by
 p4sim-compile and loaded into p4sim's in-process engine."""
 import pytest
-from p4reduce_fabric import Fabric, compile_program
+
+from testbed.fabric import Fabric, compile_program
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,13 @@
 """Hostile and malformed packets change no state, produce nothing, and are counted by reason."""
 import numpy as np
 import pytest
-from p4reduce_fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, encode
+from testbed.fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
 
 
 def contribution(job, rank, slot=0, bitmap=None, block=None):

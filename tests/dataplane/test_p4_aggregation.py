@@ -6,9 +6,9 @@ import pytest
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
-from p4reduce.protocol.lossy_net import LossyNetwork
-from p4reduce.protocol.reference_worker import JobRun
 from p4reduce.protocol.wire import Header, decode, encode
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 
 def sparse_tensor(rng, length, density, lo=-10**6, hi=10**6):

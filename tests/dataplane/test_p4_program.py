@@ -4,14 +4,14 @@ import json
 
 import numpy as np
 import pytest
-from p4reduce_fabric import Fabric, compile_program
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import Mode
-from p4reduce.protocol.lossy_net import LossyNetwork
-from p4reduce.protocol.reference_worker import JobRun
 from p4reduce.protocol.wire import Layout
+from testbed.fabric import Fabric, compile_program
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 
 def test_compiles_without_warnings(tmp_path):

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4reduce_fabric import Fabric
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import Mode
-from p4reduce.protocol.lossy_net import LossyNetwork
-from p4reduce.protocol.reference_worker import JobRun
+from testbed.fabric import Fabric
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ nor spoof a worker, even from the same leaf; switch links, ARP and honest traffi
 import json
 
 import numpy as np
-from p4reduce_fabric import SWITCH_IP, SWITCH_MAC
 from scapy.all import ARP, ICMP, IP, Ether, raw
 from test_p4_two_tier import TwoTier
 
@@ -12,9 +11,10 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import AggEvent, DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
-from p4reduce.protocol.lossy_net import LossyNetwork
-from p4reduce.protocol.reference_worker import JobRun
 from p4reduce.protocol.wire import Header, decode, encode
+from testbed.fabric import SWITCH_IP, SWITCH_MAC
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 ATTACKER = ("02:00:00:00:0e:0e", "10.9.0.9", 3)      # a host on port 3 of the switch
 LINK_PORT = 8                                          # an unguarded port (a link to another switch)

@@ -4,14 +4,14 @@ across switches exactly as on one."""
 import json
 
 import numpy as np
-from p4reduce_fabric import SWITCH_IP, SWITCH_MAC
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import AggEvent, Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
-from p4reduce.protocol.lossy_net import LossyNetwork
-from p4reduce.protocol.reference_worker import JobRun
+from testbed.fabric import SWITCH_IP, SWITCH_MAC
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 UPLINK = 9                       # leaf port towards the spine
 SPINE_PORT = {"leaf1": 1, "leaf2": 2}

@@ -1,7 +1,7 @@
 """Fixtures for the worker tests: the P4 program on p4sim's engine, served over UDP on loopback."""
 import pytest
 
-from p4reduce.worker.p4sim_udp import PROGRAM, REPO, P4SimUdpSwitch, compile_program  # noqa: F401 - used by tests
+from testbed.p4sim_udp import PROGRAM, REPO, P4SimUdpSwitch, compile_program  # noqa: F401 - used by tests
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Agents join a job by name through the real job API (controller in bookkeeping mode, no switch)
-and allreduce through protocol.model served as a fake switch; join errors are explicit; the CLI."""
+and allreduce through testbed.switch_model served as a fake switch; join errors are explicit; the CLI."""
 import json
 import subprocess
 import sys
@@ -15,9 +15,9 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
 from p4reduce.worker.agent import Agent
 from p4reduce.worker.cli import tensor_for
-from p4reduce.worker.fakeswitch import FakeSwitch, Impairments
 from p4reduce.worker.job import JobJoinError
 from p4reduce.worker.streaming import RetryPolicy
+from testbed.fakeswitch import FakeSwitch, Impairments
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

@@ -15,7 +15,7 @@ from p4reduce.worker.compressors import (
 from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
 from p4reduce.worker.compressors.topk import agreed_top_blocks
 from p4reduce.worker.memory import ErrorFeedback
-from p4reduce.worker.simswitch import run_workers
+from testbed.simswitch import run_workers
 
 N = 4
 

@@ -9,9 +9,9 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.loopback import loopback_reducers
-from p4reduce.worker.p4sim_udp import P4SimUdpSwitch
 from p4reduce.worker.streaming import RetryPolicy
+from testbed.loopback import loopback_reducers
+from testbed.p4sim_udp import P4SimUdpSwitch
 
 # Both signs: BMv2 reads an int<32> register cell as its unsigned pattern (see
 # ../shared/p4-reference agg_mini), so the program must convert stored partial sums explicitly;
@@ -84,7 +84,7 @@ def test_training_through_the_p4_program_matches_the_simulation(p4reduce_json):
     """Digits logreg, 2 workers, 1 epoch through the P4 program: bit-identical to the simulated switch."""
     from p4reduce.worker.training.data import load_digits_split
     from p4reduce.worker.training.loop import TrainConfig, train_worker
-    from p4reduce.worker.training.simulate import run_simulated
+    from testbed.training.simulate import run_simulated
     split = load_digits_split(limit=600)
     cfg = TrainConfig(model="logreg", epochs=1)
     sim = run_simulated("fixedpoint", cfg, 2, split, sparse=False)["history"].params

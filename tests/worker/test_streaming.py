@@ -1,4 +1,4 @@
-"""UDP streaming against protocol.model served as a fake switch on 127.0.0.1: exact integer sums,
+"""UDP streaming against testbed.switch_model served as a fake switch on 127.0.0.1: exact integer sums,
 float error bounds, loss/duplicates/reordering, sparse skipping, dead peers and a vanished switch."""
 import socket
 import threading
@@ -12,10 +12,10 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.fakeswitch import FakeSwitch, Impairments
-from p4reduce.worker.loopback import loopback_reducers
 from p4reduce.worker.reducer import AggregationError
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
+from testbed.fakeswitch import FakeSwitch, Impairments
+from testbed.loopback import loopback_reducers
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
 

@@ -1,5 +1,5 @@
 """PyTorch DDP with the p4reduce comm hook: two processes (gloo for DDP's own setup), gradients
-through protocol.model over UDP; the result must match DDP's built-in allreduce closely."""
+through testbed.switch_model over UDP; the result must match DDP's built-in allreduce closely."""
 import socket
 import sys
 
@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from p4reduce.worker.fakeswitch import FakeSwitch  # noqa: E402 - after the importorskip
+from testbed.fakeswitch import FakeSwitch  # noqa: E402 - after the importorskip
 
 CHILD = r"""
 import sys, numpy as np, torch, torch.distributed as dist

@@ -1,5 +1,5 @@
 """Convergence at reduced size: digits split over 4 workers through the simulated switch, and a
-short run through protocol.model over UDP."""
+short run through testbed.switch_model over UDP."""
 import threading
 
 import numpy as np
@@ -7,13 +7,13 @@ import pytest
 
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS
-from p4reduce.worker.fakeswitch import FakeSwitch
-from p4reduce.worker.loopback import loopback_reducers
 from p4reduce.worker.streaming import RetryPolicy
 from p4reduce.worker.training.data import load_digits_split
 from p4reduce.worker.training.loop import TrainConfig, train_worker
 from p4reduce.worker.training.models import MLP, LogisticRegression
-from p4reduce.worker.training.simulate import run_simulated
+from testbed.fakeswitch import FakeSwitch
+from testbed.loopback import loopback_reducers
+from testbed.training.simulate import run_simulated
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_compressed_methods_send_fewer_bytes(split):
 
 
 def test_training_through_udp_matches_the_simulated_switch(split):
-    """The same run over UDP (protocol.model as the switch) gives bit-identical parameters."""
+    """The same run over UDP (testbed.switch_model as the switch) gives bit-identical parameters."""
     n, cfg = 2, TrainConfig(model="logreg", epochs=2)
     sim = run_simulated("fixedpoint", cfg, n, split, sparse=False)["history"].params
     with FakeSwitch() as sw:
@@ -83,8 +83,8 @@ def test_training_through_udp_matches_the_simulated_switch(split):
 
 
 def test_networked_runner_counts_real_packets_and_matches_the_simulation():
-    """worker.training.networked (used by the experiment's --through) over protocol.model."""
-    from p4reduce.worker.training.networked import run_networked
+    """testbed.training.networked (used by the experiment's --through) over testbed.switch_model."""
+    from testbed.training.networked import run_networked
     split = load_digits_split(limit=400)
     cfg = TrainConfig(model="logreg", epochs=1)
     net = run_networked("topk", cfg, 2, split, switch="model", slots=8)

@@ -5,7 +5,7 @@ one place that wires its ranks to the switch.
 """
 from __future__ import annotations
 
-from .streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 
 
 def loopback_reducers(switch, job_id: int, n_workers: int, slots: int, *, sparse: bool = False,

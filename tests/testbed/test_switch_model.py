@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
-from p4reduce.protocol.lossy_net import LossyNetwork, model_switch
-from p4reduce.protocol.model import SwitchModel
-from p4reduce.protocol.reference_worker import JobRun
 from p4reduce.protocol.wire import Header, decode, encode
+from testbed.lossy_net import LossyNetwork, model_switch
+from testbed.reference_worker import JobRun
+from testbed.switch_model import SwitchModel
 
 
 def sparse_tensor(rng, length, density, lo=-1000, hi=1000):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .reference_worker import JobRun
+from testbed.reference_worker import JobRun
 
 # switch(job_id, rank, payload) -> [(job_id, rank, result payload), ...]
 SwitchFn = Callable[[int, int, bytes], list[tuple[int, int, bytes]]]
@@ -97,7 +97,7 @@ class LossyNetwork:
 
 
 def model_switch(model) -> SwitchFn:
-    """Adapter: a protocol.model.SwitchModel as the switch of a LossyNetwork."""
+    """Adapter: a testbed.switch_model.SwitchModel as the switch of a LossyNetwork."""
     def switch(job_id: int, rank: int, payload: bytes):
         addr = model.worker_of(job_id, rank)
         out = model.receive(addr.ip, addr.port, payload)

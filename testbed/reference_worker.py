@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import constants as C
-from .constants import Flags, Mode, MsgType
-from .wire import DEFAULT_LAYOUT, Header, Layout, bitmap_of, decode, encode
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.constants import Flags, Mode, MsgType
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, bitmap_of, decode, encode
 
 
 def default_exponent(rank: int, offset: int) -> int:

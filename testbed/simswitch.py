@@ -10,8 +10,8 @@ import threading
 
 import numpy as np
 
-from .reducer import AggregationError, BlockSource, Reducer, saturate_int32
-from .wirecost import WireCost
+from p4reduce.worker.reducer import AggregationError, BlockSource, Reducer, saturate_int32
+from p4reduce.worker.wirecost import WireCost
 
 
 class SimulatedSwitch:

@@ -1,36 +1,36 @@
 """Run the data-parallel demo with N worker threads talking UDP to a switch on loopback: the
-reference model (protocol.model via worker.fakeswitch) or the real P4 program on p4sim's engine
-(worker.p4sim_udp). Same training code and compressors as the simulation; bytes are counted from
+reference model (testbed.switch_model via testbed.fakeswitch) or the real P4 program on p4sim's engine
+(testbed.p4sim_udp). Same training code and compressors as the simulation; bytes are counted from
 the packets actually sent."""
 from __future__ import annotations
 
 import threading
 import time
 
-from ..communicator import Communicator
-from ..compressors import make_compressor
-from ..loopback import loopback_reducers
-from ..memory import ErrorFeedback, NoMemory
-from ..streaming import RetryPolicy
-from .data import Split, load_digits_split
-from .loop import History, TrainConfig, train_worker
-from .simulate import DEFAULT_OPTIONS
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.compressors import make_compressor
+from p4reduce.worker.memory import ErrorFeedback, NoMemory
+from p4reduce.worker.streaming import RetryPolicy
+from p4reduce.worker.training.data import Split, load_digits_split
+from p4reduce.worker.training.loop import History, TrainConfig, train_worker
+from testbed.loopback import loopback_reducers
+from testbed.training.simulate import DEFAULT_OPTIONS
 
 
 def make_switch(kind: str):
-    """A started loopback switch: "model" (protocol.model) or "p4sim" (p4src/p4reduce.p4)."""
+    """A started loopback switch: "model" (testbed.switch_model) or "p4sim" (p4src/p4reduce.p4)."""
     if kind == "model":
-        from ..fakeswitch import FakeSwitch
+        from testbed.fakeswitch import FakeSwitch
         return FakeSwitch()
     if kind == "p4sim":
-        from ..p4sim_udp import P4SimUdpSwitch, compile_program
+        from testbed.p4sim_udp import P4SimUdpSwitch, compile_program
         return P4SimUdpSwitch(compile_program())
     raise ValueError(f"unknown switch {kind!r}: choose model or p4sim")
 
 
 def run_networked(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: Split | None = None,
                   switch: str = "p4sim", sparse: bool = True, slots: int = 64, **options) -> dict:
-    """Like :func:`worker.training.simulate.run_simulated`, through a switch over UDP."""
+    """Like :func:`testbed.training.simulate.run_simulated`, through a switch over UDP."""
     if compressor == "float32":
         raise ValueError("float32 cannot go through a switch (that is what the compressors are for)")
     split = split or load_digits_split(seed=cfg.seed)

@@ -1,7 +1,7 @@
 """The real P4 program on p4sim's engine, in-process, behind a UDP socket on loopback.
 
 Lets workers aggregate through p4src/p4reduce.p4 without Mininet, namespaces or root: tests,
-local experiments (``python -m p4reduce.worker.training.experiment --through p4sim``) and debugging.
+local experiments (``python -m testbed.training.experiment --through p4sim``) and debugging.
 The control-plane entries are those of docs/protocol.md section 3, written with the engine's API
 (what the controller does over P4Runtime).
 """

@@ -1,5 +1,5 @@
 """Test harness: the compiled p4reduce program on p4sim's engine, configured the way the
-controller configures it, run in lockstep with protocol.model.SwitchModel (every output frame
+controller configures it, run in lockstep with testbed.switch_model.SwitchModel (every output frame
 must be byte-identical to the model's)."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
-from p4reduce.protocol.model import SwitchModel
 from p4reduce.protocol.wire import Layout
+from testbed.switch_model import SwitchModel
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[1]
 SWITCH_MAC = "02:00:00:00:00:fe"
 SWITCH_IP = "10.0.0.254"
 

@@ -1,4 +1,4 @@
-"""protocol.model.SwitchModel served over UDP: a fake switch for tests and local demos.
+"""testbed.switch_model.SwitchModel served over UDP: a fake switch for tests and local demos.
 
 Workers talk to it exactly as to the real switch (plain UDP to its address). It can impair the
 traffic, with a seeded RNG so tests are repeatable: drop contributions or results, duplicate
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from p4reduce.protocol.constants import Mode
-from p4reduce.protocol.model import SwitchModel
+from testbed.switch_model import SwitchModel
 
 
 def _busy_until(t: float) -> None:
@@ -38,7 +38,7 @@ class Impairments:
 
 
 class FakeSwitch:
-    """A thread answering UDP aggregation packets with protocol.model's state machine."""
+    """A thread answering UDP aggregation packets with testbed.switch_model's state machine."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
                  model: SwitchModel | None = None, service_time: float = 0.0):

@@ -1,10 +1,10 @@
 """Convergence experiment: every compressor on digits (logreg + MLP), 4 simulated workers.
 
-    python -m p4reduce.worker.training.experiment [--epochs 30] [--out bench/results] [--through p4sim]
+    python -m testbed.training.experiment [--epochs 30] [--out bench/results] [--through p4sim]
 
 Writes convergence.md (table: final test accuracy, bytes sent per worker, wall time),
 convergence.json and convergence.png (test accuracy and train loss per epoch). ``--through
-model|p4sim`` trains over UDP through protocol.model or the real P4 program on p4sim's engine
+model|p4sim`` trains over UDP through testbed.switch_model or the real P4 program on p4sim's engine
 (files convergence_<switch>.*; the float32 reference row still comes from the simulation).
 """
 from __future__ import annotations
@@ -14,14 +14,14 @@ import json
 import pathlib
 import sys
 
-from ..compressors import COMPRESSORS
-from .data import load_digits_split
-from .loop import TrainConfig
-from .simulate import DEFAULT_OPTIONS, run_simulated
+from p4reduce.worker.compressors import COMPRESSORS
+from p4reduce.worker.training.data import load_digits_split
+from p4reduce.worker.training.loop import TrainConfig
+from testbed.training.simulate import DEFAULT_OPTIONS, run_simulated
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m p4reduce.worker.training.experiment",
+    ap = argparse.ArgumentParser(prog="python -m testbed.training.experiment",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--workers", type=int, default=4)
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dense", action="store_true", help="count bytes for dense mode (default: sparse mode)")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--through", choices=["sim", "model", "p4sim"], default="sim",
-                    help="simulated switch (default), protocol.model over UDP, or p4src on p4sim over UDP")
+                    help="simulated switch (default), testbed.switch_model over UDP, or p4src on p4sim over UDP")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
             if args.through == "sim" or comp == "float32":
                 r = run_simulated(comp, cfg, args.workers, split, sparse=not args.dense)
             else:
-                from .networked import run_networked
+                from testbed.training.networked import run_networked
                 r = run_networked(comp, cfg, args.workers, split, switch=args.through, sparse=not args.dense)
             h = r["history"]
             rows.append({"model": model, "compressor": comp, "options": DEFAULT_OPTIONS.get(comp, {}),
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
 
 def table(rows, args) -> str:
     how = {"sim": "simulated switch (byte counts from the wire cost model)",
-           "model": "protocol.model over UDP (bytes actually sent)",
+           "model": "testbed.switch_model over UDP (bytes actually sent)",
            "p4sim": "p4src/p4reduce.p4 on p4sim's engine over UDP (bytes actually sent)"}[args.through]
     lines = [f"Digits, {args.workers} workers, {args.epochs} epochs, lr {args.lr}, {how}, "
              f"{'dense' if args.dense else 'sparse'} mode, frame headers included; float32 = simulated reference.", "",

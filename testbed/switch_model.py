@@ -20,10 +20,10 @@ import struct
 
 import numpy as np
 
-from . import constants as C
-from .constants import AggEvent, DropReason, Flags, Mode, MsgType
-from .frames import ip_int, ip_str, ipv4_checksum, mac_bytes
-from .wire import DEFAULT_LAYOUT, Header, Layout
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
+from p4reduce.protocol.frames import ip_int, ip_str, ipv4_checksum, mac_bytes
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout
 
 
 @dataclasses.dataclass

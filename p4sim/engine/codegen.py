@@ -16,7 +16,7 @@ import random
 
 from .actions import PrimitiveGen, fmt_log, reg_get, stk_pop, stk_push
 from .codegen_checksums import ChecksumEmitter
-from .codegen_parser import ParserEmitter, ParserError
+from .codegen_parser import ParserEmitter, ParserError, ParserLoopError
 from .codegen_pipeline import PipelineEmitter
 from .errors import ProgramError
 from .exprs import RUNTIME_HELPERS
@@ -70,7 +70,7 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
         prog = self.prog
         ns = dict(RUNTIME_HELPERS)
         ns.update({
-            "PErr": ParserError, "AssertFail": AssertFail, "DROP_PORT": self.drop_port,
+            "PErr": ParserError, "PLoop": ParserLoopError, "AssertFail": AssertFail, "DROP_PORT": self.drop_port,
             "_stk_push": stk_push, "_stk_pop": stk_pop, "_reg_get": reg_get, "_fmt_log": fmt_log,
             "_randint": random.randint, "TR": self.trace_fn or (lambda line: None), "VSETS": self.vsets,
             "_ONE_ZEROS": [[1] + [0] * n for n in range(0, 1 + max(

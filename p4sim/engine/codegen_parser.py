@@ -6,6 +6,15 @@ from .exprs import ExprGen
 from .program_loader import parse_hexstr
 
 
+class ParserLoopError(Exception):
+    """The parser visited more states than a terminating parse of this packet can (a loop that
+    consumes no input, e.g. a -> b -> a): the packet is dropped, the switch keeps serving."""
+
+    def __init__(self, states):
+        super().__init__(f"parser visited {states} states without ending (a loop in the parse graph)")
+        self.states = states
+
+
 class ParserError(Exception):
     """Raised inside generated parser states; carries the error code and bytes parsed so far."""
 
@@ -185,12 +194,17 @@ class ParserEmitter(DeparserEmitter):
         self.w(f"    if start + nb > n: raise PErr({perr['PacketTooShort']}, off)")
         self.w("    x = int.from_bytes(data[start:start + nb], 'big')")
         self.w("    return (x >> (nb * 8 - (bo & 7) - bw)) & ((1 << bw) - 1)")
+        # a terminating parse visits each state at most once per byte it consumes or per stack
+        # element it fills, plus once more: anything beyond that bound is a loop
+        slack = 256 + len(states) + sum(s.size for s in prog.stacks.values())
         self.w("def parse(f, data):")
-        self.w(f"    n = len(data); off = 0; st = {idents[init]}")
+        self.w(f"    n = len(data); off = 0; st = {idents[init]}; left = n + {slack}")
         if tr:
             self.w("    TR(\"Parser 'parser': start\")")
         self.w("    try:")
         self.w("        while st is not None:")
+        self.w("            left -= 1")
+        self.w(f"            if left < 0: raise PLoop(n + {slack})")
         self.w("            st, off = st(f, data, off, n)")
         self.w("    except PErr as e:")
         self.w(f"        f[{pe_slot}] = e.code; off = e.offset")

@@ -4,12 +4,35 @@ Packet path (as simple_switch): parse -> verify checksums -> ingress -> [I2E clo
 multicast or unicast, drop on drop_port] -> egress -> [E2E clone, drop on drop_port] -> update
 checksums -> deparse -> [recirculate] -> emit.  BMv2 never drops on a parser or checksum error by
 itself; neither do we.
+
+What each copy carries, as simple_switch makes them (targets/simple_switch/simple_switch.cpp):
+- a received packet: metadata zero except ingress_port, packet_length, instance_type 0 and
+  ingress_global_timestamp;
+- a resubmitted packet: the packet as received, parsed again; metadata zero except the field list,
+  instance_type 6 and packet_length (so ingress_port and the timestamp are 0);
+- a recirculated packet: the deparsed packet, parsed again; metadata zero except the field list,
+  instance_type 4 and packet_length;
+- an I2E clone: the packet as received, parsed again (ingress changes are lost); metadata zero
+  except the field list, instance_type 1, egress_port and egress_rid from the clone session;
+- an E2E clone: the headers at the end of egress, metadata zero except the field list,
+  instance_type 2, egress_port and egress_rid; made even when the original is dropped in egress;
+- multicast replicas: a full copy, instance_type 5 and egress_rid per replica;
+- unicast: instance_type is set back to 0 when the packet leaves ingress (after a resubmit or a
+  recirculation too).
+In egress, egress_spec starts as drop_port + 1 (so only a mark_to_drop in egress drops) and
+egress_port is the port the packet was queued for.
+
+Loops are bounded: a parser visiting more states than a terminating parse can, or a packet
+resubmitted/recirculated/cloned more than MAX_PASSES times, is dropped, counted in
+stats["dropped_parser_loop"] / stats["dropped_pass_limit"] and logged (rate-limited), and the switch
+keeps serving.
 """
+import logging
 import threading
 import time
 from collections import deque
 
-from .codegen import AssertFail, CodeGen
+from .codegen import AssertFail, CodeGen, ParserLoopError
 from .control import ControlAPI
 from .errors import EngineError, ProgramError
 from .meters import MeterArray
@@ -18,6 +41,10 @@ from .tables import Table
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 MAX_PASSES = 64  # resubmit/recirculate/clone passes per received packet (loop guard)
+CONST_PRIORITY_TOP = 2147483647  # P4Runtime priority of a const entry = this - its BMv2 priority
+LOG_INTERVAL = 1.0  # seconds between two log lines about cut loops (the rest are counted)
+
+log = logging.getLogger("p4reduce.p4sim.engine")
 
 
 class Switch(ControlAPI):
@@ -39,7 +66,10 @@ class Switch(ControlAPI):
         self._trace = None
         self._pkt_id = 0
         self._t0 = time.monotonic()
-        self.stats = {"received": 0, "emitted": 0, "dropped": 0, "internal_errors": 0}
+        self.stats = {"received": 0, "emitted": 0, "dropped": 0, "internal_errors": 0,
+                      "dropped_parser_loop": 0, "dropped_pass_limit": 0}
+        self._last_loop_log = -LOG_INTERVAL
+        self._unlogged_loops = 0
         self.last_internal_error = None
         self._vsets = {name: [] for name in prog.parse_vsets}
         self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
@@ -72,6 +102,8 @@ class Switch(ControlAPI):
             header_slices.append((st.next_slot, st.next_slot + 1))
         self._fresh = fresh
         self._header_slices = header_slices
+        sm_spec = prog.fields[("standard_metadata", "egress_spec")]
+        self._egress_spec_start = (self.drop_port + 1) & sm_spec.mask
         self._field_lists = {}
         for fl_id, elems in prog.field_lists.items():
             self._field_lists[fl_id] = [prog.fields[e].slot for e in elems if e in prog.fields]
@@ -90,8 +122,9 @@ class Switch(ControlAPI):
                                    f"({type(exc).__name__}: {exc})") from None
 
     def _install_table_const_entries(self, t, entries):
-        prios = [e.get("priority", 0) for e in entries]
-        top = max(prios) if prios else 0
+        """BMv2 JSON priorities: a smaller number wins. Read back over P4Runtime, BMv2 shows entry
+        priority p as 2147483647 - p (2147483646 for p4c's first entry), which is also the
+        engine's larger-wins priority."""
         for raw in entries:
             match = []
             for k, mk in zip(t.info.keys, raw["match_key"]):
@@ -109,7 +142,7 @@ class Switch(ControlAPI):
                 else:
                     raise ProgramError(f"table {t.info.name}: const entry match type {mt!r} unsupported")
             ae = raw["action_entry"]
-            prio = (top + 1 - raw["priority"]) if "priority" in raw and t.info.needs_priority else 0
+            prio = (CONST_PRIORITY_TOP - int(raw["priority"])) if "priority" in raw and t.info.needs_priority else 0
             if len(raw["match_key"]) != len(t.info.keys):
                 raise ProgramError(f"table {t.info.name}: const entry has {len(raw['match_key'])} key "
                                    f"fields, the table has {len(t.info.keys)}")
@@ -183,15 +216,28 @@ class Switch(ControlAPI):
         while work:
             passes += 1
             if passes > MAX_PASSES:
-                if tr:
-                    self._tr(f"Too many resubmit/recirculate/clone passes (> {MAX_PASSES}), rest dropped")
                 self.stats["dropped"] += len(work)
+                self.stats["dropped_pass_limit"] += 1
+                self._loop_cut(f"packet from port {port} dropped after {MAX_PASSES} resubmit/recirculate/"
+                               f"clone passes ({len(work)} copies left)", tr)
                 return
             job = work.popleft()
             if job[0]:
                 self._ingress(job[1], job[2], job[3], job[4], work, tr)
             else:
                 self._egress(job[1], job[2], work, out, tr)
+
+    def _loop_cut(self, message, tr):
+        """One log line for a packet cut by a loop bound, at most every LOG_INTERVAL seconds."""
+        if tr:
+            self._tr(message)
+        now = time.monotonic()
+        if now - self._last_loop_log < LOG_INTERVAL:
+            self._unlogged_loops += 1
+            return
+        more = f" ({self._unlogged_loops} more since the last report)" if self._unlogged_loops else ""
+        log.warning("%s%s", message, more)
+        self._last_loop_log, self._unlogged_loops = now, 0
 
     def _preserve(self, dst, src, fl_id):
         for slot in self._field_lists.get(fl_id, ()):
@@ -205,10 +251,17 @@ class Switch(ControlAPI):
         f[s["ingress_port"]] = port & 0x1FF
         f[s["instance_type"]] = itype
         f[s["packet_length"]] = len(data)
-        f[s["ingress_global_timestamp"]] = int((time.monotonic() - self._t0) * 1e6) & ((1 << 48) - 1)
+        if itype == NORMAL:  # resubmitted/recirculated copies start with zeroed metadata
+            f[s["ingress_global_timestamp"]] = int((time.monotonic() - self._t0) * 1e6) & ((1 << 48) - 1)
         if tr:
             self._tr(f"Processing packet received on port {port} ({len(data)} bytes, instance_type {itype})")
-        off = code.parse(f, data)
+        try:
+            off = code.parse(f, data)
+        except ParserLoopError as exc:
+            self.stats["dropped"] += 1
+            self.stats["dropped_parser_loop"] += 1
+            self._loop_cut(f"packet from port {port} dropped: {exc}", tr)
+            return
         payload = data[off:]
         code.verify_checksums(f, payload)
         try:
@@ -221,11 +274,11 @@ class Switch(ControlAPI):
         f[h["exit"]] = 0
         if f[h["clone_pending"]]:
             f[h["clone_pending"]] = 0
-            self._clone(f, "ingress", INGRESS_CLONE, False, len(data), data, work, tr)
+            self._clone_i2e(f, port, data, work, tr)
         if f[h["resubmit"]]:
             if tr:
                 self._tr("Resubmitting packet")
-            work.append((True, port, data, RESUBMIT, (f, f[h["resubmit_field_list"]])))
+            work.append((True, 0, data, RESUBMIT, (f, f[h["resubmit_field_list"]])))
             return
         mgid = f[s["mcast_grp"]]
         if mgid:
@@ -251,13 +304,31 @@ class Switch(ControlAPI):
                 self._tr(f"Dropping packet at the end of ingress (egress_spec is the drop port {espec})")
             return
         f[s["egress_port"]] = espec
+        f[s["instance_type"]] = NORMAL
         if tr:
             self._tr(f"Egress port is {espec}")
         work.append((False, f, payload))
 
-    def _clone(self, f, stage, instance_type, copy_headers, packet_length, packet, work, tr):
-        """Queue the copies of the clone session `f` asked for: I2E clones carry the packet as it
-        came in, E2E clones the egress headers (`copy_headers`); both carry the preserved fields."""
+    def _clone_i2e(self, f, port, data, work, tr):
+        """An I2E clone is the packet as received, parsed again: ingress changes are lost, and
+        the metadata the parse wrote is zeroed again except the field list."""
+        sid = f[self._prog.hidden["clone_session"]]
+        if sid not in self._clone_sessions:
+            if tr:
+                self._tr(f"Clone session {sid} does not exist: no clone")
+            return
+        g = self._fresh[:]
+        g[self._s["ingress_port"]] = port & 0x1FF
+        try:
+            off = self._code.parse(g, data)
+        except ParserLoopError:  # parsed once already without looping; cannot happen
+            return
+        self._clone(f, "ingress", INGRESS_CLONE, g, len(data), data[off:], work, tr)
+
+    def _clone(self, f, stage, instance_type, headers, packet_length, payload, work, tr):
+        """Queue the copies of the clone session `f` asked for, with the header slots of
+        `headers` (the re-parsed packet for I2E, the egress state for E2E), zeroed metadata
+        and the preserved fields of `f`'s field list."""
         s, h = self._s, self._prog.hidden
         sid = f[h["clone_session"]]
         session = self._clone_sessions.get(sid)
@@ -268,9 +339,8 @@ class Switch(ControlAPI):
         replicas, plen = session
         for eport, rid in replicas:
             g = self._fresh[:]
-            if copy_headers:
-                for a, b in self._header_slices:
-                    g[a:b] = f[a:b]
+            for a, b in self._header_slices:
+                g[a:b] = headers[a:b]
             self._preserve(g, f, f[h["clone_field_list"]])
             g[s["instance_type"]] = instance_type
             g[s["packet_length"]] = packet_length
@@ -280,13 +350,14 @@ class Switch(ControlAPI):
                 g[h["truncate"]] = plen
             if tr:
                 self._tr(f"Cloning packet at {stage} to port {eport} (session {sid})")
-            work.append((False, g, packet))
+            work.append((False, g, payload))
 
     def _egress(self, f, payload, work, out, tr):
         s, h, code = self._s, self._prog.hidden, self._code
         f[h["exit"]] = 0
         f[h["clone_pending"]] = 0
         f[h["resubmit"]] = 0
+        f[s["egress_spec"]] = self._egress_spec_start
         f[s["egress_global_timestamp"]] = int((time.monotonic() - self._t0) * 1e6) & ((1 << 48) - 1)
         if tr:
             self._tr(f"Egress: port {f[s['egress_port']]}, instance_type {f[s['instance_type']]}, "
@@ -299,7 +370,7 @@ class Switch(ControlAPI):
                 self._tr(f"Dropping packet in egress: {exc}")
             return
         if f[h["clone_pending"]]:
-            self._clone(f, "egress", EGRESS_CLONE, True, f[s["packet_length"]], payload, work, tr)
+            self._clone(f, "egress", EGRESS_CLONE, f, f[s["packet_length"]], payload, work, tr)
         if f[s["egress_spec"]] == self.drop_port:
             self.stats["dropped"] += 1
             if tr:

@@ -202,8 +202,8 @@ class Pipeline:
                 for param_id, value in self._json_action_data(action_id, action_entry.get("action_data", [])).items():
                     message.action.action.params.add(param_id=param_id, value=bytestrings.encode(value))
         if info.needs_priority:
-            # BMv2 JSON: smaller number wins; P4Runtime: larger number wins.
-            message.priority = count - position
+            # BMv2 JSON: smaller number wins; BMv2 reads entry priority p back as 2147483647 - p.
+            message.priority = 2147483647 - int(entry.get("priority", position + 1))
         return message
 
     def build_engine(self, cpu_port=None, drop_port=511):

@@ -171,7 +171,12 @@ def test_tm_ingress_clone_preserving_field_list(compiled):
     out = sorted(sw.process(1, tm_frame(3)))
     assert [p for p, _ in out] == [2, 4]
     assert tm_decode(out[0][1])["itype"] == 0
-    assert out[1][1] == tm_frame(3)  # I2E clone: the packet as received (BMv2 re-emits no headers)
+    # I2E clone: the packet as received, parsed again (ingress changes and metadata are gone), run
+    # through egress: instance_type 1, egress_port and egress_rid from the clone session
+    clone = tm_decode(out[1][1])
+    assert (clone["op"], clone["itype"], clone["inport"], clone["keep"], clone["rid"], clone["eport"]) == \
+        (3, 1, 0, 0, 0, 4)
+    assert clone["rest"] == b"payload"
 
 
 def test_tm_egress_clone_preserving_field_list(compiled):
@@ -187,14 +192,15 @@ def test_tm_resubmit_preserving_field_list(compiled):
     port, data = one(compiled("v1model_tm"), 2, tm_frame(4))
     v = tm_decode(data)
     assert port == 3
-    assert (v["itype"], v["inport"], v["keep"]) == (6, 2, 0x55)
+    # ingress saw instance_type 6 and ingress_port 0; egress sees a unicast packet (instance_type 0)
+    assert (v["itype"], v["inport"], v["keep"]) == (0, 0, 0x55)
 
 
 def test_tm_recirculate_preserving_field_list(compiled):
     port, data = one(compiled("v1model_tm"), 2, tm_frame(5))
     v = tm_decode(data)
     assert port == 3
-    assert (v["itype"], v["inport"], v["keep"]) == (4, 0, 0x66)
+    assert (v["itype"], v["inport"], v["keep"]) == (0, 0, 0x66)
 
 
 def test_tm_truncate(compiled):

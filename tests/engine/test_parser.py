@@ -148,3 +148,47 @@ def test_parse_value_set_with_two_key_fields():
     assert sw.parse_vset_get("pvs") == [(0x5000, 0xF000)]
     sw.parse_vset_set("pvs", [])
     assert sw.process(1, frame)[0][1][2] == 0
+
+
+def looping_program():
+    """start -> a -> b -> a ... when e.etype is 0xdead (no state consumes input), else accept."""
+    p = Program()
+    p.header("e", [("etype", 16)])
+    p.state("start", [extract("e")], key=[F("e", "etype")], transitions=[("0xdead", None, "a")], default=None)
+    p.state("a", [], default="b")
+    p.state("b", [], default="a")
+    p.deparse("e")
+    p.run("ingress", "out", [P("assign", SM("egress_spec"), C(1))])
+    return p.build()
+
+
+def test_a_parser_loop_drops_the_packet_counts_it_and_the_switch_keeps_serving(caplog):
+    sw = Switch(looping_program())
+    with caplog.at_level("WARNING", logger="p4reduce.p4sim.engine"):
+        assert sw.process(3, b"\xde\xad") == []
+    assert sw.stats["dropped_parser_loop"] == 1 and sw.stats["dropped"] == 1
+    assert sw.stats["internal_errors"] == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        "packet from port 3 dropped: parser visited 261 states without ending (a loop in the parse graph)"]
+    # the lock is free again and other packets go through
+    assert sw.process(3, b"\x08\x00") == [(1, b"\x08\x00")]
+    assert sw.lock.acquire(blocking=False)
+    sw.lock.release()
+
+
+def test_a_long_legitimate_parse_is_not_a_loop():
+    """A state visited once per byte consumed (an options loop) may run as long as the packet."""
+    p = Program()
+    p.header("e", [("etype", 16)])
+    p.header("opt", [("kind", 8)])
+    p.meta(("n", 16))
+    p.state("start", [extract("e")], key=[F("e", "etype")], transitions=[("0x0001", None, "skip")], default=None)
+    p.state("skip", [{"op": "advance", "parameters": [C(8)]}, pset(M("n"), E("+", M("n"), C(1)))],
+            key=[{"type": "lookahead", "value": [0, 8]}], transitions=[("0x00", None, "skip")], default=None)
+    p.deparse("e")
+    p.run("ingress", "out", [P("assign", SM("egress_spec"), C(1)), P("assign", F("e", "etype"), M("n"))])
+    sw = Switch(p.build())
+    frame = b"\x00\x01" + bytes(3000) + b"\x01"
+    [(port, data)] = sw.process(0, frame)
+    assert data[:2] == (3000).to_bytes(2, "big")     # 3000 loop iterations, one byte each
+    assert sw.stats["dropped_parser_loop"] == 0

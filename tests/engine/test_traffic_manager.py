@@ -46,7 +46,10 @@ def program():
                             P("assign", h("rid"), SM("egress_rid")),
                             P("assign", h("eport"), SM("egress_port")),
                             P("assign", h("keep_e"), M("keep"))], next_node="is_normal")
-    p.cond("egress", "is_normal", E("==", SM("instance_type"), C(0)), "f1", "f4")
+    # a unicast packet reaches egress with instance_type 0 even after a recirculation (as in BMv2):
+    # meta.keep = 0x66, preserved by the recirculation, marks the second pass
+    p.cond("egress", "is_normal", E("==", SM("instance_type"), C(0)), "first_pass_e", "f4")
+    p.cond("egress", "first_pass_e", E("!=", M("keep"), C(0x66)), "f1", "f4")
     p.cond("egress", "f1", E("==", h("flag"), C(1)), "tbl_recirc", "f2")
     p.cond("egress", "f2", E("==", h("flag"), C(2)), "tbl_edrop", "f3")
     p.cond("egress", "f3", E("==", h("flag"), C(3)), "tbl_e2e", "f4")
@@ -123,10 +126,12 @@ def test_ingress_clone_is_the_original_packet_with_preserved_metadata():
     assert [p for p, _ in out] == [2, 4]
     original = decode(out[0][1])
     assert (original["itype_out"], original["keep_e"]) == (NORMAL, 0x77)
-    # BMv2's I2E clone reaches egress with no valid headers: the bytes as received go out
-    # (egress writes to invalid headers are lost); its metadata holds only the preserved field list
-    clone = out[1][1]
-    assert clone == frame(3)
+    # BMv2's I2E clone is the packet as received, parsed again and run through egress: egress
+    # writes show up; its metadata is zero except the preserved field list and what the clone
+    # session sets (instance_type 1, egress_port, egress_rid)
+    clone = decode(out[1][1])
+    assert (clone["op"], clone["itype_out"], clone["eport"], clone["rid"], clone["keep_e"]) == (3, I2E, 4, 7, 0x77)
+    assert clone["rest"] == b"payload"
 
 
 def test_clone_session_truncates_and_unknown_session_is_no_clone():
@@ -154,16 +159,18 @@ def test_egress_clone_keeps_headers_and_preserved_fields():
 def test_resubmit_reenters_ingress_with_preserved_fields():
     [(port, v)] = send(program(), 4, port=2)
     assert port == 3
-    assert (v["itype_in"], v["inport"], v["keep"]) == (RESUB, 2, 0x55)
+    # ingress saw instance_type 6 and ingress_port 0 (BMv2 zeroes the metadata outside the field
+    # list); egress sees a unicast packet: instance_type 0
+    assert (v["itype_in"], v["inport"], v["keep"], v["itype_out"]) == (RESUB, 0, 0x55, NORMAL)
 
 
 def test_recirculate_reenters_with_port_0_and_instance_type_4():
     [(port, v)] = send(program(), 5, port=2)
     assert port == 3
     assert (v["itype_in"], v["inport"], v["keep"]) == (RECIRC, 0, 0x66)
-    # the recirculated bytes are the deparsed output of the first pass (flag set in ingress), and
-    # the second egress pass still sees instance_type 4
-    assert (v["flag"], v["itype_out"], v["eport"]) == (1, RECIRC, 3)
+    # the recirculated bytes are the deparsed output of the first pass (flag set in ingress); the
+    # second egress pass sees a unicast packet (instance_type 0)
+    assert (v["flag"], v["itype_out"], v["eport"]) == (1, NORMAL, 3)
 
 
 def test_truncate_shortens_the_emitted_packet():
@@ -171,10 +178,19 @@ def test_truncate_shortens_the_emitted_packet():
     assert (port, len(data)) == (2, 4)
 
 
-def test_endless_recirculation_is_cut_off():
+def test_endless_recirculation_is_cut_off(caplog):
     sw = program()
-    assert sw.process(1, frame(11)) == []
+    with caplog.at_level("WARNING", logger="p4reduce.p4sim.engine"):
+        assert sw.process(1, frame(11)) == []
+        assert sw.process(1, frame(11)) == []
     assert sw.stats["internal_errors"] == 0
+    assert sw.stats["dropped_pass_limit"] == 2
+    # one line for the first, the second within the same second is counted for the next report
+    assert [r.getMessage() for r in caplog.records] == [
+        "packet from port 1 dropped after 64 resubmit/recirculate/clone passes (1 copies left)"]
+    # the switch keeps serving
+    [(port, _)] = send(sw, 1)
+    assert port == 2
 
 
 def test_replication_engine_validation():
@@ -187,3 +203,66 @@ def test_replication_engine_validation():
         sw.clone_session_set(1, [("x",)])
     sw.clone_session_set(3, [(1, 2)], packet_length_bytes=64)
     assert sw.clone_session_get(3) == ([(1, 2)], 64)
+
+
+def tm_metadata_program():
+    """Ingress records ingress_port/parser-written metadata, clones (I2E, session 5) or resubmits;
+    egress writes what it sees of the standard metadata into the header."""
+    p = Program()
+    p.meta(("parsed", 8), ("keep", 8))
+    p.header("h", [("op", 8), ("parsed", 8), ("keep", 8), ("inport", 16), ("itype", 8), ("eport", 16),
+                   ("espec", 16), ("ts_zero", 8)])
+    p.state("start", [extract("h"), {"op": "set", "parameters": [M("parsed"), C(0x5A)]}])
+    p.deparse("h")
+    p.field_list(1, ("scalars", "keep"))
+    p.action("clone_it", [P("assign", M("keep"), C(0x77)), P("clone_ingress_pkt_to_egress", C(5), C(1)),
+                          P("assign", SM("egress_spec"), C(2))])
+    p.action("resub", [P("resubmit", C(1)), P("assign", M("keep"), C(0x55))])
+    p.action("fwd", [P("assign", SM("egress_spec"), C(2))])
+    p.cond("ingress", "first", E("==", SM("instance_type"), C(0)), "dispatch", "tbl_again")
+    p.table("ingress", "dispatch", [("hdr.h.op", "exact", ("h", "op"))], ["clone_it", "resub", "fwd"],
+            default="fwd")
+    p.run("ingress", "again", [P("assign", F("h", "inport"), SM("ingress_port")),
+                               P("assign", SM("egress_spec"), C(2)),
+                               P("assign", F("h", "ts_zero"),
+                                 {"type": "expression", "value": {"op": "b2d", "left": None, "right": E(
+                                     "==", SM("ingress_global_timestamp"), C(0))["value"]}})])
+    p.init("ingress", "first")
+    p.run("egress", "rec", [P("assign", F("h", "parsed"), M("parsed")),
+                            P("assign", F("h", "keep"), M("keep")),
+                            P("assign", F("h", "itype"), SM("instance_type")),
+                            P("assign", F("h", "eport"), SM("egress_port")),
+                            P("assign", F("h", "espec"), SM("egress_spec"))])
+    sw = Switch(p.build())
+    sw.table_add("dispatch", {"hdr.h.op": 1}, "clone_it", {})
+    sw.table_add("dispatch", {"hdr.h.op": 2}, "resub", {})
+    return sw
+
+
+def tm_fields(data):
+    op, parsed, keep, inport, itype, eport, espec, ts_zero = \
+        (int.from_bytes(data[a:b], "big") for a, b in ((0, 1), (1, 2), (2, 3), (3, 5), (5, 6), (6, 8),
+                                                       (8, 10), (10, 11)))
+    return {"op": op, "parsed": parsed, "keep": keep, "inport": inport, "itype": itype, "eport": eport,
+            "espec": espec, "ts_zero": ts_zero}
+
+
+def test_i2e_clone_metadata_is_zeroed_after_the_reparse():
+    """BMv2 parses the clone again, then zeroes all metadata (what the parser wrote, ingress_port)
+    except the field list; egress sees instance_type 1 and the session's port. In egress,
+    egress_spec starts as drop_port + 1 (wrapped to 9 bits: 0)."""
+    sw = tm_metadata_program()
+    sw.clone_session_set(5, [(4, 0)])
+    out = dict(sw.process(3, bytes([1]) + bytes(10)))
+    original, clone = tm_fields(out[2]), tm_fields(out[4])
+    assert (original["parsed"], original["keep"], original["itype"], original["eport"], original["espec"]) == \
+        (0x5A, 0x77, NORMAL, 2, 0)
+    assert (clone["parsed"], clone["keep"], clone["itype"], clone["eport"], clone["espec"]) == (0, 0x77, I2E, 4, 0)
+
+
+def test_resubmit_zeroes_ingress_port_and_timestamp():
+    sw = tm_metadata_program()
+    [(port, data)] = sw.process(3, bytes([2]) + bytes(10))
+    v = tm_fields(data)
+    assert port == 2
+    assert (v["inport"], v["keep"], v["itype"], v["ts_zero"]) == (0, 0x55, NORMAL, 1)

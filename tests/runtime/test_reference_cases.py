@@ -5,7 +5,7 @@ import pytest
 
 from .shell_fixture import install_case, shell_session
 
-PROGRAMS = ["fwd_basic", "agg_mini", "parse_mix"]
+PROGRAMS = ["agg_mini", "fwd_basic", "hash_csum", "loopback", "match_kinds", "parse_mix", "rep_clone", "stacks_errors"]
 
 
 def untagged(frame_hex):
@@ -54,3 +54,24 @@ def test_fwd_basic_counters_read_back_as_on_bmv2(harness, reference):
             plen = int(text.split("prefix_len: ")[1].split()[0])
             want.append((value, plen, packets, octets))
         assert sorted(direct) == sorted(want)
+
+
+def test_match_kinds_table_reads_as_on_bmv2(harness, reference):
+    """Entries read back over P4Runtime with BMv2's priorities: a const entry with BMv2 JSON
+    priority p reads as 2147483647 - p."""
+    from google.protobuf import text_format
+    from p4.v1 import p4runtime_pb2
+    ref = reference("match_kinds")
+    with shell_session(harness, ref) as sh:
+        install_case(sh, ref.case)
+        for table in ("Ing.acl", "Ing.l2", "Ing.cls"):
+            got = sorted((tuple(m.SerializeToString(deterministic=True) for m in e.msg().match),
+                          e.msg().action.action.SerializeToString(deterministic=True), e.msg().priority)
+                         for e in sh.TableEntry(table).read())
+            want = []
+            for match_text, action_text, priority in ref.expected["reads"][f"table:{table}"]:
+                match = tuple(text_format.Parse(b, p4runtime_pb2.FieldMatch()).SerializeToString(deterministic=True)
+                              for b in match_text.split("\n\n") if b.strip())
+                action = text_format.Parse(action_text, p4runtime_pb2.Action()).SerializeToString(deterministic=True)
+                want.append((match, action, priority))
+            assert got == sorted(want), table

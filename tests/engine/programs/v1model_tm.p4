@@ -34,7 +34,9 @@ control Egr(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         hdr.h.itype = (bit<8>)sm.instance_type;
         hdr.h.rid = sm.egress_rid;
         hdr.h.eport = (bit<16>)sm.egress_port;
-        if (sm.instance_type == 0) {
+        // a unicast packet reaches egress with instance_type 0 even after a recirculation (as in
+        // BMv2): meta.keep, preserved by the recirculation, tells the second pass apart
+        if (sm.instance_type == 0 && meta.keep == 0) {
             if (hdr.h.op == 5) { meta.keep = 0x66; recirculate_preserving_field_list(1); }
             else if (hdr.h.op == 6) { meta.keep = 0x44; clone_preserving_field_list(CloneType.E2E, 5, 1); }
             else if (hdr.h.op == 8) { truncate(6); }

@@ -19,6 +19,7 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import frames, wire
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 
 ETH_P_ALL = 0x0003
 RESULT = int(C.MsgType.RESULT)
@@ -34,12 +35,18 @@ class Endpoint:
     mac: str
     udp_port: int
 
+    @classmethod
+    def of_rank(cls, rank: int, iface: str, udp_port: int) -> Endpoint:
+        """Rank `rank` as host rank+1 of the address plan (protocol.addressing)."""
+        host = host_address(rank + 1)
+        return cls(rank=rank, iface=iface, ip=host.ip, mac=host.mac, udp_port=udp_port)
+
 
 @dataclasses.dataclass(frozen=True)
 class Service:
-    """Where contributions go (the switch's aggregation address)."""
-    ip: str
-    mac: str
+    """Where contributions go (the switch's aggregation address; the plan's by default)."""
+    ip: str = SERVICE_IP
+    mac: str = SERVICE_MAC
     udp_port: int = C.AGG_UDP_PORT
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from p4reduce.bench.links import LinkSetting
+from p4reduce.protocol.addressing import host_address
 
 BRIDGE = "linux-bridge"
 P4 = "p4"
@@ -85,8 +86,8 @@ class BenchNet:
         net = Mininet(topo=None, controller=None, link=TCLink, build=False, autoSetMacs=True)
         self.net = net
         sw = net.addSwitch(SWITCH_NAME, cls=BenchBridge)
-        hosts = [net.addHost(f"{HOST_PREFIX}{i + 1}", ip=f"10.0.0.{i + 1}/24")
-                 for i in range(self.nworkers + 1)]
+        plan = [host_address(i, prefix=HOST_PREFIX) for i in range(1, self.nworkers + 2)]
+        hosts = [net.addHost(a.name, ip=a.cidr) for a in plan]
         for h in hosts:
             net.addLink(h, sw, cls=TCLink, **self.link.tclink_params())
         net.build()

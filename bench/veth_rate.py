@@ -22,7 +22,7 @@ from p4reduce.bench import program as progmod
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
-SERVICE = aggtraffic.Service(ip="10.0.0.254", mac="00:00:00:00:01:fe")
+SERVICE = aggtraffic.Service()
 
 
 class RigError(RuntimeError):
@@ -58,9 +58,7 @@ class VethRig:
         self.target_name = target
 
     def endpoints(self) -> list[aggtraffic.Endpoint]:
-        return [aggtraffic.Endpoint(rank=i, iface=h, ip=f"10.0.0.{i + 1}",
-                                    mac=f"00:00:00:00:00:{i + 1:02x}", udp_port=40000 + i)
-                for i, (_s, h) in enumerate(self.pairs)]
+        return [aggtraffic.Endpoint.of_rank(i, h, udp_port=40000 + i) for i, (_s, h) in enumerate(self.pairs)]
 
     def __enter__(self) -> VethRig:
         try:

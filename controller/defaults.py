@@ -1,13 +1,13 @@
-"""Numbers the controller takes from the protocol (protocol/constants.py, the single source) and
-the few choices of its own (multicast group numbering, how long ended jobs are remembered)."""
+"""Numbers the controller takes from the protocol (protocol/constants.py and the address plan,
+protocol/addressing.py, the single sources) and the few choices of its own (multicast group
+numbering, how long ended jobs are remembered)."""
 from p4reduce.protocol import constants
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 
 JOB_MULTICAST_BASE = 0x100   # job J multicasts results to group JOB_MULTICAST_BASE + J
 FLOOD_GROUP = 1              # L2 flood group (broadcast/ARP) installed by the forwarding installer
 ENDED_MEMORY_S = 300.0       # how long an ended job's name answers 409 job_ended
 MAX_JOBS = 4096              # job ids 1..MAX_JOBS (job_id is 16 bits; groups stay 16-bit)
-DEFAULT_SWITCH_IP = "10.0.0.254"
-DEFAULT_SWITCH_MAC = "00:00:00:00:01:fe"
 
 
 def udp_port():
@@ -37,6 +37,6 @@ def default_job_slots(total):
 def switch_endpoint(topology):
     """Where workers send aggregation packets: the aggregation switch's IP, UDP port and MAC."""
     sw = topology.aggregation_switch if topology is not None else None
-    return {"ip": getattr(sw, "ip", None) or DEFAULT_SWITCH_IP,
+    return {"ip": getattr(sw, "ip", None) or SERVICE_IP,
             "udp_port": udp_port(),
-            "mac": getattr(sw, "mac", None) or DEFAULT_SWITCH_MAC}
+            "mac": getattr(sw, "mac", None) or SERVICE_MAC}

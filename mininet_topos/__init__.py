@@ -3,7 +3,6 @@
 Modules, one concept each:
   target       which P4 target binary (simple_switch_grpc or p4sim-switch) and its command line
   p4switch     the Mininet switch node that runs that target and waits for its gRPC port
-  addressing   host IPs/MACs and the switch's aggregation address
   links        --bw/--delay/--loss (TCLink; nftables loss where the kernel has no netem)
   star, twotier, topologies   the topologies
   network      P4Network: build, address, shape, describe and stop a topology

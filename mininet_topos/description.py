@@ -35,8 +35,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from p4reduce.mininet_topos.addressing import service_address
 from p4reduce.mininet_topos.apirelay import api_source
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 
 VERSION = 1
 
@@ -51,7 +51,7 @@ def describe(network) -> dict:
     net = network.net
     switch_names = {s.name for s in net.switches}
     aggregator = "spine" if network.kind == "two-tier" else "s1"
-    ip, mac = service_address()
+    ip, mac = SERVICE_IP, SERVICE_MAC
     switches, hosts, switch_links = [], [], []
     for switch in net.switches:
         entry = switch.describe()

@@ -15,11 +15,11 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from p4reduce.mininet_topos import links
-from p4reduce.mininet_topos.addressing import service_address
 from p4reduce.mininet_topos.description import describe, write_description
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.p4switch import P4Switch
 from p4reduce.mininet_topos.topologies import topology_class
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 
 DEFAULT_GRPC_BASE = 9559
 DEFAULT_THRIFT_BASE = 9090
@@ -91,7 +91,7 @@ class P4Network:
         host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
         host.cmd(f"ethtool -K {intf} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1")
         peers = [(h["ip"], h["mac"]) for h in self._planned_hosts() if h["name"] != host.name]
-        peers.append(service_address())
+        peers.append((SERVICE_IP, SERVICE_MAC))
         for ip, mac in peers:
             host.cmd(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent")
 

@@ -5,8 +5,8 @@ switch that aggregates.
 """
 from mininet.topo import Topo
 
-from p4reduce.mininet_topos.addressing import host_address
 from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.protocol.addressing import host_address
 
 DEFAULT_WORKERS = 4
 

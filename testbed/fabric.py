@@ -10,14 +10,13 @@ import sys
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import Layout
 from testbed.switch_model import SwitchModel
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SWITCH_MAC = "02:00:00:00:00:fe"
-SWITCH_IP = "10.0.0.254"
 
 
 def compile_program(out_dir: pathlib.Path, defines: tuple[str, ...] = ()) -> tuple[pathlib.Path, str]:
@@ -95,7 +94,7 @@ class Fabric:
     # ---- data plane -------------------------------------------------------------------------
     def frame(self, job_id: int, rank: int, payload: bytes, **kw) -> tuple[int, bytes]:
         end = self.ends[(job_id, rank)]
-        return end.switch_port, udp_frame(end.mac, SWITCH_MAC, end.ip, SWITCH_IP, end.port,
+        return end.switch_port, udp_frame(end.mac, SERVICE_MAC, end.ip, SERVICE_IP, end.port,
                                           C.AGG_UDP_PORT, payload, **kw)
 
     def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
@@ -118,8 +117,8 @@ class Fabric:
             udp = parse_udp_frame(frame, strict=True)
             end = self.by_addr[(udp.dst_ip, udp.dport)]
             assert port == end.switch_port, f"result for {end} left on port {port}"
-            assert (udp.src_ip, udp.sport) == (SWITCH_IP, C.AGG_UDP_PORT)
-            assert udp.dst_mac == end.mac and udp.src_mac == SWITCH_MAC
+            assert (udp.src_ip, udp.sport) == (SERVICE_IP, C.AGG_UDP_PORT)
+            assert udp.dst_mac == end.mac and udp.src_mac == SERVICE_MAC
             results.append((end.job_id, end.rank, udp.payload))
         return results
 

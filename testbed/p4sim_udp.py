@@ -13,11 +13,11 @@ import threading
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "p4reduce.p4"
-SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
 
 
 def compile_program(path: pathlib.Path = PROGRAM) -> dict:
@@ -29,9 +29,9 @@ def compile_program(path: pathlib.Path = PROGRAM) -> dict:
 class P4SimUdpSwitch:
     """The real P4 program (compiled by p4sim-compile, run by p4sim's engine) behind a UDP socket.
 
-    Workers live on 127.0.0.1 with distinct UDP ports; inside the switch each is a host
-    10.0.0.<rank+1> on port rank+1. A datagram from a worker becomes the Ethernet/IPv4/UDP frame
-    that host would send to the switch; each frame the program emits is delivered by UDP to the
+    Workers live on 127.0.0.1 with distinct UDP ports; inside the switch each is host rank+1 of
+    the address plan (protocol.addressing) on port rank+1. A datagram from a worker becomes the
+    Ethernet/IPv4/UDP frame that host would send to the switch; each frame the program emits is delivered by UDP to the
     worker owning its destination port. The control plane entries are those of docs/protocol.md
     section 3, written with the engine's API (what the controller does over P4Runtime).
     """
@@ -58,7 +58,8 @@ class P4SimUdpSwitch:
         self.members = []
 
     def add_worker(self, job_id, rank, ip, udp_port):
-        fake_ip, mac, port = f"10.0.0.{rank + 1}", f"00:00:00:00:00:{rank + 1:02x}", rank + 1
+        host = host_address(rank + 1)
+        fake_ip, mac, port = host.ip, host.mac, rank + 1
         self.by_port[udp_port] = (rank, fake_ip, mac, port)
         self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": fake_ip, "hdr.udp.srcPort": udp_port,
                                       "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": rank, "port": port})
@@ -94,7 +95,7 @@ class P4SimUdpSwitch:
             if who is None:
                 continue
             _rank, ip, mac, port = who
-            frame = udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, C.AGG_UDP_PORT, data)
+            frame = udp_frame(mac, SERVICE_MAC, ip, SERVICE_IP, sport, C.AGG_UDP_PORT, data)
             for egress, out in self.sw.process(port, frame):
                 f = parse_udp_frame(out)
                 dest = self.by_port.get(f.dport)

@@ -15,8 +15,8 @@ from p4reduce.controller.registers import open_register_access
 from p4reduce.controller.service import Controller
 from p4reduce.controller.topology import from_dict
 from p4reduce.protocol import constants, frames, p4names, wire
-
-SWITCH_IP, SWITCH_MAC = "10.0.0.254", "00:00:00:00:01:fe"
+from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
+from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 
 
 def topology(addr):

@@ -4,10 +4,12 @@ import pytest
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
+from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, encode
-from testbed.fabric import SWITCH_IP, SWITCH_MAC, WorkerEnd
+from testbed.fabric import WorkerEnd
 
 
 def contribution(job, rank, slot=0, bitmap=None, block=None):

@@ -9,10 +9,11 @@ from test_p4_two_tier import TwoTier
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
+from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import AggEvent, DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, decode, encode
-from testbed.fabric import SWITCH_IP, SWITCH_MAC
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 

@@ -7,9 +7,10 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
+from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import AggEvent, Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
-from testbed.fabric import SWITCH_IP, SWITCH_MAC
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 

@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from p4reduce.mininet_topos import runstate
-from p4reduce.mininet_topos.addressing import host_address
 from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
 from p4reduce.mininet_topos.target import SwitchCommand, find_target, target_name
+from p4reduce.protocol.addressing import host_address
 
 
 def test_switch_command_matches_simple_switch_grpc_layout():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
-import socket
 
 from p4reduce.bench import program as progmod
 
@@ -32,13 +31,6 @@ def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> str | None:
         except ImportError:
             return f"{what} is missing"
     return progmod.unavailable_reason(program)
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on in the root namespace right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def link_options(setting):
@@ -64,6 +56,7 @@ class P4Net:
         self.api_addr: str | None = None
 
     def start(self):
+        from p4reduce.mininet_topos.ports import free_port
         from p4reduce.mininet_topos.session import Session
         api_port = free_port()
         grpc_port = free_port()

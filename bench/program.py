@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import pathlib
 
+from p4reduce.protocol.program import p4info_for
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT = REPO / "build" / "p4reduce.json"
-
-
-def p4info_for(program: pathlib.Path) -> pathlib.Path:
-    """build/p4reduce.json -> build/p4reduce.p4info.txtpb (the Makefile's naming)."""
-    program = pathlib.Path(program)
-    return program.with_name(program.stem + ".p4info.txtpb")
 
 
 def display(path: pathlib.Path) -> str:

@@ -107,21 +107,14 @@ def bench_l2(seconds):
 
 
 def compile_p4reduce():
-    """BMv2 JSON of p4src/p4reduce.p4 via p4sim-compile, or None when that is not possible yet."""
-    src = REPO / "p4src" / "p4reduce.p4"
-    if not src.exists():
-        return None
+    """BMv2 JSON of p4src/p4reduce.p4 via p4sim-compile, or None when that is not possible."""
+    import tempfile
+
+    from p4reduce.protocol.program import ProgramBuildError, compile_program
     try:
-        import subprocess
-        import tempfile
-        out = pathlib.Path(tempfile.mkdtemp(prefix="p4sim-bench-")) / "p4reduce.json"
-        r = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "-o", str(out), str(src)],
-                           capture_output=True, text=True, timeout=300, cwd=REPO)
-        if r.returncode == 0 and out.exists():
-            return out
-    except Exception:
-        pass
-    return None
+        return compile_program(tempfile.mkdtemp(prefix="p4sim-bench-")).json_path
+    except ProgramBuildError:
+        return None
 
 
 def bench_p4reduce(path, seconds, workers=4, slots=16):

@@ -19,6 +19,7 @@ import uuid
 
 from p4reduce.bench import aggtraffic
 from p4reduce.bench import program as progmod
+from p4reduce.mininet_topos.ports import free_port
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
@@ -27,12 +28,6 @@ SERVICE = aggtraffic.Service()
 
 class RigError(RuntimeError):
     """The rig cannot be built or the target did not come up (message has the target's log)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ip(*args) -> None:
@@ -53,7 +48,7 @@ class VethRig:
         self.created: list[str] = []
         self.proc: subprocess.Popen | None = None
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="p4reduce-bench-veth-"))
-        self.grpc_addr = f"127.0.0.1:{_free_port()}"
+        self.grpc_addr = f"127.0.0.1:{free_port()}"
         self.argv: list[str] = []
         self.target_name = target
 
@@ -102,7 +97,7 @@ class VethRig:
     def _start_target(self) -> None:
         from p4reduce.mininet_topos.target import SwitchCommand, find_target, target_name
         cmd = SwitchCommand(ports=[(i + 1, sw) for i, (sw, _h) in enumerate(self.pairs)],
-                            device_id=0, grpc_addr=self.grpc_addr, thrift_port=_free_port(),
+                            device_id=0, grpc_addr=self.grpc_addr, thrift_port=free_port(),
                             log_file=str(self.workdir / "switch.log"), json_path=str(self.program),
                             cpu_port=None, log_level="error")
         self.argv = cmd.argv(find_target(self.target))

@@ -23,8 +23,9 @@ import time
 
 from p4reduce.controller import defaults, report
 from p4reduce.controller.errors import ControllerError
+from p4reduce.protocol.program import p4info_for
 
-BUILD = pathlib.Path("build")
+BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
 
 
 def _addr(value):
@@ -237,11 +238,11 @@ def cmd_serve(args):
         server.stop()
         reaper.stop()
         return
-    p4info = args.p4info or (BUILD / "p4reduce.p4info.txtpb")
-    bmv2 = args.bmv2_json or (BUILD / "p4reduce.json")
+    p4info = args.p4info or p4info_for(BUILD_JSON)
+    bmv2 = args.bmv2_json or BUILD_JSON
     if args.p4info is None and args.bmv2_json is None and not pathlib.Path(bmv2).is_file():
         p4info = bmv2 = None  # use whatever the switch runs
-        log.info("no %s: using the program the switch already runs", BUILD / "p4reduce.json")
+        log.info("no %s: using the program the switch already runs", BUILD_JSON)
     ctl = Controller(tp, p4info, bmv2, election_id=args.election_id, connect_timeout=args.wait,
                      api_address=(host, int(port)), state_file=args.state_file or None,
                      default_workers=args.default_workers, default_mode=args.default_mode,

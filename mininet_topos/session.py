@@ -13,6 +13,7 @@ from p4reduce.mininet_topos.apirelay import ApiRelay
 from p4reduce.mininet_topos.controller_proc import ControllerProcess
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
+from p4reduce.protocol.program import p4info_for
 
 RUN_DIR = Path("run")
 DESCRIPTION = RUN_DIR / "topology.json"
@@ -20,12 +21,6 @@ DESCRIPTION = RUN_DIR / "topology.json"
 
 class SessionError(RuntimeError):
     pass
-
-
-def p4info_for(json_path: str) -> str:
-    """build/p4reduce.json -> build/p4reduce.p4info.txtpb (what the Makefile's build writes)."""
-    path = Path(json_path)
-    return str(path.with_name(path.stem + ".p4info.txtpb"))
 
 
 def _terminate_on_sigterm():

@@ -4,9 +4,6 @@ must be byte-identical to the model's)."""
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-import subprocess
-import sys
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
@@ -15,21 +12,6 @@ from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import Layout
 from testbed.switch_model import SwitchModel
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
-
-
-def compile_program(out_dir: pathlib.Path, defines: tuple[str, ...] = ()) -> tuple[pathlib.Path, str]:
-    """Compile p4src/p4reduce.p4 with p4sim-compile -> (json path, stderr)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "p4reduce.json"
-    cmd = [sys.executable, "-m", "p4reduce.p4sim.compile", "--p4v", "16", "--p4runtime-files",
-           str(out_dir / "p4reduce.p4info.txtpb"), "-o", str(json_path)]
-    cmd += [f"-D{d}" for d in defines] + [str(REPO / "p4src" / "p4reduce.p4")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"p4sim-compile failed:\n{proc.stderr}")
-    return json_path, proc.stderr
 
 
 @dataclasses.dataclass

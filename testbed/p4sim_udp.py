@@ -7,7 +7,6 @@ The control-plane entries are those of docs/protocol.md section 3, written with 
 """
 from __future__ import annotations
 
-import pathlib
 import socket
 import threading
 
@@ -15,15 +14,6 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PROGRAM = REPO / "p4src" / "p4reduce.p4"
-
-
-def compile_program(path: pathlib.Path = PROGRAM) -> dict:
-    """BMv2 JSON of the aggregation program, compiled by p4sim-compile."""
-    from p4reduce.p4sim.compiler import compile_file
-    return compile_file(str(path), include_dirs=[str(path.parent)]).bmv2
 
 
 class P4SimUdpSwitch:

@@ -23,8 +23,12 @@ def make_switch(kind: str):
         from testbed.fakeswitch import FakeSwitch
         return FakeSwitch()
     if kind == "p4sim":
-        from testbed.p4sim_udp import P4SimUdpSwitch, compile_program
-        return P4SimUdpSwitch(compile_program())
+        import tempfile
+
+        from p4reduce.protocol.program import compile_program
+        from testbed.p4sim_udp import P4SimUdpSwitch
+        with tempfile.TemporaryDirectory(prefix="p4reduce-") as out:
+            return P4SimUdpSwitch(str(compile_program(out).json_path))
     raise ValueError(f"unknown switch {kind!r}: choose model or p4sim")
 
 

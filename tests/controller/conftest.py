@@ -1,11 +1,7 @@
 """Fixtures: a p4sim P4Runtime server on loopback (in-process, real gRPC) and compiled programs."""
-import pathlib
-import subprocess
-import sys
-
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from p4reduce.protocol.program import ProgramBuildError, compile_program
 
 
 @pytest.fixture
@@ -21,11 +17,8 @@ def p4rt_server():
 @pytest.fixture(scope="session")
 def p4reduce_build(tmp_path_factory):
     """p4src/p4reduce.p4 compiled by p4sim-compile: (p4info path, json path)."""
-    out = tmp_path_factory.mktemp("p4reduce-build")
-    p4info, bmv2 = out / "p4reduce.p4info.txtpb", out / "p4reduce.json"
-    proc = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "--p4v", "16", "--p4runtime-files", str(p4info),
-                           "-o", str(bmv2), str(REPO / "p4src" / "p4reduce.p4")],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
-    if proc.returncode != 0:
-        pytest.fail(f"p4src/p4reduce.p4 does not compile:\n{proc.stderr[-3000:]}")
-    return p4info, bmv2
+    try:
+        built = compile_program(tmp_path_factory.mktemp("p4reduce-build"))
+    except ProgramBuildError as e:
+        pytest.fail(f"p4src/p4reduce.p4 does not compile:\n{str(e)[-3000:]}")
+    return built.p4info_path, built.json_path

@@ -14,19 +14,14 @@ from p4reduce.controller.forwarding import install_forwarding
 from p4reduce.controller.inspection import SwitchInspector
 from p4reduce.controller.registers import P4RuntimeRegisters, open_register_access
 from p4reduce.controller.topology import from_dict
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from p4reduce.mininet_topos.ports import free_port
 
 
 def test_wait_is_bounded_and_reported():
     reports = []
     t0 = time.monotonic()
     with pytest.raises(SwitchError) as e:
-        SwitchConnection(f"127.0.0.1:{_free_port()}", name="s9").connect(timeout=2.5, report=reports.append)
+        SwitchConnection(f"127.0.0.1:{free_port()}", name="s9").connect(timeout=2.5, report=reports.append)
     took = time.monotonic() - t0
     assert 2.4 <= took < 10
     assert "s9" in e.value.message and "within 2.5 s" in e.value.message
@@ -135,7 +130,7 @@ def test_registers_fall_back_to_thrift_on_unimplemented(reference_dir):
         with SwitchConnection(sw.grpc_addr, election_id=10).connect(timeout=5) as conn:
             conn.ensure_pipeline(out / "agg_mini.p4info.txtpb", out / "agg_mini.json")
             with pytest.raises(SwitchError, match="cannot connect"):
-                open_register_access(conn, f"127.0.0.1:{_free_port()}")
+                open_register_access(conn, f"127.0.0.1:{free_port()}")
             with socket.socket() as probe:
                 default_port_free = probe.connect_ex(("127.0.0.1", 9090)) != 0
             if default_port_free:  # without a Thrift port, the default one is tried and named

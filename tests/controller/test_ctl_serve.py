@@ -3,7 +3,6 @@ loopback: pipeline push, job API, SIGTERM, restart resuming the job, a second co
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,12 +10,7 @@ import time
 import pytest
 
 from p4reduce.controller.api_client import JobApiClient, JobApiError
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from p4reduce.mininet_topos.ports import free_port
 
 
 def wait_for(pred, timeout, what):

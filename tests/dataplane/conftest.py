@@ -2,7 +2,8 @@
 p4sim-compile and loaded into p4sim's in-process engine."""
 import pytest
 
-from testbed.fabric import Fabric, compile_program
+from p4reduce.protocol.program import compile_program
+from testbed.fabric import Fabric
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,9 @@ import pytest
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.program import compile_program
 from p4reduce.protocol.wire import Layout
-from testbed.fabric import Fabric, compile_program
+from testbed.fabric import Fabric
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 

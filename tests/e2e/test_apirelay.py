@@ -8,8 +8,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from p4reduce.mininet_topos.apirelay import ApiRelay, api_source
-
-from .conftest import free_port_block
+from p4reduce.mininet_topos.ports import free_port
 
 pytestmark = pytest.mark.root
 
@@ -30,7 +29,7 @@ class EchoPeer(http.server.BaseHTTPRequestHandler):
 
 
 def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix, tmp_path):
-    port = free_port_block(1)
+    port = free_port(1)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), EchoPeer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     setLogLevel("warning")

@@ -4,15 +4,17 @@ import subprocess
 
 import pytest
 
-from .conftest import REPO, free_port_block
+from p4reduce.mininet_topos.ports import free_port
+
+from .conftest import REPO
 
 pytestmark = pytest.mark.root
 
 
 def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix):
     args = (f"--elements 8192 --tensors 2 --epochs 2 --timeout 150 --quiet "
-            f"--api-port {free_port_block(1)} --grpc-port {free_port_block(1)} "
-            f"--thrift-port {free_port_block(1)} --prefix {node_prefix} --run-dir {tmp_path}/run "
+            f"--api-port {free_port(1)} --grpc-port {free_port(1)} "
+            f"--thrift-port {free_port(1)} --prefix {node_prefix} --run-dir {tmp_path}/run "
             f"--log-dir {tmp_path}/logs --pcap-dir {tmp_path}/pcaps")
     out = subprocess.run(["make", "demo", f"ARGS={args}"], cwd=REPO, capture_output=True, text=True,
                          timeout=540)

@@ -8,17 +8,19 @@ import time
 
 import pytest
 
-from .conftest import REPO, free_port_block
+from p4reduce.mininet_topos.ports import free_port
+
+from .conftest import REPO
 
 pytestmark = pytest.mark.root
 
 
 def test_run_then_workers_in_hosts_then_stop(tmp_path, node_prefix, p4reduce_program):
-    api = free_port_block(1)
+    api = free_port(1)
     run_dir = tmp_path / "run"
     argv = [sys.executable, "-m", "p4reduce.mininet_topos", "run", "--workers", "4", "--target", "p4sim",
-            "--program", p4reduce_program[0], "--api-port", str(api), "--grpc-port", str(free_port_block(1)),
-            "--thrift-port", str(free_port_block(1)), "--run-dir", str(run_dir), "--log-dir", str(tmp_path / "logs"),
+            "--program", p4reduce_program[0], "--api-port", str(api), "--grpc-port", str(free_port(1)),
+            "--thrift-port", str(free_port(1)), "--run-dir", str(run_dir), "--log-dir", str(tmp_path / "logs"),
             "--pcap-dir", str(tmp_path / "pcaps"), "--prefix", node_prefix]
     session = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from .conftest import REPO, free_port_block
+from p4reduce.mininet_topos.ports import free_port
+
+from .conftest import REPO
 
 pytestmark = pytest.mark.root
 
@@ -33,8 +35,8 @@ def alive(pid):
 def test_stop_ends_a_killed_run(tmp_path, node_prefix, how):
     run_dir = tmp_path / "run"
     argv = [sys.executable, "-m", "p4reduce.mininet_topos", "run", "--no-controller", "--topo", "two-tier",
-            "--workers", "3", "--target", "p4sim", "--grpc-port", str(free_port_block(3)),
-            "--thrift-port", str(free_port_block(3)), "--run-dir", str(run_dir),
+            "--workers", "3", "--target", "p4sim", "--grpc-port", str(free_port(3)),
+            "--thrift-port", str(free_port(3)), "--run-dir", str(run_dir),
             "--log-dir", str(tmp_path / "logs"), "--pcap-dir", str(tmp_path / "pcaps"), "--prefix", node_prefix]
     proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

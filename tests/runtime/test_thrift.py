@@ -1,6 +1,5 @@
 """The BMv2 Thrift runtime API subset (what simple_switch_CLI uses for registers and counters)."""
 import hashlib
-import socket
 
 import pytest
 from bm_runtime.standard import Standard
@@ -9,13 +8,8 @@ from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
+from p4reduce.mininet_topos.ports import free_port
 from p4reduce.p4sim.runtime.thrift_service import ThriftServer
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -11,16 +11,12 @@ import subprocess
 import sys
 import time
 
+from p4reduce.mininet_topos.ports import free_port
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 NS_IO = str(pathlib.Path(__file__).with_name("ns_io.py"))
 _counter = itertools.count()
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run(*command, check=True):

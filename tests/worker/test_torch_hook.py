@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from testbed.fakeswitch import FakeSwitch  # noqa: E402 - after the importorskip
+from p4reduce.mininet_topos.ports import free_port  # noqa: E402 - after the importorskip
+from testbed.fakeswitch import FakeSwitch  # noqa: E402
 
 CHILD = r"""
 import sys, numpy as np, torch, torch.distributed as dist
@@ -45,19 +46,11 @@ dist.destroy_process_group()
 """
 
 
-def _free_port(kind=socket.SOCK_DGRAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.mark.slow
 def test_ddp_comm_hook_matches_builtin_allreduce(tmp_path):
     import subprocess
-    ports = (_free_port(), _free_port())
-    store = _free_port(socket.SOCK_STREAM)
+    ports = (free_port(kind=socket.SOCK_DGRAM), free_port(kind=socket.SOCK_DGRAM))
+    store = free_port()
     with FakeSwitch() as sw:
         sw.add_job(4, 2, 8)
         for r in range(2):

@@ -1,5 +1,7 @@
 /* Subset group "parser": select on tuples with masks, ranges and default, header stacks via
-   .next/.last, lookahead, verify, transition reject. The parsed path is reported in a trailer. */
+   .next/.last, lookahead, verify (also to reject a packet: BMv2 has no reject state, and p4c-bm2-ss
+   compiles 'transition reject' as accept with a warning). The parsed path is reported in a
+   trailer. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -17,7 +19,7 @@ parser PParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout st
         transition select(hdr.eth.etype) {
             0x9000 &&& 0xFF00: tagged;      // 0x90xx
             0x8800 .. 0x88FF: opts;
-            0xDEAD: reject;
+            0xDEAD: bad;
             default: accept;
         }
     }
@@ -36,6 +38,10 @@ parser PParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout st
         pkt.extract(hdr.opts.next);
         meta.path = meta.path | 2;
         transition select(hdr.opts.last.last) { 1w1: peek; default: opts; }
+    }
+    state bad {
+        verify(false, error.NoMatch);    // parsing stops here with parser_error NoMatch
+        transition accept;
     }
     state peek {
         meta.peek = pkt.lookahead<bit<8>>();

@@ -120,9 +120,7 @@ class Backend:
         return aid
 
     def calculation(self, algo, inputs):
-        for c in self.calculations:
-            if c["algo"] == algo and c["input"] == inputs:
-                return c["name"]
+        """A new calculation (one per hash call and per checksum, as p4c emits them)."""
         base, n, i = "calc", "calc", 0
         while n in self._calc_names:
             n = f"{base}_{i}"
@@ -132,12 +130,24 @@ class Backend:
         return n
 
     def field_list_id(self, index, pos):
+        """The id of the field list of the metadata fields annotated @field_list(index)."""
         if index not in self.field_lists:
             locs = self.storage.field_lists.get(index, [])
-            fid = len(self.field_lists) + 1
-            self.field_lists[index] = {"id": fid, "name": f"field_list{index}",
+            self.field_lists[index] = {"id": self._next_field_list_id(), "name": f"field_list{index}",
                                        "elements": [l.json() for l in locs]}
         return self.field_lists[index]["id"]
+
+    def empty_field_list_id(self):
+        """A new empty field list, for a clone that preserves nothing: BMv2 looks the id up for
+        every clone (id 0 does not exist and aborts it), so p4c gives each call site one."""
+        n = sum(1 for k in self.field_lists if isinstance(k, tuple))
+        name = "fl" if n == 0 else f"fl_{n - 1}"
+        fid = self._next_field_list_id()
+        self.field_lists[("empty", fid)] = {"id": fid, "name": name, "elements": []}
+        return fid
+
+    def _next_field_list_id(self):
+        return len(self.field_lists) + 1
 
     def learn_list(self, data, elems):
         lid = len(self.learn_lists) + 1
@@ -162,6 +172,7 @@ class Backend:
         xl = ExprLowering(self.storage, self.objects)
         pl = PrimitiveLowering(self, xl)
         want = "verify_checksum" if verify else "update_checksum"
+        allowed = {("extern", want), ("extern", want + "_with_payload")}
 
         def walk(stmts):
             for s in stmts:
@@ -170,8 +181,8 @@ class Backend:
                     continue
                 if isinstance(s, (A.Empty, A.ConstDecl)):
                     continue
-                if not (isinstance(s, A.CallStmt) and s.call.kind == ("extern", want)):
-                    raise Unsupported(f"statements other than {want}() in the "
+                if not (isinstance(s, A.CallStmt) and s.call.kind in allowed):
+                    raise Unsupported(f"statements other than {want}() and {want}_with_payload() in the "
                                       f"{'verifyChecksum' if verify else 'computeChecksum'} control", s.pos)
                 a = [x.expr for x in s.call.args]
                 tmp = []
@@ -179,12 +190,14 @@ class Backend:
                 if tmp:
                     raise Unsupported("expressions in a checksum field list (use fields and constants)",
                                       a[1].pos)
+                if s.call.kind[1].endswith("_with_payload"):
+                    inputs.append({"type": "payload", "value": None})   # the bytes after the headers
                 calc = self.calculation("csum16", inputs)
                 target = xl.field_loc(a[2])
                 cond = None if (isinstance(a[0], A.BoolLit) and a[0].value) else xl.bool(a[0])
                 out.append({"target": [target.header, target.field], "type": "generic",
                             "calculation": calc, "verify": verify, "update": not verify, "if_cond": cond,
-                            "source_info": self.src(s.pos, want)})
+                            "source_info": self.src(s.pos, s.call.kind[1])})
         walk(control.body.stmts)
         return out
 
@@ -247,7 +260,7 @@ class Backend:
             "header_union_types": [],
             "header_unions": [],
             "header_union_stacks": [],
-            "field_lists": [v for _, v in sorted(self.field_lists.items())],
+            "field_lists": sorted(self.field_lists.values(), key=lambda f: f["id"]),
             "errors": errors,
             "enums": [],
             "parsers": [parser],

@@ -244,7 +244,7 @@ class PrimitiveLowering:
             out.append(prim("modify_field_rng_uniform", [xl.field_loc(a[0]).json(),
                                                           param(xl.data(a[1])), param(xl.data(a[2]))]))
         elif name in ("clone", "clone_preserving_field_list"):
-            fl = 0 if name == "clone" else self.b.field_list_id(a[2].value, c.pos)
+            fl = self.b.empty_field_list_id() if name == "clone" else self.b.field_list_id(a[2].value, c.pos)
             p = "clone_ingress_pkt_to_egress" if a[0].member == "I2E" else "clone_egress_pkt_to_egress"
             out.append(prim(p, [param(xl.data(a[1])), hexstr(fl)]))
         elif name == "resubmit_preserving_field_list":
@@ -263,7 +263,8 @@ class PrimitiveLowering:
             elems = self.digest_fields(a[1], out)
             lid = self.b.learn_list(a[1], elems)
             out.append(prim("generate_digest", [param(xl.data(a[0])), hexstr(lid)]))
-        elif name in ("verify_checksum", "update_checksum"):
+        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                      "update_checksum_with_payload"):
             raise CompileError(f"{name} can only be called in the verifyChecksum/computeChecksum "
                                f"controls", c.pos)
         elif name == "verify":

@@ -37,7 +37,7 @@ def has_cond(e):
 def hexstr(value, width=None):
     if value < 0:
         return {"type": "hexstr", "value": "-0x" + format(-value, "x")}
-    digits = max(1, (width + 3) // 4) if width else 1
+    digits = 2 * ((width + 7) // 8) if width else 1     # p4c writes whole bytes: 8w1 is 0x01
     return {"type": "hexstr", "value": "0x" + format(value, f"0{digits}x")}
 
 
@@ -250,8 +250,9 @@ class ExprLowering:
 
     def x_Cond(self, e):
         if isinstance(e.type, BoolT):
-            return op("?:", self.bool(e.then), self.bool(e.els), cond=self.bool(e.cond))
-        return op("?:", self.data(e.then), self.data(e.els), cond=self.bool(e.cond))
+            return op("?", self.bool(e.then), self.bool(e.els), cond=self.bool(e.cond))
+        # BMv2's ternary operator is "?" (an unknown "?:" makes BMv2 refuse the whole program)
+        return op("?", self.data(e.then), self.data(e.els), cond=self.bool(e.cond))
 
     def x_Cast(self, e):
         t, st = e.type, e.expr.type

@@ -1,7 +1,7 @@
 """Lowering the v1model parser and deparser to BMv2 parse states and the deparser order."""
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
-from .bmv2_expr import ExprLowering, hexstr, param
+from .bmv2_expr import ExprLowering, b2d, d2b, param
 from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
 from .types import BitsT, BoolT, StackT
@@ -26,26 +26,18 @@ class ParserBuilder:
         self.p = parser
         self.xl = ExprLowering(backend.storage, backend.objects)
         self.pl = PrimitiveLowering(backend, self.xl)
-        self.uses_reject = False
 
     def build(self):
         states = []
         for i, st in enumerate(self.p.states):
             states.append(self.state(st, i))
-        if self.uses_reject:
-            states.append({"name": "reject", "id": len(states), "parser_ops": [
-                {"parameters": [{"type": "bool", "value": False}, hexstr(0)], "op": "verify"}],
-                "transitions": [{"type": "default", "value": None, "mask": None, "next_state": None}],
-                "transition_key": []})
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
 
-    def next_name(self, n):
-        if n == "accept":
-            return None
-        if n == "reject":
-            self.uses_reject = True
-            return "reject"
-        return n
+    @staticmethod
+    def next_name(n):
+        """BMv2 has no reject state: p4c-bm2-ss compiles 'transition reject' as accept (the
+        checker warns), so parsing ends there with parser_error unchanged."""
+        return None if n in ("accept", "reject") else n
 
     def state(self, st, sid):
         ops = []
@@ -176,8 +168,12 @@ class ParserBuilder:
             elif k == ("method", "packet_in", "advance"):
                 ops.append({"parameters": [param(self.xl.data(c.args[0].expr))], "op": "advance"})
             elif k == ("extern", "verify"):
-                ops.append({"parameters": [param(self.xl.bool(c.args[0].expr)),
-                                           param(self.xl.data(c.args[1].expr))], "op": "verify"})
+                # as p4c: the condition goes into a bool temp first; BMv2's verify takes a boolean
+                # expression object, one level deep ({"type": "expression", "value": {"op": ...}})
+                tmp = self.b.storage.add_scalar("tmp", BoolT())
+                ops.append({"parameters": [tmp.json(), param(b2d(self.xl.bool(c.args[0].expr)))], "op": "set"})
+                ops.append({"parameters": [d2b(tmp.json()), param(self.xl.data(c.args[1].expr))],
+                            "op": "verify"})
             else:
                 prims = []
                 self.pl.call(c, prims)

@@ -308,7 +308,9 @@ class PipelineBuilder:
         default = {"action_id": b.table_action(ddecl), "action_const": bool(t.default_const),
                    "action_data": [self._arg_hex(a.expr) for a in d.args],
                    "action_entry_const": bool(t.default_const)}
-        tj = self._table_json(name, t.pos, keys, mt, t.size or 1024, t.counters is not None, ids, names,
+        # p4c sizes a table of const entries without a 'size' to its entries (the P4Info keeps 1024)
+        size = t.size if t.size is not None else len(t.entries) if t.entries else 1024
+        tj = self._table_json(name, t.pos, keys, mt, size, t.counters is not None, ids, names,
                               base_next, nt, default)
         if t.entries is not None:
             tj["entries"] = self.entries(t, mt)
@@ -339,7 +341,9 @@ class PipelineBuilder:
             if not isinstance(loc, FieldLoc):
                 raise Unsupported("a table key that is not a field, a slice of a field or isValid()", e.pos)
             target = [loc.header, loc.field]
-        mk = k.match_kind
+        # BMv2 has no 'optional' match type: p4c emits optional keys as ternary (the P4Info keeps
+        # OPTIONAL, and the control plane writes value/all-ones or a wildcard)
+        mk = "ternary" if k.match_kind == "optional" else k.match_kind
         return {"match_type": mk, "name": name, "target": target, "mask": mask}
 
     def entries(self, t, mt):

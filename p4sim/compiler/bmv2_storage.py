@@ -101,8 +101,10 @@ class Storage:
         return StackLoc(name, t, elems)
 
     # ---- allocation
-    def alloc(self, t, base, scalar_prefix, header_base=None):
-        """Storage for a value of type t: headers by their field name, scalars by a dotted path."""
+    def alloc(self, t, base, scalar_prefix, header_base=None, field_lists=()):
+        """Storage for a value of type t: headers by their field name, scalars by a dotted path.
+        `field_lists`: the @field_list indices of an enclosing struct field, which apply to every
+        scalar inside it (as p4c flattens them)."""
         if isinstance(t, HeaderT):
             return self.add_header(header_base or base, t)
         if isinstance(t, StackT):
@@ -111,13 +113,16 @@ class Storage:
             members = {}
             for n, ft, annos in t.fields:
                 hb = n if header_base is None else f"{header_base}_{n}"
-                members[n] = self.alloc(ft, n, f"{scalar_prefix}.{n}", hb)
+                lists = list(field_lists)
+                for a in annos:
+                    if a.name == "field_list":
+                        if isinstance(ft, (HeaderT, StackT)):
+                            raise Unsupported("@field_list on a header (preserve metadata fields)", a.pos)
+                        lists += [arg.value for arg in a.args if isinstance(arg, A.IntLit)]
+                members[n] = self.alloc(ft, n, f"{scalar_prefix}.{n}", hb, lists)
                 if isinstance(members[n], FieldLoc):
-                    for a in annos:
-                        if a.name == "field_list":
-                            for arg in a.args:
-                                if isinstance(arg, A.IntLit):
-                                    self.field_lists.setdefault(arg.value, []).append(members[n])
+                    for index in dict.fromkeys(lists):
+                        self.field_lists.setdefault(index, []).append(members[n])
             return StructLoc(members)
         if isinstance(t, (BitsT, BoolT, ErrorT)) or (isinstance(t, EnumT) and t.underlying is not None):
             return self.add_scalar(scalar_prefix, t)

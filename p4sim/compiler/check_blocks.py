@@ -141,6 +141,9 @@ class BlockChecker:
     def _state_ref(self, name, names, pos):
         if name not in names and name not in ("accept", "reject"):
             raise CompileError(f"unknown parser state '{name}'", pos)
+        if name == "reject":
+            self.warn(pos, "explicit transition to reject is compiled as accept, as p4c-bm2-ss does "
+                           "(BMv2 has no reject state; parser_error stays as it was)")
 
     def control_decl(self, d, ctx="control"):
         scope = Scope(self.globals)

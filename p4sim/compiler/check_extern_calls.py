@@ -120,12 +120,13 @@ class ExternCallChecker:
                 if not isinstance(d, A.ListExpr):
                     raise CompileError("log_msg data must be a list {a, b, ...}", a[1].pos)
                 a[1].expr = d
-        elif name in ("verify_checksum", "update_checksum"):
+        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                      "update_checksum_with_payload"):
             a[0].expr = ex(0)
             if not isinstance(a[0].expr.type, BoolT):
                 raise CompileError(f"{name} condition must be bool", a[0].pos)
             a[1].expr = self.hash_data(a[1].expr, scope)
-            a[2].expr = self.lvalue(a[2].expr, scope, "checksum field") if name == "update_checksum" \
+            a[2].expr = self.lvalue(a[2].expr, scope, "checksum field") if name.startswith("update") \
                 else self.expr(a[2].expr, scope)
             if not isinstance(a[2].expr.type, BitsT) or not isinstance(a[2].expr, A.Member):
                 raise CompileError("checksum must be a header or metadata field", a[2].pos)

@@ -21,6 +21,8 @@ EXTERN_FUNCS = {
     "log_msg": (1, 2),
     "verify_checksum": (4, 4),
     "update_checksum": (4, 4),
+    "verify_checksum_with_payload": (4, 4),
+    "update_checksum_with_payload": (4, 4),
 }
 
 # extern object methods: (type, method) -> (min args, max args, returns)
@@ -45,8 +47,6 @@ EXTERN_CTORS = {
 UNSUPPORTED_EXTERNS = {
     "meter": "meter", "direct_meter": "direct_meter", "action_profile": "action_profile",
     "action_selector": "action_selector", "Checksum16": "Checksum16", "value_set": "value_set",
-    "verify_checksum_with_payload": "verify_checksum_with_payload",
-    "update_checksum_with_payload": "update_checksum_with_payload",
     "resubmit": "resubmit (P4_14-style; use resubmit_preserving_field_list)",
     "recirculate": "recirculate (P4_14-style; use recirculate_preserving_field_list)",
     "clone3": "clone3 (use clone_preserving_field_list)",

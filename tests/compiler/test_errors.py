@@ -115,8 +115,6 @@ SUFFIX = " is not supported by p4sim-compile (outside its P4_16 subset; see docs
      "'/' on non-constant values (BMv2 has no division)"),
     ({"ingress": "apply { hash(meta.c, HashAlgorithm.crc32_custom, 32w0, {meta.a}, 32w16); }"},
      "HashAlgorithm.crc32_custom", "hash algorithm HashAlgorithm.crc32_custom"),
-    ({"ingress": "apply { verify_checksum_with_payload(true, {meta.a}, meta.a, HashAlgorithm.csum16); }"},
-     "verify_checksum_with_payload", "extern 'verify_checksum_with_payload'"),
 ])
 def test_unsupported_constructs_say_so(tmp_path, parts, needle, what):
     text = program(**parts)

@@ -16,7 +16,8 @@ from p4reduce.p4sim.engine import Switch
 from .test_compiled_programs import REPO
 
 
-@pytest.mark.parametrize("name", ["fwd_basic", "parse_mix", "agg_mini"])
+@pytest.mark.parametrize("name", ["agg_mini", "fwd_basic", "hash_csum", "loopback", "match_kinds",
+                                  "parse_mix", "rep_clone", "stacks_errors"])
 def test_same_behaviour_on_both_jsons(reference_dir, tmp_path, name):
     ours = tmp_path / f"{name}.json"
     r = subprocess.run([sys.executable, "-m", "p4reduce.p4sim.compile", "-o", str(ours),

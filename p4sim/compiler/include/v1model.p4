@@ -99,6 +99,8 @@ extern void log_msg<Tp_T>(string msg, in Tp_T data);
 
 extern void verify_checksum<Tp_T, Tp_O>(in bool condition, in Tp_T data, in Tp_O checksum, HashAlgorithm algo);
 extern void update_checksum<Tp_T, Tp_O>(in bool condition, in Tp_T data, inout Tp_O checksum, HashAlgorithm algo);
+extern void verify_checksum_with_payload<Tp_T, Tp_O>(in bool condition, in Tp_T data, in Tp_O checksum, HashAlgorithm algo);
+extern void update_checksum_with_payload<Tp_T, Tp_O>(in bool condition, in Tp_T data, inout Tp_O checksum, HashAlgorithm algo);
 
 parser Parser<Tp_H, Tp_M>(packet_in b, out Tp_H parsedHdr, inout Tp_M meta,
                           inout standard_metadata_t standard_metadata);

@@ -17,8 +17,11 @@ const bit<8>  MSG_RESULT  = 2;          /* switch -> worker */
 const bit<8>  FLAG_EOT  = 0x01;         /* end of tensor for this stream */
 const bit<8>  FLAG_RETX = 0x02;         /* retransmission / result resent by unicast */
 
-const bit<8>  MODE_DENSE  = 0;
-const bit<8>  MODE_SPARSE = 1;
+/* Job modes, set_job's `mode`: DENSE jobs' contributions carry every sub-block, SPARSE ones leave
+ * zero sub-blocks out. Macros, not consts: the program only ever tests for DENSE, and p4c warns
+ * about a const nobody reads. */
+#define MODE_DENSE 0
+#define MODE_SPARSE 1
 
 const bit<32> NEXT_NONE = 0xFFFFFFFF;
 
@@ -27,7 +30,10 @@ const bit<2>  RESULT_NONE      = 0;
 const bit<2>  RESULT_MULTICAST = 1;
 const bit<2>  RESULT_UNICAST   = 2;
 
-/* indices of counters ReduceIngress.drop_reasons and ReduceEgress.egress_drops */
+/* indices of counters ReduceIngress.drop_reasons and ReduceEgress.egress_drops; a stage that
+ * decides a packet's fate hands its reason to the pipeline, DROP_NONE when it does not drop */
+typedef bit<32> drop_reason_t;
+const bit<32> DROP_NONE              = 0;
 const bit<32> DROP_TRUNCATED         = 1;
 const bit<32> DROP_BAD_CHECKSUM      = 2;
 const bit<32> DROP_BAD_TYPE          = 3;

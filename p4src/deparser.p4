@@ -1,7 +1,10 @@
 /* Checksum update and deparser. Results get a fresh IPv4 checksum; UDP checksum 0 is legal. */
 #ifndef P4REDUCE_DEPARSER_P4
 #define P4REDUCE_DEPARSER_P4
+#include <core.p4>
+#include <v1model.p4>
 #include "headers.p4"
+#include "metadata.p4"
 
 control ReduceComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
@@ -13,14 +16,10 @@ control ReduceComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     }
 }
 
-#define EMIT_SUBBLOCK(K) pkt.emit(hdr.sb##K);
+/* Every valid header, in the order of headers_t: Ethernet, IPv4, UDP, p4reduce, sub-blocks. */
 control ReduceDeparser(packet_out pkt, in headers_t hdr) {
     apply {
-        pkt.emit(hdr.ethernet);
-        pkt.emit(hdr.ipv4);
-        pkt.emit(hdr.udp);
-        pkt.emit(hdr.p4r);
-        FOR_EACH_SUBBLOCK(EMIT_SUBBLOCK)
+        pkt.emit(hdr);
     }
 }
 

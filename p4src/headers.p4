@@ -1,13 +1,13 @@
-/* Headers and metadata (docs/protocol.md section 2). */
+/* Headers (docs/protocol.md section 2) and the types of their fields. */
 #ifndef P4REDUCE_HEADERS_P4
 #define P4REDUCE_HEADERS_P4
-#include "lanes.p4"
+#include <core.p4>
+#include "iteration.p4"
 
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
 typedef int<32> lane_t;
 typedef bit<16> sb_bitmap_t;
-typedef bit<MAX_WORKERS> worker_set_t;
 
 header ethernet_t {
     mac_addr_t dstAddr;
@@ -54,11 +54,12 @@ header p4r_t {
 }
 
 /* One sub-block of SUBBLOCK int32 lanes: fields l0, l1, ... */
-#define LANE_FIELD(K, J) lane_t l##J;
+#define LANE_FIELD(J) lane_t l##J;
 header subblock_t {
-    FOR_EACH_LANE(LANE_FIELD, 0)
+    FOR_EACH_LANE(LANE_FIELD)
 }
 
+/* Sub-blocks sb0, sb1, ... in wire order: the deparser emits the struct as a whole. */
 #define SUBBLOCK_HEADER(K) subblock_t sb##K;
 struct headers_t {
     ethernet_t ethernet;
@@ -66,37 +67,6 @@ struct headers_t {
     udp_t      udp;
     p4r_t      p4r;
     FOR_EACH_SUBBLOCK(SUBBLOCK_HEADER)
-}
-
-struct metadata_t {
-    /* from the source_guard table */
-    ipv4_addr_t  host_ip;       /* the address the host on the ingress port must send from */
-    /* from the jobs table */
-    bit<1>       local_job;     /* the packet's job is aggregated here (jobs table hit) */
-    bit<32>      slot_base;
-    bit<16>      slot_count;
-    bit<8>       num_workers;
-    bit<16>      job_mcast_grp;
-    bit<8>       mode;
-    /* from the workers table */
-    bit<8>       rank;
-    bit<9>       worker_port;   /* the switch port the worker's packets must arrive on */
-    /* slot state of this packet's slot copy */
-    bit<32>      reg_index;     /* 2 * (slot_base + slot) + ver */
-    worker_set_t me;            /* 1 << rank */
-    worker_set_t seen;
-    bit<8>       count;
-    bit<8>       other_count;   /* count of the other shadow copy */
-    bit<1>       first;         /* first contribution of the round */
-    sb_bitmap_t  old_union;
-    sb_bitmap_t  union_bitmap;
-    bit<32>      round_offset;
-    bit<32>      min_next;
-    bit<8>       max_exp;
-    bit<16>      payload_len;   /* p4reduce header + present sub-blocks */
-    /* verdict, read by egress */
-    bit<2>       result;        /* RESULT_NONE / RESULT_MULTICAST / RESULT_UNICAST */
-    bit<1>       flooded;
 }
 
 #endif

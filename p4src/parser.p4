@@ -2,7 +2,11 @@
  * the sub-blocks its bitmap names (absent sub-blocks are zeros and take no bytes). */
 #ifndef P4REDUCE_PARSER_P4
 #define P4REDUCE_PARSER_P4
+#include <core.p4>
+#include <v1model.p4>
+#include "constants.p4"
 #include "headers.p4"
+#include "metadata.p4"
 
 /* parse_sbK: if bit K of the bitmap is set, extract sub-block K; then go on to sub-block NEXT. */
 #define SUBBLOCK_STATES(K, NEXT)                                          \

@@ -1,52 +1,74 @@
-/* Turning a contribution into a result (docs/protocol.md section 5, "The result"): header fields
- * from the round's state, lengths, and source/destination. Per-replica destinations of the
- * multicast are written in egress (egress.p4). Included inside control ReduceIngress. */
+/* Turning a contribution into a result (docs/protocol.md section 5, "The result"): the header from
+ * the round's state, the lengths from the sub-blocks it carries, and its way out: a multicast to
+ * the job's group when the round completes, or back to the sender alone when a retransmission
+ * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica. */
+#ifndef P4REDUCE_RESULT_P4
+#define P4REDUCE_RESULT_P4
+#include <core.p4>
+#include <v1model.p4>
+#include "constants.p4"
+#include "metadata.p4"
+#include "payload_length.p4"
 
-action fill_result_header(bit<8> flags) {
-    hdr.p4r.msg_type = MSG_RESULT;
-    hdr.p4r.flags = flags;
-    hdr.p4r.count = meta.num_workers;
-    hdr.p4r.offset = meta.round_offset;
-    hdr.p4r.next_offset = meta.min_next;
-    hdr.p4r.exponent = meta.max_exp;
-    hdr.p4r.bitmap = meta.union_bitmap;
+/* delivery: RESULT_MULTICAST or RESULT_UNICAST, for egress */
+control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
+               in job_t job, in round_t round, in exp_next_t merged, out bit<2> delivery) {
+    PayloadLength() payload_length;
+
+    action fill_header(bit<8> flags) {
+        hdr.p4r.msg_type = MSG_RESULT;
+        hdr.p4r.flags = flags;
+        hdr.p4r.count = job.num_workers;
+        hdr.p4r.offset = round.offset;
+        hdr.p4r.next_offset = merged.min_next;
+        hdr.p4r.exponent = merged.max_exp;
+        hdr.p4r.bitmap = round.union_bitmap;
+    }
+
+    /* The result comes from the address the workers sent to; egress writes each worker's. */
+    action multicast() {
+        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        standard_metadata.mcast_grp = job.mcast_grp;
+        delivery = RESULT_MULTICAST;
+    }
+
+    /* A resent result goes straight back to the sender. */
+    action unicast() {
+        mac_addr_t sender_mac = hdr.ethernet.srcAddr;
+        ipv4_addr_t sender_ip = hdr.ipv4.srcAddr;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = sender_mac;
+        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+        hdr.ipv4.dstAddr = sender_ip;
+        hdr.udp.dstPort = hdr.udp.srcPort;
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+        delivery = RESULT_UNICAST;
+    }
+
+    /* UDP and IPv4 lengths from the sub-blocks the result carries. */
+    action set_lengths(bit<16> payload_bytes) {
+        hdr.udp.len = UDP_HEADER_BYTES + payload_bytes;
+        hdr.udp.checksum = 0;
+        hdr.ipv4.totalLen = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + payload_bytes;
+        hdr.ipv4.ttl = RESULT_TTL;
+    }
+
+    apply {
+        bit<8> flags = (merged.min_next == NEXT_NONE) ? FLAG_EOT : 8w0;
+        if (round.resend) {
+            fill_header(flags | FLAG_RETX);
+            unicast();
+        } else {
+            fill_header(flags);
+            multicast();
+        }
+        bit<16> result_bytes;
+        payload_length.apply(hdr, result_bytes);
+        set_lengths(result_bytes);
+    }
 }
 
-/* UDP and IPv4 lengths from the sub-blocks the result carries (meta.payload_len). */
-action set_result_lengths() {
-    hdr.udp.len = UDP_HEADER_BYTES + meta.payload_len;
-    hdr.udp.checksum = 0;
-    hdr.ipv4.totalLen = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + meta.payload_len;
-    hdr.ipv4.ttl = RESULT_TTL;
-}
-
-/* The result comes from the address the workers sent to; egress writes each worker's address. */
-action multicast_result() {
-    hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
-    hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
-    hdr.udp.srcPort = AGG_UDP_PORT;
-    standard_metadata.mcast_grp = meta.job_mcast_grp;
-    meta.result = RESULT_MULTICAST;
-    agg_events.count(EVENT_RESULT_MULTICAST);
-}
-
-/* A resent result goes straight back to the sender. */
-action unicast_result() {
-    mac_addr_t sender_mac = hdr.ethernet.srcAddr;
-    ipv4_addr_t sender_ip = hdr.ipv4.srcAddr;
-    hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
-    hdr.ethernet.dstAddr = sender_mac;
-    hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
-    hdr.ipv4.dstAddr = sender_ip;
-    hdr.udp.dstPort = hdr.udp.srcPort;
-    hdr.udp.srcPort = AGG_UDP_PORT;
-    standard_metadata.egress_spec = standard_metadata.ingress_port;
-    meta.result = RESULT_UNICAST;
-    agg_events.count(EVENT_RESULT_UNICAST);
-}
-
-/* A contribution that is not the last of its round is consumed. */
-action absorb() {
-    agg_events.count(EVENT_ABSORBED);
-    mark_to_drop(standard_metadata);
-}
+#endif

@@ -1,55 +1,88 @@
-/* Slot state: per slot copy, the set of workers seen and the contribution count (SwitchML).
- * Index 2 * (slot_base + slot) + ver; ver is the shadow copy. Included inside ReduceIngress. */
+/* Slot state (docs/protocol.md sections 4 and 5): per slot copy, the workers seen, the
+ * contribution count, the round's offset and the union of its bitmaps (SwitchML's bitmap and
+ * counter, with OmniReduce's union). Register index 2 * (slot_base + slot) + ver; ver is the
+ * shadow copy. This stage decides what a contribution does to its round; the lane adders, the
+ * exponent and next offset and the result follow its decision (round_t). */
+#ifndef P4REDUCE_SLOTS_P4
+#define P4REDUCE_SLOTS_P4
+#include <core.p4>
+#include <v1model.p4>
+#include "constants.p4"
+#include "metadata.p4"
 
-register<worker_set_t>(REG_SIZE) seen;
-register<bit<8>>(REG_SIZE) count;              /* contributions mod num_workers; 0 = complete */
-register<bit<32>>(REG_SIZE) round_offset;      /* offset of the round in progress */
-register<sb_bitmap_t>(REG_SIZE) union_bitmap;  /* union of the round's sub-block bitmaps */
+/* Outcome: drop_reason != DROP_NONE drops the contribution (a duplicate while its round is open,
+ * a stale copy, an offset that is not the round's); otherwise `round` says what it does. */
+control Slots(in p4r_t p4r, in job_t job, in bit<8> rank,
+              out round_t round, out drop_reason_t drop_reason) {
+    register<worker_set_t>(REG_SIZE) seen;
+    register<bit<8>>(REG_SIZE) count;              /* contributions mod num_workers; 0 = complete */
+    register<bit<32>>(REG_SIZE) round_offset;      /* offset of the round in progress */
+    register<sb_bitmap_t>(REG_SIZE) union_bitmap;  /* union of the round's sub-block bitmaps */
 
-action locate_slot() {
-    meta.reg_index = ((meta.slot_base + (bit<32>)hdr.p4r.slot) << 1) | (bit<32>)hdr.p4r.ver;
-    meta.me = (worker_set_t)1 << meta.rank;
-    seen.read(meta.seen, meta.reg_index);
-    count.read(meta.count, meta.reg_index);
+    apply {
+        round.index = ((job.slot_base + (bit<32>)p4r.slot) << 1) | (bit<32>)p4r.ver;
+        round.first = false;
+        round.last = false;
+        round.resend = false;
+        round.stored = 0;
+        round.union_bitmap = 0;
+        round.offset = p4r.offset;
+        drop_reason = DROP_NONE;
+
+        worker_set_t me = (worker_set_t)1 << rank;
+        worker_set_t seen_here;
+        bit<8> counted;
+        seen.read(seen_here, round.index);
+        count.read(counted, round.index);
+
+        if ((seen_here & me) != 0) {
+            /* a retransmission of a contribution already counted */
+            if (counted != 0) {
+                drop_reason = DROP_DUPLICATE_PENDING;
+                return;
+            }
+            round.resend = true;            /* the round is complete: resend its result */
+            union_bitmap.read(round.union_bitmap, round.index);
+            round_offset.read(round.offset, round.index);
+            round.stored = round.union_bitmap;
+            return;
+        }
+
+        if (counted == 0) {
+            /* a new round may only start here once the other copy's round is complete */
+            bit<8> counted_other;
+            count.read(counted_other, round.index ^ 1);
+            if (counted_other != 0) {
+                drop_reason = DROP_STALE_COPY;
+                return;
+            }
+            round.first = true;
+            round_offset.write(round.index, p4r.offset);
+        } else {
+            round_offset.read(round.offset, round.index);
+            if (round.offset != p4r.offset) {
+                drop_reason = DROP_OFFSET_MISMATCH;
+                return;
+            }
+            union_bitmap.read(round.stored, round.index);
+        }
+
+        /* Count the contribution: set our bit here and clear it in the other copy, which releases
+         * that copy for the round after next (the worker has its result, or it would not be here). */
+        worker_set_t seen_other;
+        seen.read(seen_other, round.index ^ 1);
+        seen.write(round.index ^ 1, seen_other & ~me);
+        seen.write(round.index, seen_here | me);
+        counted = counted + 1;
+        if (counted == job.num_workers) {
+            counted = 0;
+        }
+        count.write(round.index, counted);
+        round.last = counted == 0;
+
+        round.union_bitmap = round.stored | p4r.bitmap;
+        union_bitmap.write(round.index, round.union_bitmap);
+    }
 }
 
-/* Counting this contribution: set our bit here and clear it in the other copy, which releases
- * that copy for the round after next (the worker has its result, or it would not be here). */
-action record_contribution() {
-    worker_set_t other;
-    seen.read(other, meta.reg_index ^ 1);
-    seen.write(meta.reg_index ^ 1, other & ~meta.me);
-    seen.write(meta.reg_index, meta.seen | meta.me);
-    meta.count = meta.count + 1;
-    meta.count = (meta.count == meta.num_workers) ? 8w0 : meta.count;
-    count.write(meta.reg_index, meta.count);
-}
-
-action start_round() {
-    meta.old_union = 0;
-    round_offset.write(meta.reg_index, hdr.p4r.offset);
-    meta.round_offset = hdr.p4r.offset;
-}
-
-action join_round() {
-    union_bitmap.read(meta.old_union, meta.reg_index);
-}
-
-action read_other_count() {
-    count.read(meta.other_count, meta.reg_index ^ 1);
-}
-
-action read_round_offset() {
-    round_offset.read(meta.round_offset, meta.reg_index);
-}
-
-action merge_bitmap() {
-    meta.union_bitmap = meta.old_union | hdr.p4r.bitmap;
-    union_bitmap.write(meta.reg_index, meta.union_bitmap);
-}
-
-/* For a resent result: the stored state of a completed round. */
-action read_stored_round() {
-    union_bitmap.read(meta.union_bitmap, meta.reg_index);
-    round_offset.read(meta.round_offset, meta.reg_index);
-}
+#endif

@@ -1,11 +1,23 @@
-"""The project's own P4 program (p4src/p4reduce.p4) compiles cleanly and loads in the engine."""
+"""The project's own P4 program (p4src/p4reduce.p4): its generated iteration macros are up to date,
+it compiles without warnings at every packet layout it supports (each value of SUBBLOCK and of
+NUM_SUBBLOCKS), refuses the others with a message naming the limit, and loads in the engine."""
+import importlib.util
 import pathlib
 
 import pytest
 
-from p4reduce.p4sim.compiler import compile_file
+from p4reduce.p4sim.compiler import CompileError, compile_file
+from p4reduce.protocol import p4names as N
 
-P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4src" / "p4reduce.p4"
+P4DIR = pathlib.Path(__file__).resolve().parents[2] / "p4src"
+P4SRC = P4DIR / "p4reduce.p4"
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location("gen_iteration", P4DIR / "gen_iteration.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -26,3 +38,57 @@ def test_p4reduce_loads_in_engine(result):
     sw = engine.Switch(result.bmv2)
     assert set(sw.program.registers) == {r.preamble.name for r in result.p4info.registers}
     assert {t.preamble.name for t in result.p4info.tables} <= set(sw.program.tables)
+
+
+def test_iteration_p4_is_what_the_generator_writes():
+    assert load_generator().main(["--check"]) == 0, "run: python3 p4src/gen_iteration.py"
+
+
+def test_a_stale_iteration_p4_fails_the_check(tmp_path, monkeypatch, capsys):
+    gen = load_generator()
+    stale = tmp_path / "iteration.p4"
+    stale.write_text(gen.render().replace("M(14) M(15)", "M(14)"))     # a hand edit, say
+    monkeypatch.setattr(gen, "TARGET", stale)
+    assert gen.main(["--check"]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert gen.main([]) == 0 and gen.main(["--check"]) == 0            # regenerating fixes it
+
+
+# Every FOR_EACH_LANE case (SUBBLOCK 1..32) and every FOR_EACH_SUBBLOCK case (NUM_SUBBLOCKS
+# 1..16), paired so that packets stay small: the cases of the two macros are independent of each
+# other, so this covers the expansion of every supported layout. tests/dataplane runs full-size
+# layouts (256 and 352 lanes among them) through the data-plane tests.
+SWEEP = [(s * (17 - s), s) for s in range(1, 17)] + [(s * (1 + s % 4), s) for s in range(17, 33)]
+
+
+@pytest.mark.parametrize("lanes,subblock", SWEEP, ids=[f"{lanes}x{sb}" for lanes, sb in SWEEP])
+def test_every_layout_compiles_without_warnings(lanes, subblock):
+    r = compile_file(str(P4SRC), defines=(f"LANES={lanes}", f"SUBBLOCK={subblock}"))
+    assert r.warnings == []
+    num_subblocks = lanes // subblock
+    registers = [reg["name"] for reg in r.bmv2["register_arrays"]]
+    assert N.lane_layout(registers) == (num_subblocks, subblock)
+    subblock_type = next(t for t in r.bmv2["header_types"] if t["name"] == "subblock_t")
+    assert [f[0] for f in subblock_type["fields"]] == [f"l{j}" for j in range(subblock)]
+    order = r.bmv2["deparsers"][0]["order"]
+    assert order == ["ethernet", "ipv4", "udp", "p4r"] + [f"sb{k}" for k in range(num_subblocks)]
+
+
+@pytest.mark.parametrize("defines,message", [
+    (("SUBBLOCK=0",), "SUBBLOCK must be 1..32"),
+    (("SUBBLOCK=33", "LANES=33"), "SUBBLOCK must be 1..32"),
+    (("LANES=30",), "LANES must be a positive multiple of SUBBLOCK"),
+    (("LANES=0",), "LANES must be a positive multiple of SUBBLOCK"),
+    (("LANES=136",), r"LANES / SUBBLOCK must be 1\.\.16"),
+    (("LANES=368", "SUBBLOCK=23"), "exceeds IPV4_MTU"),               # 1520-byte dense packet
+    (("SLOTS=0",), "SLOTS must be"),
+    (("MAX_WORKERS=256",), "MAX_WORKERS must be 1..255"),
+])
+def test_unsupported_settings_are_refused_by_name(defines, message):
+    with pytest.raises(CompileError, match=message):
+        compile_file(str(P4SRC), defines=defines)
+
+
+def test_jumbo_frames_allow_wider_packets():
+    r = compile_file(str(P4SRC), defines=("LANES=368", "SUBBLOCK=23", "IPV4_MTU=9000"))
+    assert N.lane_layout(reg["name"] for reg in r.bmv2["register_arrays"]) == (16, 23)

@@ -1,29 +1,20 @@
 """Property: for any tensors, slot counts, modes and any interleaving of workers, losses,
 duplicates and retransmissions, the P4 program emits exactly what the reference model emits
 (byte for byte, Fabric checks every frame) and every worker ends with the exact integer sum."""
-import json
-
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import Mode
 from testbed.fabric import Fabric
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 
 
-@pytest.fixture(scope="module")
-def program(compiled):
-    return json.loads(compiled.read_text())
-
-
-def tensor(rng, length, density, magnitude):
-    sb = -(-length // C.SUBBLOCK)
-    x = rng.integers(-magnitude, magnitude + 1, sb * C.SUBBLOCK)
-    x.reshape(sb, C.SUBBLOCK)[rng.random(sb) >= density] = 0
+def tensor(rng, length, density, magnitude, subblock):
+    sb = -(-length // subblock)
+    x = rng.integers(-magnitude, magnitude + 1, sb * subblock)
+    x.reshape(sb, subblock)[rng.random(sb) >= density] = 0
     return x[:length].astype(np.int32)
 
 
@@ -32,10 +23,11 @@ def tensor(rng, length, density, magnitude):
        density=st.sampled_from([0.0, 0.05, 0.3, 0.8, 1.0]), mode=st.sampled_from([Mode.DENSE, Mode.SPARSE]),
        magnitude=st.sampled_from([1, 1000, 2**27]), loss=st.floats(0, 0.25), dup=st.floats(0, 0.25),
        spurious=st.floats(0, 0.05), second_job=st.booleans(), seed=st.integers(0, 2**31))
-def test_p4_matches_model_under_any_interleaving(program, n, slots, length, density, mode, magnitude,
+def test_p4_matches_model_under_any_interleaving(program, layout, n, slots, length, density, mode, magnitude,
                                                  loss, dup, spurious, second_job, seed):
     from p4reduce.p4sim.engine import Switch
-    fabric = Fabric(Switch(program))
+    fabric = Fabric(Switch(program), layout=layout)
+    length = max(1, length * layout.lanes // 32)            # up to ~9 blocks at any layout
     rng = np.random.default_rng(seed)
     runs, tensors = {}, {}
     jobs = [(3, n, 10, slots, mode)]
@@ -43,8 +35,8 @@ def test_p4_matches_model_under_any_interleaving(program, n, slots, length, dens
         jobs.append((4, max(1, n - 1), 10 + slots, 2, Mode.SPARSE if mode == Mode.DENSE else Mode.DENSE))
     for job_id, workers, base, count, job_mode in jobs:
         fabric.add_job(job_id, workers, slot_base=base, slot_count=count, mode=job_mode)
-        tensors[job_id] = [tensor(rng, length, density, magnitude) for _ in range(workers)]
-        runs[job_id] = JobRun(tensors[job_id], job_id, count, job_mode)
+        tensors[job_id] = [tensor(rng, length, density, magnitude, layout.subblock) for _ in range(workers)]
+        runs[job_id] = JobRun(tensors[job_id], job_id, count, job_mode, layout=layout)
     LossyNetwork(fabric.send, seed=seed, loss=loss, dup=dup, spurious_timeout=spurious).run(runs)
     for job_id, run in runs.items():
         want = np.sum(np.stack(tensors[job_id]).astype(np.int64), axis=0)

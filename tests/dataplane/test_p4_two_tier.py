@@ -11,6 +11,7 @@ from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
 from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import AggEvent, Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol.wire import Header, decode, encode
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 
@@ -72,13 +73,14 @@ class TwoTier:
         return delivered
 
 
-def test_allreduce_across_leaves_and_spine(compiled):
+def test_allreduce_across_leaves_and_spine(compiled, layout):
     program = json.loads(compiled.read_text())
     n = 6
     net = TwoTier(program, n)
     rng = np.random.default_rng(4)
-    tensors = [(rng.integers(-50, 50, 700) * (rng.random(700) < 0.1)).astype(np.int32) for _ in range(n)]
-    run = JobRun(tensors, 1, 3, Mode.SPARSE)
+    length = 22 * layout.lanes - 4
+    tensors = [(rng.integers(-50, 50, length) * (rng.random(length) < 0.1)).astype(np.int32) for _ in range(n)]
+    run = JobRun(tensors, 1, 3, Mode.SPARSE, layout=layout)
     LossyNetwork(net.send, seed=4, loss=0.05, dup=0.05).run({1: run})
     assert (run.results() == np.sum(tensors, axis=0)).all()
     leaf_events = net.sw["leaf1"].counter_read(N.AGG_EVENTS, AggEvent.FORWARDED)[0]
@@ -86,17 +88,16 @@ def test_allreduce_across_leaves_and_spine(compiled):
     assert net.sw["spine"].counter_read(N.AGG_EVENTS, AggEvent.RESULT_MULTICAST)[0] > 0
 
 
-def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled):
+def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled, layout):
     """The spine binds each worker to the uplink its packets arrive on: a host under leaf2 sending
     with the addresses of a leaf1 worker reaches the spine on the wrong port and counts nothing."""
     program = json.loads(compiled.read_text())
     net = TwoTier(program, 4, slot_count=1, mode=Mode.DENSE)
     spine = net.sw["spine"]
-    from p4reduce.protocol.wire import Header, encode
-    block = np.full(C.LANES, 7, np.int32)
+    block = np.full(layout.lanes, 7, np.int32)
     victim = net.hosts[0]                                  # rank 0, under leaf1
     forged = udp_frame("02:00:00:00:0e:0e", SWITCH_MAC, victim["ip"], SWITCH_IP, victim["udp"],
-                       C.AGG_UDP_PORT, encode(Header(job_id=1, rank=0, bitmap=C.full_bitmap()), block))
+                       C.AGG_UDP_PORT, encode(Header(job_id=1, rank=0, bitmap=layout.full_bitmap), block, layout))
     up = net.sw["leaf2"].process(7, forged)                # an attacker on leaf2's port 7
     assert up == [(UPLINK, forged)]
     assert spine.process(SPINE_PORT["leaf2"], forged) == []
@@ -104,7 +105,6 @@ def test_spine_drops_a_worker_spoofed_from_the_other_leaf(compiled):
     assert spine.register_read(N.SEEN, 0) == 0 and spine.register_read(N.COUNT, 0) == 0
     # the real rank 0 is still admitted, and the round completes with the genuine sums only
     for r in range(4):
-        out = net.send(1, r, encode(Header(job_id=1, rank=r, bitmap=C.full_bitmap()),
-                                    np.full(C.LANES, r + 1, np.int32)))
-    from p4reduce.protocol.wire import decode
-    assert len(out) == 4 and all((decode(p)[1] == 10).all() for _, _, p in out)
+        out = net.send(1, r, encode(Header(job_id=1, rank=r, bitmap=layout.full_bitmap),
+                                    np.full(layout.lanes, r + 1, np.int32), layout))
+    assert len(out) == 4 and all((decode(p, layout)[1] == 10).all() for _, _, p in out)

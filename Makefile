@@ -2,6 +2,8 @@
 # Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
 # The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
 # Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"
+# P4 build settings (p4src/config.p4 has the defaults and the supported range):
+#   make build LANES=256 SUBBLOCK=16 [SLOTS=4096] [MAX_WORKERS=32]
 
 SHELL := /bin/bash
 VENV  := .venv
@@ -20,18 +22,39 @@ endif
 
 P4_SOURCES := $(wildcard $(P4SRC)/*.p4)
 
-.PHONY: all setup build run demo shell test lint bench bench-quick stop clean
+# Build settings of the P4 program, passed to the compiler as -D flags. Each one given must be a
+# positive decimal number (checked here: the value reaches a shell command line).
+P4_SETTINGS := LANES SUBBLOCK SLOTS MAX_WORKERS
+_nodigits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst \
+	7,,$(subst 8,,$(subst 9,,$(subst $(subst ,, ),_,$(1))))))))))))
+$(foreach s,$(P4_SETTINGS),$(if $(filter-out undefined,$(origin $(s))),$(if $(or $(call \
+	_nodigits,$($(s))),$(filter 0%,$($(s))),$(if $($(s)),,empty)),$(error $(s)=$($(s)): \
+	must be a positive decimal number))))
+P4_DEFINES := $(strip $(foreach s,$(P4_SETTINGS),$(if $($(s)),-D$(s)=$($(s)))))
+
+.PHONY: all setup build run demo shell test lint bench bench-quick stop clean FORCE
 
 all: build
 
 setup:
 	@bash tools/setup.sh
 
-$(BUILD)/$(PROG).json: $(P4_SOURCES) | setup
+# The settings of the last build, rewritten only when they change: a changed setting rebuilds.
+$(BUILD)/p4-settings: FORCE
 	@mkdir -p $(BUILD)
-	$(P4C) --p4v 16 --p4runtime-files $(BUILD)/$(PROG).p4info.txtpb -o $@ $(P4SRC)/$(PROG).p4
+	@echo '$(P4_DEFINES)' | cmp -s - $@ || echo '$(P4_DEFINES)' > $@
+
+# The layout line comes from the same preprocessor pass the compiler makes over config.p4.
+$(BUILD)/$(PROG).json: $(P4_SOURCES) $(BUILD)/p4-settings | setup
+	@mkdir -p $(BUILD)
+	$(P4C) --p4v 16 $(P4_DEFINES) --p4runtime-files $(BUILD)/$(PROG).p4info.txtpb -o $@ $(P4SRC)/$(PROG).p4
+	@set -- $$(printf '#include "config.p4"\nLANES SUBBLOCK SLOTS MAX_WORKERS\n' \
+		| cpp -P -undef -nostdinc -I $(P4SRC) $(P4_DEFINES) -) && \
+	echo "$@: $$1 lanes per packet ($$(($$1 / $$2)) sub-blocks of $$2), $$3 slots, up to $$4 workers" \
+		> $(BUILD)/$(PROG).layout
 
 build: setup $(BUILD)/$(PROG).json
+	@cat $(BUILD)/$(PROG).layout
 
 run: build
 	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)

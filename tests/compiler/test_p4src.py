@@ -1,15 +1,20 @@
 """The project's own P4 program (p4src/p4reduce.p4): its generated iteration macros are up to date,
 it compiles without warnings at every packet layout it supports (each value of SUBBLOCK and of
-NUM_SUBBLOCKS), refuses the others with a message naming the limit, and loads in the engine."""
+NUM_SUBBLOCKS), refuses the others with a message naming the limit, loads in the engine, and
+`make build LANES=.. SUBBLOCK=..` builds the layout asked for."""
 import importlib.util
 import pathlib
+import subprocess
 
 import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
 
 from p4reduce.p4sim.compiler import CompileError, compile_file
 from p4reduce.protocol import p4names as N
 
-P4DIR = pathlib.Path(__file__).resolve().parents[2] / "p4src"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+P4DIR = REPO / "p4src"
 P4SRC = P4DIR / "p4reduce.p4"
 
 
@@ -92,3 +97,41 @@ def test_unsupported_settings_are_refused_by_name(defines, message):
 def test_jumbo_frames_allow_wider_packets():
     r = compile_file(str(P4SRC), defines=("LANES=368", "SUBBLOCK=23", "IPV4_MTU=9000"))
     assert N.lane_layout(reg["name"] for reg in r.bmv2["register_arrays"]) == (16, 23)
+
+
+def make_build(build_dir, *settings):
+    return subprocess.run(["make", "--no-print-directory", "build", f"BUILD={build_dir}", *settings],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def built_layout(build_dir):
+    p4info = text_format.Parse((build_dir / "p4reduce.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+    return N.lane_layout(r.preamble.name for r in p4info.registers)
+
+
+def test_make_build_builds_the_layout_asked_for_and_rebuilds_when_it_changes(tmp_path):
+    first = make_build(tmp_path, "LANES=64", "SUBBLOCK=16")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "-DLANES=64 -DSUBBLOCK=16" in first.stdout                  # handed to the compiler
+    assert f"{tmp_path}/p4reduce.json: 64 lanes per packet (4 sub-blocks of 16), 4096 slots, " \
+           "up to 32 workers" in first.stdout
+    assert built_layout(tmp_path) == (4, 16)
+    again = make_build(tmp_path, "LANES=64", "SUBBLOCK=16")             # up to date: no compile,
+    assert "-DLANES" not in again.stdout and "64 lanes per packet" in again.stdout   # still says
+    default = make_build(tmp_path, "SLOTS=64")                           # changed settings rebuild
+    assert default.returncode == 0, default.stdout + default.stderr
+    assert "-DSLOTS=64 " in default.stdout and "32 lanes per packet (4 sub-blocks of 8), 64 slots" in default.stdout
+    assert built_layout(tmp_path) == (4, 8)
+
+
+@pytest.mark.parametrize("setting,message", [
+    ("LANES=abc", "LANES=abc: must be a positive decimal number"),
+    ("SUBBLOCK=08", "SUBBLOCK=08: must be a positive decimal number"),
+    ("MAX_WORKERS=", "MAX_WORKERS=: must be a positive decimal number"),
+    ("LANES=1 2", "LANES=1 2: must be a positive decimal number"),
+    ("LANES=30", "LANES must be a positive multiple of SUBBLOCK"),      # the compiler's #error
+])
+def test_make_build_refuses_bad_settings_by_name(tmp_path, setting, message):
+    out = make_build(tmp_path, setting)
+    assert out.returncode != 0 and message in out.stdout + out.stderr
+    assert not (tmp_path / "p4reduce.json").exists()

@@ -126,24 +126,20 @@ def bench_p4reduce(path, seconds, workers=4, slots=16):
     """
     import numpy as np
 
+    from p4reduce.controller.engine_writer import EngineJobWriter
+    from p4reduce.controller.job_entries import JobSpec, MemberSpec
     from p4reduce.protocol import constants as PC
     from p4reduce.protocol import p4names as N
+    from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
     from p4reduce.protocol.frames import udp_frame
     from p4reduce.protocol.wire import Header, encode
 
     sw = Switch(path)
-    job, grp = 1, 1
-    sw.table_add(N.JOBS, {"hdr.p4r.job_id": job}, N.SET_JOB,
-                 {"slot_base": 0, "slot_count": slots, "num_workers": workers, "mcast_grp": grp,
-                  "mode": int(PC.Mode.DENSE)})
-    macs = [f"00:00:00:00:00:{r + 1:02x}" for r in range(workers)]
-    ips = [f"10.0.0.{r + 1}" for r in range(workers)]
-    for r in range(workers):
-        sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": ips[r], "hdr.udp.srcPort": 5000, "hdr.p4r.job_id": job},
-                     N.SET_RANK, {"rank": r, "port": r + 1})
-        sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job, "standard_metadata.egress_rid": r},
-                     N.SET_WORKER_ADDR, {"mac": macs[r], "ip": ips[r], "udp_port": 5000})
-    sw.mc_group_set(grp, [(r + 1, r) for r in range(workers)])
+    job = 1
+    hosts = [host_address(r + 1) for r in range(workers)]
+    macs, ips = [h.mac for h in hosts], [h.ip for h in hosts]
+    EngineJobWriter(sw).install(JobSpec(job, workers, 0, slots, PC.Mode.DENSE),
+                                [MemberSpec(r, ips[r], 5000, macs[r], port=r + 1) for r in range(workers)])
     lanes = np.arange(PC.LANES, dtype=np.int32)
     rounds = 2 * slots  # both shadow copies of every slot, then the pattern repeats
     frames = []
@@ -152,7 +148,7 @@ def bench_p4reduce(path, seconds, workers=4, slots=16):
         for r in range(workers):
             hdr = Header(job_id=job, rank=r, slot=slot, ver=ver, offset=k * PC.LANES,
                          next_offset=(k + slots) * PC.LANES, bitmap=PC.full_bitmap())
-            frames.append((r + 1, udp_frame(macs[r], "00:00:00:00:00:fe", ips[r], "10.0.0.254", 5000,
+            frames.append((r + 1, udp_frame(macs[r], SERVICE_MAC, ips[r], SERVICE_IP, 5000,
                                             PC.AGG_UDP_PORT, encode(hdr, lanes + r))))
     state = {"i": 0}
     nframes = len(frames)

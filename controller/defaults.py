@@ -1,10 +1,9 @@
 """Numbers the controller takes from the protocol (protocol/constants.py and the address plan,
-protocol/addressing.py, the single sources) and the few choices of its own (multicast group
-numbering, how long ended jobs are remembered)."""
+protocol/addressing.py, the single sources) and the few choices of its own (the flood group, how long
+ended jobs are remembered)."""
 from p4reduce.protocol import constants
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 
-JOB_MULTICAST_BASE = 0x100   # job J multicasts results to group JOB_MULTICAST_BASE + J
 FLOOD_GROUP = 1              # L2 flood group (broadcast/ARP) installed by the forwarding installer
 ENDED_MEMORY_S = 300.0       # how long an ended job's name answers 409 job_ended
 MAX_JOBS = 4096              # job ids 1..MAX_JOBS (job_id is 16 bits; groups stay 16-bit)

@@ -1,5 +1,5 @@
-"""Switch state of jobs: the p4reduce program's job, worker and egress-address entries, the job's
-multicast group, and the slot registers (docs/protocol.md section 3).
+"""Jobs on a switch over P4Runtime: the writer of the job builder's entries (controller/job_entries.py)
+and their reader.
 
 Each job's table entry carries its descriptor (name, mode, lease) as P4Runtime entry `metadata`, so
 a restarted controller can read jobs back from the switch alone (`read_back`).
@@ -10,14 +10,22 @@ import logging
 from p4.v1 import p4runtime_pb2
 
 from p4reduce.controller import defaults
+from p4reduce.controller.codec import format_ipv4, format_mac
 from p4reduce.controller.connection import Update, update
 from p4reduce.controller.entities import decode_table_entry, multicast_group, table_entry
 from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.job_entries import (
+    RESET_REGISTERS,
+    Entry,
+    JobSpec,
+    group_replicas,
+    job_entry,
+    member_entries,
+    slot_registers,
+)
 from p4reduce.protocol import constants, p4names
 
 log = logging.getLogger("p4reduce.controller.jobs")
-
-RESET_REGISTERS = (p4names.SEEN, p4names.COUNT)  # what must be clear before a job uses a slot
 
 
 def slot_pool_size(index):
@@ -28,7 +36,12 @@ def slot_pool_size(index):
 
 
 class JobProgrammer:
-    """Installs and removes one switch's job state through a SwitchConnection."""
+    """Writes jobs' entries (controller/job_entries.py) to one switch through a SwitchConnection.
+
+    Jobs are controller.jobs.Job objects: `job.spec` is what the switch knows of the job,
+    `job.members` its admitted workers by rank, `job.descriptor()` what the job-table entry
+    carries as metadata so a restarted controller can resume the job from the switch alone.
+    """
 
     def __init__(self, conn, registers=None):
         self.conn = conn
@@ -39,88 +52,70 @@ class JobProgrammer:
         return self.conn.index
 
     # -- entries -------------------------------------------------------------------------------
-    def _job_entry(self, job, with_action=True):
-        if not with_action:
-            return table_entry(self.index, p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id})
-        entry = table_entry(self.index, p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id}, p4names.SET_JOB, {
-            "slot_base": job.slots.base, "slot_count": job.slots.count, "num_workers": job.workers,
-            "mcast_grp": job.multicast_group,
-            "mode": int(constants.Mode.SPARSE if job.mode == "sparse" else constants.Mode.DENSE)})
-        entry.metadata = json.dumps(job.descriptor(), sort_keys=True).encode()
-        return entry
+    def _entity(self, entry: Entry):
+        """The P4Runtime TableEntry of a builder Entry."""
+        if entry.action is None:
+            return table_entry(self.index, entry.table, entry.match)
+        return table_entry(self.index, entry.table, entry.match, entry.action, entry.params)
 
-    def _worker_entry(self, job, m, with_action=True):
-        ip_k, port_k, job_k = p4names.WORKERS_KEY
-        match = {ip_k: m.ip, port_k: m.udp_port, job_k: job.job_id}
-        if not with_action:
-            return table_entry(self.index, p4names.WORKERS, match)
-        # bound to the port its packets arrive on here (docs/protocol.md section 3): from any
-        # other port the same addresses are dropped as SPOOFED_PORT
-        return table_entry(self.index, p4names.WORKERS, match, p4names.SET_RANK,
-                           {"rank": m.rank, "port": m.port})
+    def _job_entity(self, job):
+        entity = self._entity(job_entry(job.spec))
+        entity.metadata = json.dumps(job.descriptor(), sort_keys=True).encode()
+        return entity
 
-    def _addr_entry(self, job, m, with_action=True):
-        job_k, rid_k = p4names.WORKER_ADDRS_KEY
-        match = {job_k: job.job_id, rid_k: m.rank}
-        if not with_action:
-            return table_entry(self.index, p4names.WORKER_ADDRS, match)
-        return table_entry(self.index, p4names.WORKER_ADDRS, match, p4names.SET_WORKER_ADDR,
-                           {"mac": m.mac, "ip": m.ip, "udp_port": m.udp_port})
+    def _member_entities(self, job, member, keys_only=False):
+        return [self._entity(e.key() if keys_only else e) for e in member_entries(job.job_id, member)]
 
     def _group(self, job, members):
-        return multicast_group(job.multicast_group, [(m.port, m.rank) for m in members])
+        return multicast_group(job.spec.multicast_group, group_replicas(members))
 
     # -- operations ----------------------------------------------------------------------------
     def install_job(self, job):
-        self.reset_slots(job.slots)
-        self.conn.write([update(Update.INSERT, self._job_entry(job))])
+        self.reset_slots(job.spec)
+        self.conn.write([update(Update.INSERT, self._job_entity(job))])
 
     def add_member(self, job, member):
         """Worker entries, then the multicast group with every current member (job.members)."""
-        self.conn.write([update(Update.INSERT, self._worker_entry(job, member)),
-                         update(Update.INSERT, self._addr_entry(job, member))])
+        self.conn.write([update(Update.INSERT, e) for e in self._member_entities(job, member)])
         others = [m for m in job.members.values() if m.rank != member.rank]
         try:
             kind = Update.MODIFY if others else Update.INSERT
-            self.conn.write([update(kind, self._group(job, sorted(job.members.values(), key=lambda m: m.rank)))])
+            self.conn.write([update(kind, self._group(job, job.members.values()))])
         except SwitchError:
-            self._delete_quietly([self._worker_entry(job, member, False), self._addr_entry(job, member, False)])
+            self._delete_quietly(self._member_entities(job, member, keys_only=True))
             raise
 
     def remove_member(self, job, member):
         """Delete the worker's entries; shrink (or delete) the multicast group. `member` is no
         longer in job.members."""
-        rest = sorted(job.members.values(), key=lambda m: m.rank)
-        if rest:
-            self.conn.write([update(Update.MODIFY, self._group(job, rest))])
+        if job.members:
+            self.conn.write([update(Update.MODIFY, self._group(job, job.members.values()))])
         else:
             self._delete_quietly([self._group(job, [])])
-        self._delete_quietly([self._worker_entry(job, member, False), self._addr_entry(job, member, False)])
+        self._delete_quietly(self._member_entities(job, member, keys_only=True))
 
     def remove_job(self, job):
         """Delete everything of the job (continuing past entries already gone), reset its slots."""
         ents = []
         for m in job.members.values():
-            ents += [self._worker_entry(job, m, False), self._addr_entry(job, m, False)]
+            ents += self._member_entities(job, m, keys_only=True)
         if job.members:
             ents.append(self._group(job, []))
-        ents.append(self._job_entry(job, False))
+        ents.append(self._entity(job_entry(job.spec).key()))
         self._delete_quietly(ents)
         try:
-            self.reset_slots(job.slots)
+            self.reset_slots(job.spec)
         except SwitchError as e:
             log.warning("job %s: could not reset slot registers: %s", job.name, e.message)
 
     def reinstall_job(self, job):
         """Write the whole job again (after the switch lost its state): entries and group."""
-        self.reset_slots(job.slots)
-        updates = [update(Update.INSERT, self._job_entry(job))]
+        self.reset_slots(job.spec)
+        updates = [update(Update.INSERT, self._job_entity(job))]
         for m in job.members.values():
-            updates += [update(Update.INSERT, self._worker_entry(job, m)),
-                        update(Update.INSERT, self._addr_entry(job, m))]
+            updates += [update(Update.INSERT, e) for e in self._member_entities(job, m)]
         if job.members:
-            updates.append(update(Update.INSERT, self._group(job, sorted(job.members.values(),
-                                                                         key=lambda m: m.rank))))
+            updates.append(update(Update.INSERT, self._group(job, job.members.values())))
         self.conn.write(updates)
 
     def _delete_quietly(self, entities):
@@ -132,12 +127,11 @@ class JobProgrammer:
                 if "NOT_FOUND" not in e.message:
                     log.warning("delete failed: %s", e.message)
 
-    def reset_slots(self, slots):
-        """Clear seen and count of both shadow copies of `slots` (where the target allows)."""
+    def reset_slots(self, job: JobSpec):
+        """Clear seen and count of both shadow copies of the job's slots (where the target allows)."""
         if self.registers is None:
             return
-        start = p4names.register_index(slots.base, 0, 0)
-        stop = p4names.register_index(slots.base, slots.count, 0)
+        start, stop = slot_registers(job)
         for name in RESET_REGISTERS:
             if self.index.has("register", name):
                 self.registers.fill(name, start, stop, 0)
@@ -192,7 +186,6 @@ class JobProgrammer:
             if rec is None:
                 continue
             addr = addrs.get((job_id, rank), {})
-            from p4reduce.controller.codec import format_ipv4, format_mac
             rec["members"].append({
                 "rank": rank, "ip": format_ipv4(d["match"][ip_k]), "udp_port": d["match"][port_k],
                 "mac": format_mac(addr["mac"]) if "mac" in addr else None,

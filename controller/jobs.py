@@ -12,6 +12,8 @@ import time
 from p4reduce.controller import defaults
 from p4reduce.controller.codec import parse_ipv4, parse_mac
 from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, NotFound
+from p4reduce.controller.job_entries import JobSpec
+from p4reduce.protocol.constants import Mode
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MODES = ("dense", "sparse")
@@ -41,8 +43,10 @@ class Job:
         self.state = "waiting"
 
     @property
-    def multicast_group(self):
-        return defaults.JOB_MULTICAST_BASE + self.job_id
+    def spec(self) -> JobSpec:
+        """What the switch knows of this job (controller/job_entries.py builds its entries)."""
+        return JobSpec(self.job_id, self.workers, self.slots.base, self.slots.count,
+                       Mode.SPARSE if self.mode == "sparse" else Mode.DENSE)
 
     def update_state(self):
         if self.state != "ended":
@@ -52,7 +56,7 @@ class Job:
         return {
             "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
             "workers": self.workers, "joined": len(self.members), "lanes": defaults.lanes(),
-            "slots": self.slots.to_json(), "multicast_group": self.multicast_group,
+            "slots": self.slots.to_json(), "multicast_group": self.spec.multicast_group,
             "lease_s": self.lease_s, "switch": switch_info,
             "members": [m.to_json(now) for _, m in sorted(self.members.items())],
             "created_at": self.created_at,

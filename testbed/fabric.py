@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from p4reduce.controller.engine_writer import EngineJobWriter
+from p4reduce.controller.job_entries import JobSpec, MemberSpec
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
@@ -16,6 +18,7 @@ from testbed.switch_model import SwitchModel
 
 @dataclasses.dataclass
 class WorkerEnd:
+    """A worker as the fabric's frames see it: `port` is its UDP port, `switch_port` the switch's."""
     job_id: int
     rank: int
     ip: str
@@ -33,39 +36,31 @@ class Fabric:
         self.model = SwitchModel(layout, slots, max_workers)
         self.layout = layout
         self.check_model = check_model
+        self.writer = EngineJobWriter(switch)
+        self.jobs: dict[int, JobSpec] = {}
         self.ends: dict[tuple[int, int], WorkerEnd] = {}
         self.by_addr: dict[tuple[str, int], WorkerEnd] = {}
         self.mismatches: list[str] = []
 
     # ---- control plane, as the controller does it -------------------------------------------
     def add_job(self, job_id: int, num_workers: int, slot_base: int, slot_count: int,
-                mode: Mode = Mode.DENSE, mcast_grp: int | None = None, ports: list[int] | None = None):
-        mcast_grp = job_id if mcast_grp is None else mcast_grp
+                mode: Mode = Mode.DENSE, ports: list[int] | None = None) -> None:
+        """A job and its workers (rank r on switch port ports[r], default r+1), in each job its own
+        addresses (10.<job>.x.y), written as the controller writes them (controller.job_entries)."""
         ports = ports or [r + 1 for r in range(num_workers)]
-        for i in range(2 * slot_base, 2 * (slot_base + slot_count)):
-            self.sw.register_write(N.SEEN, i, 0)
-            self.sw.register_write(N.COUNT, i, 0)
-        self.sw.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
-                          {"slot_base": slot_base, "slot_count": slot_count, "num_workers": num_workers,
-                           "mcast_grp": mcast_grp, "mode": int(mode)})
-        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, mcast_grp)
-        replicas = []
+        job = JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode))
+        self.jobs[job_id] = job
+        self.writer.install_job(job)
+        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, job.multicast_group)
         for r in range(num_workers):
-            end = WorkerEnd(job_id, r, f"10.{job_id % 256}.{r // 200}.{r % 200 + 1}", 40000 + r,
-                            f"02:00:{job_id >> 8:02x}:{job_id & 255:02x}:00:{r + 1:02x}", ports[r])
-            self.add_worker(end)
-            replicas.append((end.switch_port, r))
-        self.sw.mc_group_set(mcast_grp, replicas)
+            self.add_worker(WorkerEnd(job_id, r, f"10.{job_id % 256}.{r // 200}.{r % 200 + 1}", 40000 + r,
+                                      f"02:00:{job_id >> 8:02x}:{job_id & 255:02x}:00:{r + 1:02x}", ports[r]))
 
-    def add_worker(self, end: WorkerEnd, table_rank: int | None = None):
-        rank = end.rank if table_rank is None else table_rank
-        self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": end.ip, "hdr.udp.srcPort": end.port,
-                                      "hdr.p4r.job_id": end.job_id}, N.SET_RANK,
-                          {"rank": rank, "port": end.switch_port})
-        self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": end.job_id, "standard_metadata.egress_rid": rank},
-                          N.SET_WORKER_ADDR, {"mac": end.mac, "ip": end.ip, "udp_port": end.port})
-        self.model.add_worker(end.job_id, rank, end.ip, end.port, end.mac, end.switch_port)
-        self.ends[(end.job_id, rank)] = end
+    def add_worker(self, end: WorkerEnd) -> None:
+        """One worker of a job added before (its entries, and the job's multicast group)."""
+        self.writer.add_member(self.jobs[end.job_id], MemberSpec(end.rank, end.ip, end.port, end.mac, end.switch_port))
+        self.model.add_worker(end.job_id, end.rank, end.ip, end.port, end.mac, end.switch_port)
+        self.ends[(end.job_id, end.rank)] = end
         self.by_addr[(end.ip, end.port)] = end
 
     def guard(self, port: int, ip: str):

@@ -10,9 +10,11 @@ from __future__ import annotations
 import socket
 import threading
 
+from p4reduce.controller.engine_writer import EngineJobWriter
+from p4reduce.controller.job_entries import JobSpec, MemberSpec
 from p4reduce.protocol import constants as C
-from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
+from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 
 
@@ -21,9 +23,9 @@ class P4SimUdpSwitch:
 
     Workers live on 127.0.0.1 with distinct UDP ports; inside the switch each is host rank+1 of
     the address plan (protocol.addressing) on port rank+1. A datagram from a worker becomes the
-    Ethernet/IPv4/UDP frame that host would send to the switch; each frame the program emits is delivered by UDP to the
-    worker owning its destination port. The control plane entries are those of docs/protocol.md
-    section 3, written with the engine's API (what the controller does over P4Runtime).
+    Ethernet/IPv4/UDP frame that host would send to the switch; each frame the program emits is
+    delivered by UDP to the worker owning its destination port. The entries are the controller's
+    (controller.job_entries), written into the engine by EngineJobWriter.
     """
 
     def __init__(self, bmv2_json, drop_every: int = 0):
@@ -33,32 +35,28 @@ class P4SimUdpSwitch:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.1)
         self.addr = self.sock.getsockname()
-        self.by_port = {}          # loopback UDP port -> (rank, fake ip, mac, switch port)
+        self.writer = EngineJobWriter(self.sw)
+        self.jobs: dict[int, JobSpec] = {}
+        self.by_port: dict[int, MemberSpec] = {}   # loopback UDP port -> the worker inside the switch
         self.wrong_port = 0        # frames emitted on a port that does not lead to their destination
         self.drop_every = drop_every
         self.received = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
-    def add_job(self, job_id, n_workers, slot_count, sparse=False, slot_base=0, mcast_grp=1):
-        self.job = (job_id, n_workers, mcast_grp)
-        self.sw.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
-                          {"slot_base": slot_base, "slot_count": slot_count, "num_workers": n_workers,
-                           "mcast_grp": mcast_grp, "mode": int(C.Mode.SPARSE if sparse else C.Mode.DENSE)})
-        self.members = []
+    def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False,
+                slot_base: int = 0) -> None:
+        self.jobs[job_id] = JobSpec(job_id, n_workers, slot_base, slot_count, Mode.SPARSE if sparse else Mode.DENSE)
+        self.writer.install_job(self.jobs[job_id])
 
-    def add_worker(self, job_id, rank, ip, udp_port):
+    def add_worker(self, job_id: int, rank: int, ip: str, udp_port: int) -> None:
+        """Rank `rank` of the job, sending from 127.0.0.1:`udp_port` (`ip` is where it really is)."""
         host = host_address(rank + 1)
-        fake_ip, mac, port = host.ip, host.mac, rank + 1
-        self.by_port[udp_port] = (rank, fake_ip, mac, port)
-        self.sw.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": fake_ip, "hdr.udp.srcPort": udp_port,
-                                      "hdr.p4r.job_id": job_id}, N.SET_RANK, {"rank": rank, "port": port})
-        self.sw.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": rank},
-                          N.SET_WORKER_ADDR, {"mac": mac, "ip": fake_ip, "udp_port": udp_port})
-        self.members.append((port, rank))
-        self.sw.mc_group_set(self.job[2], sorted(self.members))
+        member = MemberSpec(rank, host.ip, udp_port, host.mac, port=rank + 1)
+        self.by_port[udp_port] = member
+        self.writer.add_member(self.jobs[job_id], member)
 
-    def counter(self, name, index):
+    def counter(self, name: str, index: int) -> int:
         return self.sw.counter_read(name, index)[0]
 
     def start(self):
@@ -84,12 +82,11 @@ class P4SimUdpSwitch:
             who = self.by_port.get(sport)
             if who is None:
                 continue
-            _rank, ip, mac, port = who
-            frame = udp_frame(mac, SERVICE_MAC, ip, SERVICE_IP, sport, C.AGG_UDP_PORT, data)
-            for egress, out in self.sw.process(port, frame):
+            frame = udp_frame(who.mac, SERVICE_MAC, who.ip, SERVICE_IP, sport, C.AGG_UDP_PORT, data)
+            for egress, out in self.sw.process(who.port, frame):
                 f = parse_udp_frame(out)
                 dest = self.by_port.get(f.dport)
-                if dest is None or dest[3] != egress or dest[1] != f.dst_ip:
+                if dest is None or dest.port != egress or dest.ip != f.dst_ip:
                     self.wrong_port += 1
                     continue
                 self.sock.sendto(f.payload, ("127.0.0.1", f.dport))

@@ -244,7 +244,7 @@ def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
     job = JobApiClient(first.api_server.address).create("named", 1, slots=4)
     conn = first.connections["s1"]
     prog = first.manager.programmer
-    entry = prog._job_entry(first.manager.jobs["named"])
+    entry = prog._job_entity(first.manager.jobs["named"])
     entry.metadata = b""  # as on a target that does not keep entry metadata
     conn.write([update(Update.MODIFY, entry)])
     assert reader(addr).jobs()[0]["name"] == f"job-{job['job_id']}"

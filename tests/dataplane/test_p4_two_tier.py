@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 
+from p4reduce.controller.engine_writer import EngineJobWriter
+from p4reduce.controller.job_entries import JobSpec, MemberSpec
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
@@ -34,7 +36,7 @@ class TwoTier:
             sw = self.sw[leaf]
             sw.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{SWITCH_IP}/32"}, N.FORWARD, {"port": UPLINK})
         spine = self.sw["spine"]
-        replicas = []
+        members = []
         for r, h in self.hosts.items():
             self.sw[h["leaf"]].table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
                                          {"port": h["port"]})
@@ -43,16 +45,9 @@ class TwoTier:
                                              N.HOST_SOURCE, {"ip": h["ip"]})
             spine.table_add(N.IPV4_ROUTES, {"hdr.ipv4.dstAddr": f"{h['ip']}/32"}, N.FORWARD,
                             {"port": SPINE_PORT[h["leaf"]]})
-            spine.table_add(N.WORKERS, {"hdr.ipv4.srcAddr": h["ip"], "hdr.udp.srcPort": h["udp"],
-                                        "hdr.p4r.job_id": job_id}, N.SET_RANK,
-                            {"rank": r, "port": SPINE_PORT[h["leaf"]]})  # the port it arrives on
-            spine.table_add(N.WORKER_ADDRS, {"hdr.p4r.job_id": job_id, "standard_metadata.egress_rid": r},
-                            N.SET_WORKER_ADDR, {"mac": h["mac"], "ip": h["ip"], "udp_port": h["udp"]})
-            replicas.append((SPINE_PORT[h["leaf"]], r))
-        spine.table_add(N.JOBS, {"hdr.p4r.job_id": job_id}, N.SET_JOB,
-                        {"slot_base": 0, "slot_count": slot_count, "num_workers": n, "mcast_grp": 1,
-                         "mode": int(mode)})
-        spine.mc_group_set(1, replicas)
+            # the spine binds each worker to the port its packets arrive on: its leaf's
+            members.append(MemberSpec(r, h["ip"], h["udp"], h["mac"], port=SPINE_PORT[h["leaf"]]))
+        EngineJobWriter(spine).install(JobSpec(job_id, n, 0, slot_count, mode), members)
         self.by_addr = {(h["ip"], h["udp"]): r for r, h in self.hosts.items()}
         self.job_id = job_id
 

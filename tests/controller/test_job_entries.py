@@ -1,0 +1,84 @@
+"""The one job-to-entries builder and its two writers: the controller's JobProgrammer (P4Runtime)
+and EngineJobWriter (p4sim's in-process engine) leave the same state on a switch."""
+import time
+
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.engine_writer import EngineJobWriter
+from p4reduce.controller.job_entries import (
+    JobSpec,
+    MemberSpec,
+    group_replicas,
+    job_entry,
+    job_multicast_group,
+    member_entries,
+    slot_registers,
+)
+from p4reduce.controller.job_programmer import JobProgrammer
+from p4reduce.controller.jobs import Job, Member
+from p4reduce.controller.registers import open_register_access
+from p4reduce.controller.slots import SlotRange
+from p4reduce.protocol import p4names
+from p4reduce.protocol.constants import Mode
+
+MEMBERS = [MemberSpec(1, "10.0.0.2", 40001, "00:00:00:00:00:02", 5),
+           MemberSpec(0, "10.0.0.1", 40000, "00:00:00:00:00:01", 3)]
+
+
+def test_entries_of_a_job():
+    job = JobSpec(job_id=7, workers=2, slot_base=16, slot_count=4, mode=Mode.SPARSE)
+    entry = job_entry(job)
+    assert (entry.table, entry.match, entry.action) == (p4names.JOBS, {p4names.JOBS_KEY[0]: 7}, p4names.SET_JOB)
+    assert entry.params == {"slot_base": 16, "slot_count": 4, "num_workers": 2, "mcast_grp": 0x107, "mode": 1}
+    assert entry.key().action is None and entry.key().match == entry.match
+    worker, addr = member_entries(7, MEMBERS[0])
+    assert worker.match == dict(zip(p4names.WORKERS_KEY, ("10.0.0.2", 40001, 7)))
+    assert (worker.action, worker.params) == (p4names.SET_RANK, {"rank": 1, "port": 5})
+    assert addr.match == dict(zip(p4names.WORKER_ADDRS_KEY, (7, 1)))
+    assert addr.params == {"mac": "00:00:00:00:00:02", "ip": "10.0.0.2", "udp_port": 40001}
+    assert group_replicas(MEMBERS) == [(3, 0), (5, 1)]                 # by rank
+    assert job.multicast_group == job_multicast_group(7) == 0x100 + 7
+    assert slot_registers(job) == (32, 40)                             # both copies of slots 16..19
+
+
+def _engine_state(engine):
+    tables = {t: sorted((tuple(sorted(e.match.items())), e.action, tuple(sorted(e.params.items())))
+                        for e in engine.table_entries(t))
+              for t in (p4names.JOBS, p4names.WORKERS, p4names.WORKER_ADDRS)}
+    return tables, engine.mc_groups()
+
+
+def test_p4runtime_and_engine_writers_leave_the_same_switch_state(p4rt_server, p4reduce_build):
+    """The controller's writer over gRPC into a p4sim server, the engine writer into a fresh
+    engine: same entries, same multicast group (0x100 + job), stale slot registers cleared."""
+    from p4reduce.p4sim.engine import Switch
+    server, addr = p4rt_server
+    p4info, bmv2 = p4reduce_build
+    conn = SwitchConnection(addr, election_id=1).connect(timeout=5)
+    conn.push_pipeline(str(p4info), str(bmv2))
+    spec = JobSpec(job_id=3, workers=2, slot_base=8, slot_count=4, mode=Mode.DENSE)
+    stale = {p4names.SEEN: {16: 0b11, 23: 1}, p4names.COUNT: {17: 1}}
+
+    by_grpc = server.device.engine
+    for name, cells in stale.items():
+        for i, v in cells.items():
+            by_grpc.register_write(name, i, v)
+    now = time.monotonic()
+    job = Job("same", spec.job_id, spec.workers, "dense", SlotRange(spec.slot_base, spec.slot_count), 10.0, now, 0.0)
+    programmer = JobProgrammer(conn, open_register_access(conn))
+    programmer.install_job(job)
+    for m in MEMBERS:
+        job.members[m.rank] = Member(m.rank, m.ip, m.udp_port, m.mac, m.port, now)
+        programmer.add_member(job, job.members[m.rank])
+    conn.close()
+
+    in_process = Switch(str(bmv2))
+    for name, cells in stale.items():
+        for i, v in cells.items():
+            in_process.register_write(name, i, v)
+    EngineJobWriter(in_process).install(spec, MEMBERS)
+
+    assert _engine_state(by_grpc) == _engine_state(in_process)
+    assert _engine_state(in_process)[1] == {0x103: [(3, 0), (5, 1)]}
+    for engine in (by_grpc, in_process):
+        for name in stale:
+            assert [engine.register_read(name, i) for i in range(16, 24)] == [0] * 8

@@ -23,7 +23,7 @@ from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 
 ETH_P_ALL = 0x0003
 RESULT = int(C.MsgType.RESULT)
-_P4R_AT = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES  # p4reduce header offset
+_P4R_AT = C.FRAME_HEADER_BYTES  # where the p4reduce header starts in a frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +69,8 @@ def _result_slot_ver(frame: bytes):
     """(slot, ver) of a RESULT frame, None for anything else (own sends, other traffic)."""
     if len(frame) < _P4R_AT + C.HEADER_BYTES or frame[_P4R_AT] != RESULT:
         return None
-    word = int.from_bytes(frame[_P4R_AT + 6:_P4R_AT + 8], "big")
-    return word & 0x7FFF, word >> 15
+    _mt, _flags, _job, _rank, _count, ver, slot, *_ = wire.unpack_header(frame, _P4R_AT)
+    return slot, ver
 
 
 def run(endpoints: list[Endpoint], svc: Service, job_id: int, window: int, duration_s: float,

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from p4reduce.protocol import wire
-from p4reduce.protocol.constants import LANES
+from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, Flags, MsgType
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
@@ -89,10 +89,10 @@ class EchoSwitch:
                 data, peer = self.sock.recvfrom(2048)
             except TimeoutError:
                 continue
-            out = bytearray(data)
-            out[0], out[5] = 2, 1                                   # RESULT, count = 1 worker
-            out[1] = (out[1] & ~2) | (1 if data[12:16] == b"\xff\xff\xff\xff" else 0)  # EOT iff no next
-            self.sock.sendto(out, peer)
+            _mt, flags, job, rank, _count, ver, slot, off, nxt, exp, res, bitmap = wire.unpack_header(data)
+            flags = (flags & ~Flags.RETX) | (Flags.EOT if nxt == NEXT_NONE else 0)   # EOT iff no next
+            out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap)
+            self.sock.sendto(out + data[HEADER_BYTES:], peer)
 
     def close(self):
         self._stop.set()

@@ -15,6 +15,7 @@ SUBBLOCK_BYTES = SUBBLOCK * LANE_BYTES
 UDP_HEADER_BYTES = 8
 IPV4_HEADER_BYTES = 20
 ETH_HEADER_BYTES = 14
+FRAME_HEADER_BYTES = ETH_HEADER_BYTES + IPV4_HEADER_BYTES + UDP_HEADER_BYTES  # around a UDP payload
 
 NEXT_NONE = 0xFFFFFFFF          # next_offset: no further block on this stream
 EXP_BIAS = 128                  # exponent code e means 2**(e - EXP_BIAS)

@@ -1,5 +1,5 @@
-"""Ethernet/IPv4/UDP framing around p4reduce payloads, for tests and fake switches (real workers
-use UDP sockets and never build frames)."""
+"""Ethernet/IPv4/UDP framing around p4reduce payloads, for traffic generators, tests and
+stand-ins (real workers use UDP sockets and never build frames): build one, parse one."""
 from __future__ import annotations
 
 import dataclasses
@@ -62,9 +62,12 @@ def udp_frame(src_mac: Addr, dst_mac: Addr, src_ip: Addr, dst_ip: Addr, sport: i
     return eth + ip + udp + payload
 
 
+_ETH, _IP = C.ETH_HEADER_BYTES, C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES   # where IPv4 and UDP start
+
+
 @dataclasses.dataclass
 class UdpFrame:
-    """A parsed Ethernet/IPv4/UDP frame."""
+    """A parsed Ethernet/IPv4/UDP frame, with what a non-strict parse found wrong."""
     src_mac: str
     dst_mac: str
     src_ip: str
@@ -72,29 +75,45 @@ class UdpFrame:
     sport: int
     dport: int
     ttl: int
-    payload: bytes
+    payload: bytes              # cut at the UDP length
+    ip_total: int = 0           # IPv4 total length field
+    udp_len: int = 0            # UDP length field
+    checksum_ok: bool = True    # the IPv4 header checksum verifies
+
+    def lengths_ok(self, frame_len: int) -> bool:
+        """IPv4 total length = 20 + UDP length, and the frame is exactly that long."""
+        return self.ip_total == C.IPV4_HEADER_BYTES + self.udp_len and frame_len == _ETH + self.ip_total
+
+
+def ipv4_source(frame: bytes) -> int | None:
+    """The IPv4 source address of an Ethernet/IPv4 frame as an int; None for any other frame."""
+    if len(frame) < _IP or struct.unpack_from("!H", frame, 12)[0] != ETHERTYPE_IPV4:
+        return None
+    return int.from_bytes(frame[_ETH + 12:_ETH + 16], "big")
 
 
 def parse_udp_frame(frame: bytes, strict: bool = True) -> UdpFrame:
     """Parse and (strict) check lengths and IPv4 checksum; the payload is cut at the UDP length."""
-    if len(frame) < 42:
+    if len(frame) < C.FRAME_HEADER_BYTES:
         raise FrameError(f"frame of {len(frame)} bytes is too short for Ethernet/IPv4/UDP")
-    etype = struct.unpack("!H", frame[12:14])[0]
+    etype = struct.unpack_from("!H", frame, 12)[0]
     if etype != ETHERTYPE_IPV4:
         raise FrameError(f"ethertype 0x{etype:04x} is not IPv4")
-    ip = frame[14:34]
+    ip = frame[_ETH:_IP]
     vihl, _, total, _, _, ttl, proto, _, src, dst = struct.unpack("!BBHHHBBH4s4s", ip)
     if vihl != 0x45:
         raise FrameError(f"IPv4 version/IHL byte 0x{vihl:02x}: want 0x45")
     if proto != IPPROTO_UDP:
         raise FrameError(f"IP protocol {proto} is not UDP")
-    sport, dport, ulen, _ = struct.unpack("!HHHH", frame[34:42])
+    sport, dport, ulen, _ = struct.unpack_from("!HHHH", frame, _IP)
+    checksum_ok = ipv4_checksum(ip) == 0
     if strict:
-        if ipv4_checksum(ip) != 0:
+        if not checksum_ok:
             raise FrameError("IPv4 header checksum is wrong")
         if total != C.IPV4_HEADER_BYTES + ulen:
             raise FrameError(f"IPv4 total length {total} != 20 + UDP length {ulen}")
-        if 14 + total > len(frame):
+        if _ETH + total > len(frame):
             raise FrameError(f"IPv4 total length {total} exceeds the frame ({len(frame)} bytes)")
     return UdpFrame(mac_str(frame[6:12]), mac_str(frame[0:6]), ip_str(int.from_bytes(src, "big")),
-                    ip_str(int.from_bytes(dst, "big")), sport, dport, ttl, frame[42:34 + ulen])
+                    ip_str(int.from_bytes(dst, "big")), sport, dport, ttl, frame[C.FRAME_HEADER_BYTES:_IP + ulen],
+                    total, ulen, checksum_ok)

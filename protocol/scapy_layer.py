@@ -27,6 +27,7 @@ from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
 from . import constants as C
+from .wire import Layout
 
 _subblock = C.SUBBLOCK
 
@@ -71,7 +72,7 @@ class P4Reduce(Packet):
     def lanes(self, num_subblocks: int = C.NUM_SUBBLOCKS) -> np.ndarray:
         """The full block as int32, zeros for absent sub-blocks."""
         out = np.zeros((num_subblocks, _subblock), np.int32)
-        present = [k for k in range(num_subblocks) if self.bitmap >> k & 1]
+        present = Layout(num_subblocks * _subblock, _subblock).present(self.bitmap)
         for k, sb in zip(present, self.subblocks):
             out[k] = sb.lanes
         return out.reshape(-1)

@@ -1,11 +1,19 @@
-"""numpy codecs for p4reduce payloads (the UDP payload: 20-byte header + present sub-blocks).
+"""The codec of p4reduce payloads (the UDP payload: 20-byte header + present sub-blocks).
 
-Layout in docs/protocol.md section 2. `Layout` carries the compile-time sizes so programs
-compiled with other LANES/SUBBLOCK values can be spoken to as well.
+Layout in docs/protocol.md section 2; `Layout` carries the compile-time sizes so programs compiled
+with other LANES/SUBBLOCK values can be spoken to as well. Three levels, one definition:
+
+* `Header`, `encode`, `decode`: checked, for everything that is not a hot loop;
+* the fast path for per-packet loops (worker streaming, traffic generators, stand-ins):
+  `pack_header` / `unpack_header` (the header as a struct, slot and version split out of their
+  16-bit word by `slot_ver` / `split_slot_ver`), `with_flags`, `Layout.present`,
+  `encode_subblocks` / `read_subblocks`; no range checks;
+* `encode_batch` / `decode_batch`: vectorized over many packets (HEADER_DTYPE arrays).
 """
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
@@ -20,6 +28,47 @@ HEADER_DTYPE = np.dtype([
 ])
 assert HEADER_DTYPE.itemsize == C.HEADER_BYTES
 LANE_DTYPE = np.dtype(">i4")
+
+# The same header as a struct (field for field HEADER_DTYPE), for the fast path.
+HEADER_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[HEADER_DTYPE[n].itemsize]
+                                            for n in HEADER_DTYPE.names))
+assert HEADER_STRUCT.size == C.HEADER_BYTES
+FLAGS_OFFSET = HEADER_DTYPE.fields["flags"][1]      # byte offset of the flags in a payload
+SLOT_BITS = 15                                      # slot_ver: ver in the top bit, slot below
+SLOT_MASK = (1 << SLOT_BITS) - 1
+assert SLOT_MASK == C.SLOT_MAX
+
+
+def slot_ver(slot: int, ver: int) -> int:
+    """The header's 16-bit slot_ver word of a slot and its shadow-copy version."""
+    return ver << SLOT_BITS | slot
+
+
+def split_slot_ver(word: int) -> tuple[int, int]:
+    """(slot, ver) of a slot_ver word."""
+    return word & SLOT_MASK, word >> SLOT_BITS
+
+
+def pack_header(msg_type: int, flags: int, job_id: int, rank: int, count: int, ver: int, slot: int,
+                offset: int, next_offset: int, exponent: int, reserved: int, bitmap: int) -> bytes:
+    """The 20 header bytes, fields in Header's order (fast path: a field out of range raises
+    struct.error, nothing else is checked)."""
+    return HEADER_STRUCT.pack(msg_type, flags, job_id, rank, count, ver << SLOT_BITS | slot, offset,
+                              next_offset, exponent, reserved, bitmap)
+
+
+def unpack_header(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, ...]:
+    """The header at `offset` of `buf` as a tuple in Header's field order (msg_type, flags, job_id,
+    rank, count, ver, slot, offset, next_offset, exponent, reserved, bitmap): Header(*t) makes
+    one. The caller checks that `buf` holds HEADER_BYTES from `offset`."""
+    mt, fl, job, rank, count, sv, off, nxt, exp, res, bm = HEADER_STRUCT.unpack_from(buf, offset)
+    return mt, fl, job, rank, count, sv >> SLOT_BITS, sv & SLOT_MASK, off, nxt, exp, res, bm
+
+
+def with_flags(payload: bytes, flags: int) -> bytes:
+    """`payload` with `flags` set in its header (e.g. Flags.RETX on a retransmission)."""
+    i = FLAGS_OFFSET
+    return payload[:i] + bytes([payload[i] | int(flags)]) + payload[i + 1:]
 
 
 class WireError(ValueError):
@@ -49,6 +98,10 @@ class Layout:
     def payload_bytes(self, bitmap: int) -> int:
         """UDP payload size of a packet with this bitmap."""
         return C.HEADER_BYTES + bin(bitmap).count("1") * self.subblock * C.LANE_BYTES
+
+    def present(self, bitmap: int) -> list[int]:
+        """Indices of the sub-blocks `bitmap` names, in wire order."""
+        return [k for k in range(self.num_subblocks) if bitmap >> k & 1]
 
 
 DEFAULT_LAYOUT = Layout()
@@ -82,22 +135,13 @@ class Header:
 
     def pack(self) -> bytes:
         self.validate()
-        rec = np.zeros((), HEADER_DTYPE)
-        for name in HEADER_DTYPE.names:
-            if name == "slot_ver":
-                rec[name] = (int(self.ver) << 15) | int(self.slot)
-            else:
-                rec[name] = int(getattr(self, name))
-        return rec.tobytes()
+        return pack_header(*(int(v) for v in dataclasses.astuple(self)))
 
     @classmethod
     def unpack(cls, data: bytes) -> Header:
         if len(data) < C.HEADER_BYTES:
             raise WireError(f"payload of {len(data)} bytes is shorter than the {C.HEADER_BYTES}-byte header")
-        rec = np.frombuffer(data, HEADER_DTYPE, count=1)[0]
-        fields = {name: int(rec[name]) for name in HEADER_DTYPE.names if name != "slot_ver"}
-        slot_ver = int(rec["slot_ver"])
-        return cls(ver=slot_ver >> 15, slot=slot_ver & 0x7FFF, **fields)
+        return cls(*unpack_header(data))
 
 
 def bitmap_of(lanes: np.ndarray, layout: Layout = DEFAULT_LAYOUT) -> np.ndarray:
@@ -110,8 +154,23 @@ def bitmap_of(lanes: np.ndarray, layout: Layout = DEFAULT_LAYOUT) -> np.ndarray:
     return (nz.astype(np.uint32) @ weights).astype(np.uint16)
 
 
-def _present(bitmap: int, layout: Layout) -> list[int]:
-    return [k for k in range(layout.num_subblocks) if bitmap >> k & 1]
+def encode_subblocks(lanes: np.ndarray, bitmap: int, layout: Layout = DEFAULT_LAYOUT) -> bytes:
+    """The payload body: the sub-blocks of the full block `lanes` that `bitmap` names, big-endian
+    int32 (fast path: the shape and the int32 range are the caller's business)."""
+    present = layout.present(bitmap)
+    if not present:
+        return b""
+    block = np.asarray(lanes).astype(LANE_DTYPE).reshape(layout.num_subblocks, layout.subblock)
+    return block[present].tobytes()
+
+
+def read_subblocks(payload: bytes | bytearray, present: list[int], out: np.ndarray,
+                   layout: Layout = DEFAULT_LAYOUT) -> None:
+    """Store the sub-blocks a payload carries into rows `present` of `out` (num_subblocks,
+    subblock); the other rows are left alone (fast path: the length is the caller's business)."""
+    if present:
+        data = np.frombuffer(payload, LANE_DTYPE, count=len(present) * layout.subblock, offset=C.HEADER_BYTES)
+        out[present] = data.reshape(len(present), layout.subblock)
 
 
 def encode(header: Header, lanes: np.ndarray | None = None, layout: Layout = DEFAULT_LAYOUT) -> bytes:
@@ -121,17 +180,15 @@ def encode(header: Header, lanes: np.ndarray | None = None, layout: Layout = DEF
     """
     if header.bitmap & ~layout.full_bitmap:
         raise WireError(f"bitmap 0x{header.bitmap:x} names sub-blocks beyond {layout.num_subblocks}")
-    present = _present(header.bitmap, layout)
-    if present and lanes is None:
+    if header.bitmap and lanes is None:
         raise WireError("bitmap names sub-blocks but no lanes were given")
     body = b""
-    if present:
+    if header.bitmap:
         block = np.asarray(lanes)
         if block.shape != (layout.lanes,):
             raise WireError(f"lanes must have shape ({layout.lanes},), got {block.shape}")
         _check_int32(block)
-        sub = block.reshape(layout.num_subblocks, layout.subblock)[present]
-        body = sub.astype(LANE_DTYPE).tobytes()
+        body = encode_subblocks(block, header.bitmap, layout)
     return header.pack() + body
 
 
@@ -144,10 +201,7 @@ def decode(payload: bytes, layout: Layout = DEFAULT_LAYOUT) -> tuple[Header, np.
     if len(payload) != want:
         raise WireError(f"payload is {len(payload)} bytes, bitmap 0x{header.bitmap:x} needs {want}")
     block = np.zeros((layout.num_subblocks, layout.subblock), np.int32)
-    present = _present(header.bitmap, layout)
-    if present:
-        lanes = np.frombuffer(payload, LANE_DTYPE, offset=C.HEADER_BYTES)
-        block[present] = lanes.reshape(len(present), layout.subblock)
+    read_subblocks(payload, layout.present(header.bitmap), block, layout)
     return header, block.reshape(layout.lanes)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from p4reduce.protocol.wire import unpack_header
 from testbed.reference_worker import JobRun
 
 # switch(job_id, rank, payload) -> [(job_id, rank, result payload), ...]
@@ -24,7 +25,7 @@ class StalledError(RuntimeError):
 
 
 def _slot(payload: bytes) -> int:
-    return int.from_bytes(payload[6:8], "big") & 0x7FFF
+    return unpack_header(payload)[6]
 
 
 class LossyNetwork:

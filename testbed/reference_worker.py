@@ -13,7 +13,7 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import Flags, Mode, MsgType
-from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, bitmap_of, decode, encode
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, bitmap_of, decode, encode, with_flags
 
 
 def default_exponent(rank: int, offset: int) -> int:
@@ -115,9 +115,7 @@ class JobRun:
         out = []
         for r in range(self.n):
             for payload in self.outstanding[r].values():
-                flagged = bytearray(payload)
-                flagged[1] |= Flags.RETX
-                out.append((r, bytes(flagged)))
+                out.append((r, with_flags(payload, Flags.RETX)))
         return out
 
     def done(self) -> bool:

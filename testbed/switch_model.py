@@ -22,8 +22,8 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
-from p4reduce.protocol.frames import ip_int, ip_str, ipv4_checksum, mac_bytes
-from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout
+from p4reduce.protocol.frames import FrameError, ip_int, ip_str, ipv4_checksum, ipv4_source, mac_bytes, parse_udp_frame
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, encode_subblocks, read_subblocks
 
 
 @dataclasses.dataclass
@@ -134,25 +134,23 @@ class SwitchModel:
 
     def process(self, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """An aggregation frame -> the frames the P4 program emits, as (egress_port, bytes)."""
-        eth, ip, udp = frame[:14], frame[14:34], frame[34:42]
-        is_ipv4 = len(frame) >= 34 and struct.unpack("!H", eth[12:14])[0] == 0x0800
-        if is_ipv4 and self._spoofed_source(ingress_port, int.from_bytes(ip[12:16], "big")):
+        source = ipv4_source(frame)
+        if source is not None and self._spoofed_source(ingress_port, source):
             self._drop(DropReason.SPOOFED_SOURCE)
             return []
-        if len(frame) < 42 or struct.unpack("!H", eth[12:14])[0] != 0x0800 or ip[0] != 0x45 \
-                or ip[9] != 17 or struct.unpack("!H", udp[2:4])[0] != C.AGG_UDP_PORT:
+        try:
+            udp = parse_udp_frame(frame, strict=False)
+        except FrameError:
+            udp = None
+        if udp is None or udp.dport != C.AGG_UDP_PORT:
             raise ValueError("SwitchModel.process models aggregation frames only (IPv4 IHL 5, UDP to AGG_UDP_PORT)")
-        total = struct.unpack("!H", ip[2:4])[0]
-        ulen = struct.unpack("!H", udp[4:6])[0]
-        payload = frame[42:]
-        lengths_ok = total == C.IPV4_HEADER_BYTES + ulen and len(frame) == 14 + total
-        checksum_ok = ipv4_checksum(ip) == 0
+        payload = frame[C.FRAME_HEADER_BYTES:]   # all of it: bytes past the UDP length count as wrong lengths
+        lengths_ok = udp.lengths_ok(len(frame))
         if len(payload) >= C.HEADER_BYTES:
             bitmap = Header.unpack(payload).bitmap & self.layout.full_bitmap
-            lengths_ok = lengths_ok and ulen == C.UDP_HEADER_BYTES + self.layout.payload_bytes(bitmap)
-        src_ip = int.from_bytes(ip[12:16], "big")
-        src_port = struct.unpack("!H", udp[0:2])[0]
-        outcome = self._aggregate(src_ip, src_port, payload, lengths_ok, checksum_ok, ingress_port)
+            lengths_ok = lengths_ok and udp.udp_len == C.UDP_HEADER_BYTES + self.layout.payload_bytes(bitmap)
+        outcome = self._aggregate(ip_int(udp.src_ip), udp.sport, payload, lengths_ok, udp.checksum_ok, ingress_port)
+        eth, ip = frame[:C.ETH_HEADER_BYTES], frame[C.ETH_HEADER_BYTES:C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES]
         frames = []
         for d in outcome.deliveries:
             if d.unicast:
@@ -256,9 +254,7 @@ class SwitchModel:
         out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
                      count=job.num_workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
                      next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union)
-        body = self.lanes[i].reshape(lay.num_subblocks, lay.subblock)
-        present = [k for k in range(lay.num_subblocks) if union >> k & 1]
-        return out.pack() + body[present].astype(">i4").tobytes()
+        return out.pack() + encode_subblocks(self.lanes[i], union, lay)
 
     def _drop(self, reason: DropReason) -> Outcome:
         self.drop_counts[reason] += 1
@@ -279,10 +275,7 @@ class SwitchModel:
 def _decode_lanes(payload: bytes, bitmap: int, lay: Layout) -> np.ndarray:
     """The full block (int64, zeros for absent sub-blocks) of a payload already length-checked."""
     block = np.zeros((lay.num_subblocks, lay.subblock), np.int64)
-    present = [k for k in range(lay.num_subblocks) if bitmap >> k & 1]
-    if present:
-        data = np.frombuffer(payload, ">i4", offset=C.HEADER_BYTES, count=len(present) * lay.subblock)
-        block[present] = data.reshape(len(present), lay.subblock)
+    read_subblocks(payload, lay.present(bitmap), block, lay)
     return block.reshape(-1)
 
 

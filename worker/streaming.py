@@ -21,23 +21,26 @@ from __future__ import annotations
 
 import select
 import socket
-import struct
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from p4reduce.protocol import constants as C
-from p4reduce.protocol.wire import HEADER_DTYPE, Layout, bitmap_of
+from p4reduce.protocol.wire import (
+    Layout,
+    bitmap_of,
+    encode_subblocks,
+    pack_header,
+    read_subblocks,
+    unpack_header,
+    with_flags,
+)
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
 
-# The header as a struct, derived from protocol.wire's definition (docs/protocol.md 2.1)
-_HDR = struct.Struct("!" + "".join("BHI"[HEADER_DTYPE[name].itemsize // 2] for name in HEADER_DTYPE.names))
-assert _HDR.size == C.HEADER_BYTES and HEADER_DTYPE.names[5] == "slot_ver"
-ETH_IP_UDP_BYTES = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES  # around a payload
 NONE = C.NEXT_NONE
 
 
@@ -209,10 +212,9 @@ class UdpReducer(Reducer):
                     bitmap = full
             nxt = nxt_b * L if nxt_b >= 0 else NONE
             flags = C.Flags.EOT if nxt == NONE else 0
-            hdr = _HDR.pack(C.MsgType.CONTRIB, flags, job.job_id, job.rank, 0, (v << 15) | s, offset, nxt,
-                            proposal_code(nxt_b), 0, bitmap)
-            body = lanes.astype(">i4").reshape(self.layout.num_subblocks, -1)[
-                [k for k in range(self.layout.num_subblocks) if bitmap >> k & 1]].tobytes() if bitmap else b""
+            hdr = pack_header(C.MsgType.CONTRIB, flags, job.job_id, job.rank, 0, v, s, offset, nxt,
+                              proposal_code(nxt_b), 0, bitmap)
+            body = encode_subblocks(lanes, bitmap, self.layout)
             block[s], agreed[s], ver[s] = b, (e if e is not None else 0), v
             payload[s] = hdr + body
             rto[s] = est.rto if adaptive else self.retry.timeout
@@ -249,23 +251,19 @@ class UdpReducer(Reducer):
                     if n < C.HEADER_BYTES:
                         self.stats.ignored += 1
                         continue
-                    (mt, _flags, job_id, _rank, _count, sv, offset, nxt, ecode, _r, bitmap) = _HDR.unpack_from(buf)
-                    s, v = sv & 0x7FFF, sv >> 15
+                    (mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap) = unpack_header(buf)
                     if (mt != C.MsgType.RESULT or job_id != job.job_id or s >= S or not payload[s]
                             or v != ver[s] or offset != (s * L if block[s] < 0 else block[s] * L)):
                         self.stats.ignored += 1
                         continue
-                    present = [k for k in range(self.layout.num_subblocks) if bitmap >> k & 1]
+                    present = self.layout.present(bitmap)
                     if n != C.HEADER_BYTES + len(present) * self.layout.subblock * C.LANE_BYTES:
                         self.stats.ignored += 1
                         continue
                     self.stats.results += 1
                     b = block[s]
                     if b >= 0:
-                        row = sums[b].reshape(self.layout.num_subblocks, -1)
-                        if present:
-                            row[present] = np.frombuffer(buf, ">i4", count=n // 4 - 5, offset=C.HEADER_BYTES
-                                                         ).reshape(len(present), -1)
+                        read_subblocks(buf, present, sums[b].reshape(self.layout.num_subblocks, -1), self.layout)
                         if float_mode:
                             exps[b] = agreed[s]
                     t = time.monotonic()
@@ -317,12 +315,10 @@ class UdpReducer(Reducer):
         except OSError:
             self.stats.send_errors += 1
         self.stats.packets_sent += 1
-        self.bytes_sent += len(data) + ETH_IP_UDP_BYTES
+        self.bytes_sent += len(data) + C.FRAME_HEADER_BYTES
 
     def _resend(self, s: int, payload: list, now: float, sent_at: list) -> None:
-        data = payload[s]
-        data = data[:1] + bytes([data[1] | C.Flags.RETX]) + data[2:]
-        payload[s] = data
+        data = payload[s] = with_flags(payload[s], C.Flags.RETX)
         sent_at[s] = now
         self.stats.retransmissions += 1
         self._send(data)

@@ -15,7 +15,7 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 
-FRAME_OVERHEAD = C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + C.HEADER_BYTES
+FRAME_OVERHEAD = C.FRAME_HEADER_BYTES + C.HEADER_BYTES
 
 
 @dataclass(frozen=True)

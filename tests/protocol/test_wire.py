@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from p4reduce.protocol import constants as C
+from p4reduce.protocol.frames import FrameError, ipv4_source, parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import (
     HEADER_DTYPE,
     Header,
@@ -15,7 +16,14 @@ from p4reduce.protocol.wire import (
     decode_batch,
     encode,
     encode_batch,
+    encode_subblocks,
     header_array,
+    pack_header,
+    read_subblocks,
+    slot_ver,
+    split_slot_ver,
+    unpack_header,
+    with_flags,
 )
 
 
@@ -127,3 +135,41 @@ def test_round_trip_property(fields, bitmap, lanes):
     mask = np.repeat([(bitmap >> k) & 1 for k in range(C.NUM_SUBBLOCKS)], C.SUBBLOCK).astype(bool)
     np.testing.assert_array_equal(got, np.where(mask, block, 0))
     assert encode_batch(header_array([h]), block[None, :]) == [payload]
+
+
+def test_fast_path_is_the_same_codec():
+    """pack_header/unpack_header, slot_ver, with_flags and the sub-block helpers produce and read
+    exactly what Header, encode and decode do."""
+    h = Header(msg_type=2, flags=1, job_id=0x1234, rank=7, count=9, ver=1, slot=0x7FFE,
+               offset=64, next_offset=C.NEXT_NONE, exponent=131, reserved=5, bitmap=0b1010)
+    fields = tuple(vars(h).values())
+    assert pack_header(*fields) == h.pack()
+    assert unpack_header(b"xx" + h.pack(), offset=2) == fields and Header(*unpack_header(h.pack())) == h
+    assert slot_ver(0x7FFE, 1) == 0xFFFE and split_slot_ver(0xFFFE) == (0x7FFE, 1)
+    assert split_slot_ver(slot_ver(5, 0)) == (5, 0)
+    retx = with_flags(h.pack(), C.Flags.RETX)
+    assert Header.unpack(retx).flags == C.Flags.EOT | C.Flags.RETX and retx[2:] == h.pack()[2:]
+    layout = Layout(32, 8)
+    assert layout.present(0b1010) == [1, 3] and layout.present(0) == []
+    block = np.arange(-16, 16, dtype=np.int32)
+    payload = encode(h, block)
+    assert payload[C.HEADER_BYTES:] == encode_subblocks(block, h.bitmap, layout)
+    out = np.full((4, 8), 99, np.int64)
+    read_subblocks(payload, layout.present(h.bitmap), out, layout)
+    assert (out[[1, 3]] == block.reshape(4, 8)[[1, 3]]).all() and (out[[0, 2]] == 99).all()
+
+
+def test_frames_parse_reports_what_is_wrong_without_raising():
+    payload = encode(Header(bitmap=0), None)
+    frame = udp_frame("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.254", 40000,
+                      C.AGG_UDP_PORT, payload)
+    good = parse_udp_frame(frame)
+    assert good.checksum_ok and good.lengths_ok(len(frame)) and good.payload == payload
+    assert ipv4_source(frame) == 0x0A000001 and ipv4_source(b"\xff" * 12 + b"\x86\xdd" + bytes(40)) is None
+    bad = bytearray(frame)
+    bad[24] ^= 0xFF                                        # IPv4 checksum
+    bad += b"\0"                                           # one byte past the IPv4 total length
+    loose = parse_udp_frame(bytes(bad), strict=False)
+    assert not loose.checksum_ok and not loose.lengths_ok(len(bad)) and loose.payload == payload
+    with pytest.raises(FrameError, match="checksum"):
+        parse_udp_frame(bytes(bad))

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 from p4reduce.controller.errors import BadRequest, ControllerError, NotFound
+from p4reduce.protocol.job_api import DEFAULT_PORT
 
 log = logging.getLogger("p4reduce.controller.api")
 
@@ -179,7 +180,7 @@ class _BackloggedHTTPServer(ThreadingHTTPServer):
 class JobApiServer:
     """The HTTP server in a daemon thread. `address` is (host, port); port 0 picks a free one."""
 
-    def __init__(self, api, address=("0.0.0.0", 8090)):
+    def __init__(self, api, address=("0.0.0.0", DEFAULT_PORT)):
         self.httpd = _BackloggedHTTPServer(address, _Handler)
         self.httpd.daemon_threads = True
         self.httpd.api = api

@@ -23,6 +23,7 @@ import time
 
 from p4reduce.controller import defaults, report
 from p4reduce.controller.errors import ControllerError
+from p4reduce.protocol.job_api import DEFAULT_PORT
 from p4reduce.protocol.program import p4info_for
 
 BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
@@ -66,7 +67,7 @@ def build_parser():
     s.add_argument("--p4info", default=None, help="P4Info text file (default build/p4reduce.p4info.txtpb)")
     s.add_argument("--bmv2-json", default=None, help="BMv2 JSON (default build/p4reduce.json)")
     s.add_argument("--election-id", default="10", help="arbitration election id: N or HIGH,LOW (default 10)")
-    s.add_argument("--api-addr", type=_addr, default="0.0.0.0:8090", help="job API listen address")
+    s.add_argument("--api-addr", type=_addr, default=f"0.0.0.0:{DEFAULT_PORT}", help="job API listen address")
     s.add_argument("--default-workers", type=int, default=None, help="workers of a job created by a join")
     s.add_argument("--default-mode", choices=["dense", "sparse"], default="dense")
     s.add_argument("--default-slots", type=int, default=None, help="slots of a job when not asked (64)")
@@ -150,7 +151,7 @@ def _emit(args, data, text):
 
 def cmd_jobs(args):
     if args.api_addr:
-        from p4reduce.controller.api_client import JobApiClient, JobApiError
+        from p4reduce.protocol.job_api import JobApiClient, JobApiError
         try:
             jobs = JobApiClient(args.api_addr).jobs()
         except JobApiError as e:

@@ -5,7 +5,6 @@ JobProgrammer (controller/job_programmer.py), installs and removes the switch st
 no programmer it keeps the bookkeeping only (`serve --no-switch`, handy for testing worker agents
 without a switch). Every change that the switch refuses is rolled back, so state and switch agree.
 """
-import re
 import threading
 import time
 
@@ -14,8 +13,8 @@ from p4reduce.controller.codec import parse_ipv4, parse_mac
 from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, NotFound
 from p4reduce.controller.job_entries import JobSpec
 from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.job_api import JOB_NAME
 
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MODES = ("dense", "sparse")
 
 
@@ -120,7 +119,7 @@ class JobManager:
 
     @staticmethod
     def _check_name(name):
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
             raise BadRequest(f"field 'name': must match [A-Za-z0-9_.-]{{1,64}}, got {name!r}", field="name")
         return name
 

@@ -21,6 +21,7 @@ from p4reduce.controller.recovery import SwitchWatchdog
 from p4reduce.controller.registers import open_register_access
 from p4reduce.controller.slots import SlotPool
 from p4reduce.protocol import p4names
+from p4reduce.protocol.job_api import DEFAULT_PORT
 
 log = logging.getLogger("p4reduce.controller")
 
@@ -52,7 +53,7 @@ class StateFile:
 
 class Controller:
     def __init__(self, topology, p4info=None, device_config=None, election_id=1, connect_timeout=30.0,
-                 api_address=("0.0.0.0", 8090), state_file=None, default_workers=None, default_mode="dense",
+                 api_address=("0.0.0.0", DEFAULT_PORT), state_file=None, default_workers=None, default_mode="dense",
                  default_slots=None, lease_s=10.0, join_timeout_s=120.0, reset_registers=True,
                  require_primary=True, watch_switches=True, report=None):
         self.topology = topology

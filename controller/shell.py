@@ -98,9 +98,9 @@ def run_shell(args):
     """Start p4runtime-shell's IPython shell with our commands in its namespace."""
     from p4runtime_sh import shell as p4sh
 
-    from p4reduce.controller.api_client import JobApiClient
     from p4reduce.controller.cli import open_inspector
     from p4reduce.controller.connection import parse_election_id
+    from p4reduce.protocol.job_api import JobApiClient
 
     inspector = open_inspector(args)  # fails fast, with a clear message, if the switch is absent
     try:

@@ -2,6 +2,7 @@
 import argparse
 
 from p4reduce.mininet_topos import links
+from p4reduce.protocol.job_api import DEFAULT_PORT
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):
@@ -14,7 +15,8 @@ def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):
     parser.add_argument("--target", default="auto",
                         help="switch target: auto (simple_switch_grpc if on PATH, else p4sim-switch), "
                              "bmv2, p4sim, or a path (default %(default)s)")
-    parser.add_argument("--api-port", type=int, default=8090, help="controller job API port (default %(default)s)")
+    parser.add_argument("--api-port", type=int, default=DEFAULT_PORT,
+                        help="controller job API port (default %(default)s)")
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port of the first switch; the others follow (default %(default)s)")
     parser.add_argument("--thrift-port", type=int, default=9090,

@@ -4,18 +4,14 @@ The controller runs in the root namespace beside the switches; it reads the topo
 pushes the P4 pipeline over P4Runtime and serves the job API. We wait (bounded) until the API
 answers /v1/health, and stop it by the PID we started.
 """
-import json
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from p4reduce.mininet_topos.p4switch import log_tail
-
-DEFAULT_API_PORT = 8090
+from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 
 
 class ControllerError(RuntimeError):
@@ -23,16 +19,16 @@ class ControllerError(RuntimeError):
 
 
 def health(api_addr: str, timeout: float = 1.0) -> dict | None:
+    """The job API's /health answer, or None when no controller answers at api_addr."""
     try:
-        with urllib.request.urlopen(f"http://{api_addr}/v1/health", timeout=timeout) as answer:
-            return json.loads(answer.read())
-    except (OSError, urllib.error.URLError, ValueError):
+        return JobApiClient(api_addr, timeout=timeout).health()
+    except JobApiError:
         return None
 
 
 class ControllerProcess:
     def __init__(self, topology: str, p4info: str | None, bmv2_json: str | None,
-                 api_addr: str = f"127.0.0.1:{DEFAULT_API_PORT}", log_dir: str = "logs",
+                 api_addr: str = f"127.0.0.1:{DEFAULT_PORT}", log_dir: str = "logs",
                  extra: list[str] | None = None, start_timeout: float = 60.0):
         self.api_addr = api_addr
         self.log_path = Path(log_dir) / "controller.log"

@@ -3,9 +3,9 @@ import sys
 
 from mininet.cli import CLI
 
-from p4reduce.mininet_topos.job_client import create_job
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
+from p4reduce.protocol.job_api import JobApiClient
 
 BANNER = """\
 p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
@@ -38,7 +38,7 @@ def main(args) -> int:
             print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,
                                      switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches)))
         else:
-            create_job(session.api_addr, args.job, args.workers, args.mode)
+            JobApiClient(session.api_addr).create(args.job, args.workers, args.mode)
             print(BANNER.format(topo=args.topo, workers=args.workers,
                             switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,

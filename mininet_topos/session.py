@@ -13,6 +13,7 @@ from p4reduce.mininet_topos.apirelay import ApiRelay
 from p4reduce.mininet_topos.controller_proc import ControllerProcess
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
+from p4reduce.protocol.job_api import DEFAULT_PORT
 from p4reduce.protocol.program import p4info_for
 
 RUN_DIR = Path("run")
@@ -32,7 +33,7 @@ def _terminate_on_sigterm():
 
 class Session:
     def __init__(self, topo="star", workers=4, link=LinkOptions(), program="build/p4reduce.json",
-                 target="auto", api_port=8090, grpc_base=9559, thrift_base=9090, prefix="",
+                 target="auto", api_port=DEFAULT_PORT, grpc_base=9559, thrift_base=9090, prefix="",
                  log_dir="logs", pcap_dir="pcaps", run_dir=RUN_DIR, controller=True,
                  controller_args=None, switch_log_level="info"):
         if program and not Path(program).is_file():

@@ -7,14 +7,11 @@ background, and leaves on :meth:`close`.
 """
 from __future__ import annotations
 
-import re
 import threading
 
-from p4reduce.controller.api_client import JobApiClient, JobApiError
+from p4reduce.protocol.job_api import JOB_NAME, JobApiClient, JobApiError
 
 from .streaming import JobParams
-
-JOB_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # docs/job-api.md
 
 
 class JobJoinError(RuntimeError):

@@ -7,13 +7,13 @@ import urllib.request
 
 import pytest
 
-from p4reduce.controller.api_client import JobApiClient, JobApiError
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
 from p4reduce.protocol import constants
+from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
@@ -108,6 +108,7 @@ def test_create_is_idempotent_and_conflicts_are_explicit(served):
     ({"name": "x", "workers": 2, "slots": 1000}, "slots", "1..128"),
     ({"name": "x", "workers": 2, "lease_s": -1}, "lease_s", "number"),
     ({"name": "bad name!", "workers": 2}, "name", "A-Za-z0-9"),
+    ({"name": "x\n", "workers": 2}, "name", "A-Za-z0-9"),          # the whole name must match
     ({"workers": 2}, "name", "required"),
     ({"name": "x", "workers": 2, "wrokers": 3}, "wrokers", "unknown field"),
 ])
@@ -285,3 +286,36 @@ def test_any_job_name_gets_an_explicit_error_not_a_client_crash(served, name):
     with pytest.raises(JobApiError) as missing:
         client.job(name)
     assert missing.value.status == 404 and name in missing.value.message
+
+
+def test_client_errors_say_what_answered():
+    """Refusals carry the HTTP status in their text; an answer that is not JSON and a port where
+    nothing listens are errors of their own, never a traceback from json or urllib."""
+    import http.server
+    import threading
+
+    from p4reduce.mininet_topos.ports import free_port
+
+    class NotJson(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), NotJson)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(JobApiError) as e:
+            JobApiClient(f"127.0.0.1:{httpd.server_address[1]}").health()
+        assert (e.value.status, e.value.code) == (200, "bad_answer") and "not JSON" in str(e.value)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    with pytest.raises(JobApiError) as e:
+        JobApiClient(f"127.0.0.1:{free_port()}", timeout=2).jobs()
+    assert (e.value.status, e.value.code) == (None, "unreachable")
+    assert str(JobApiError(404, "no_such_job", "no job named 'x'")) == "no_such_job: no job named 'x' (HTTP 404)"

@@ -7,7 +7,6 @@ import time
 import numpy as np
 import pytest
 
-from p4reduce.controller.api_client import JobApiClient, JobApiError
 from p4reduce.controller.cli import main as cli_main
 from p4reduce.controller.connection import SwitchConnection
 from p4reduce.controller.inspection import SwitchInspector
@@ -17,6 +16,7 @@ from p4reduce.controller.topology import from_dict
 from p4reduce.protocol import constants, frames, p4names, wire
 from p4reduce.protocol.addressing import SERVICE_IP as SWITCH_IP
 from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
+from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 
 def topology(addr):

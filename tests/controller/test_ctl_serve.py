@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from p4reduce.controller.api_client import JobApiClient, JobApiError
 from p4reduce.mininet_topos.ports import free_port
+from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 
 def wait_for(pred, timeout, what):

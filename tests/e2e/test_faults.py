@@ -10,7 +10,7 @@ import time
 import pytest
 
 from p4reduce.mininet_topos.hostproc import follow, read_available
-from p4reduce.mininet_topos.job_client import JobApiError, call, get_job
+from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 from .workers import assert_exact, by_index, run_job
 
@@ -22,7 +22,7 @@ def wait_running(api, job, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            state = get_job(api, job)
+            state = JobApiClient(api).job(job)
             if state["state"] == "running":
                 return state
         except JobApiError:
@@ -77,11 +77,11 @@ def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
 def test_killed_worker_fails_the_others_in_bounded_time_and_slots_are_reclaimed(session_factory):
     lease = 3.0
     session = session_factory(workers=4, controller_args=["--lease", str(lease)])
-    health0 = call(session.api_addr, "GET", "/health")
+    health0 = JobApiClient(session.api_addr).health()
     runs = run_job(session, session.network.hosts, "e2e-killed", "dense", elements=65536, tensors=200,
                    start_only=True)
     wait_running(session.api_addr, "e2e-killed")
-    assert call(session.api_addr, "GET", "/health")["slots"]["free"] < health0["slots"]["free"]
+    assert JobApiClient(session.api_addr).health()["slots"]["free"] < health0["slots"]["free"]
     victim = runs[-1]
     # Let every worker finish at least one tensor, then kill one (by PID, SIGKILL: no goodbye).
     deadline = time.monotonic() + 60
@@ -100,10 +100,10 @@ def test_killed_worker_fails_the_others_in_bounded_time_and_slots_are_reclaimed(
     # The controller reclaims the job: all its slots are free again and the job is gone.
     deadline = time.monotonic() + lease * 3 + 10
     while time.monotonic() < deadline:
-        if call(session.api_addr, "GET", "/health")["slots"]["free"] == health0["slots"]["free"]:
+        if JobApiClient(session.api_addr).health()["slots"]["free"] == health0["slots"]["free"]:
             break
         time.sleep(0.2)
-    assert call(session.api_addr, "GET", "/health")["slots"]["free"] == health0["slots"]["free"]
+    assert JobApiClient(session.api_addr).health()["slots"]["free"] == health0["slots"]["free"]
     with pytest.raises(JobApiError, match="HTTP (404|409)"):
-        get_job(session.api_addr, "e2e-killed")
+        JobApiClient(session.api_addr).job("e2e-killed")
 

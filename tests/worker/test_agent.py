@@ -35,7 +35,7 @@ def controller():
 
 def _program_when_running(client_addr, name, sw):
     """What the controller does for a real switch: the job and its members, once all joined."""
-    from p4reduce.controller.api_client import JobApiClient, JobApiError
+    from p4reduce.protocol.job_api import JobApiClient, JobApiError
     deadline = time.monotonic() + 20
     while True:  # the workers may not have created the job yet
         try:

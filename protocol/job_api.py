@@ -1,4 +1,5 @@
-"""A job API client using only the standard library, for worker agents and scripts.
+"""The client of the controller's job API (docs/job-api.md), standard library only: for worker
+agents, the topology tools, the controller's own CLI and shell, and scripts.
 
     client = JobApiClient("10.0.0.100:8090")
     info = client.join("resnet-1")          # {"rank": 0, "job": {...}}
@@ -8,28 +9,36 @@
 Errors from the controller raise JobApiError with the API's `code`, `message`, `field` and HTTP
 `status`; an unreachable controller raises JobApiError with code "unreachable".
 """
+from __future__ import annotations
+
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 DEFAULT_PORT = 8090
+JOB_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # a job name, whole (JOB_NAME.fullmatch)
 
 
-class JobApiError(Exception):
-    def __init__(self, status, code, message, field=None):
-        super().__init__(f"{code}: {message}")
+class JobApiError(RuntimeError):
+    """A request the controller refused (`status`, `code`, `message`, `field` from its JSON error)
+    or could not answer (code "unreachable", status None)."""
+
+    def __init__(self, status: int | None, code: str, message: str, field: str | None = None):
+        super().__init__(f"{code}: {message}" + (f" (HTTP {status})" if status is not None else ""))
         self.status, self.code, self.message, self.field = status, code, message, field
 
 
-def _quoted(name):
+def _quoted(name: str) -> str:
     """A job name as one URL path segment: any character is allowed, the server validates it."""
     return urllib.parse.quote(str(name), safe="")
 
 
 class JobApiClient:
-    def __init__(self, address, timeout=10.0):
+    def __init__(self, address: str, timeout: float = 10.0):
         """`address`: HOST:PORT, HOST (port 8090) or an http:// URL."""
         url = urllib.parse.urlsplit(address if "://" in address else f"http://{address}")
         if url.scheme != "http" or not url.hostname:
@@ -38,50 +47,55 @@ class JobApiClient:
         self.base = f"http://{host}:{url.port or DEFAULT_PORT}/v1"
         self.timeout = timeout
 
-    def request(self, method, path, body=None):
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read() or b"{}")
+                status, raw = resp.status, resp.read()
         except urllib.error.HTTPError as e:
             try:
                 err = json.loads(e.read()).get("error", {})
-            except ValueError:
+            except (ValueError, AttributeError):
                 err = {}
             raise JobApiError(e.code, err.get("code", "http_error"), err.get("message", str(e)),
                               err.get("field")) from None
         except (urllib.error.URLError, OSError) as e:
             raise JobApiError(None, "unreachable", f"controller at {self.base}: {e}") from None
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            raise JobApiError(status, "bad_answer", f"{method} {self.base}{path}: the answer is not JSON") from None
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         return self.request("GET", "/health")
 
-    def jobs(self):
+    def jobs(self) -> list[dict[str, Any]]:
         return self.request("GET", "/jobs")["jobs"]
 
-    def create(self, name, workers, mode=None, slots=None, lease_s=None):
-        body = {"name": name, "workers": workers}
+    def create(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
+               lease_s: float | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "workers": workers}
         body.update({k: v for k, v in (("mode", mode), ("slots", slots), ("lease_s", lease_s)) if v is not None})
         return self.request("POST", "/jobs", body)
 
-    def job(self, name):
+    def job(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/jobs/{_quoted(name)}")
 
-    def join(self, name, **fields):
+    def join(self, name: str, **fields: Any) -> dict[str, Any]:
         return self.request("POST", f"/jobs/{_quoted(name)}/join", {k: v for k, v in fields.items() if v is not None})
 
-    def heartbeat(self, name, rank):
+    def heartbeat(self, name: str, rank: int) -> dict[str, Any]:
         return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank})
 
-    def leave(self, name, rank):
+    def leave(self, name: str, rank: int) -> dict[str, Any]:
         return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank})
 
-    def end(self, name):
+    def end(self, name: str) -> dict[str, Any]:
         return self.request("DELETE", f"/jobs/{_quoted(name)}")
 
-    def wait_running(self, name, timeout=60.0, poll=0.2):
+    def wait_running(self, name: str, timeout: float = 60.0, poll: float = 0.2) -> dict[str, Any]:
         """The job's status once every rank has joined (JobApiError code 'timeout' otherwise)."""
         deadline = time.monotonic() + timeout
         while True:

@@ -4,6 +4,7 @@ import copy
 from . import ast as A
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
+from .limits import MAX_SIZE
 from .naming import full_name
 from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ExternT, ObjT, StructT
@@ -61,9 +62,9 @@ class BlockChecker:
             vt = t.args[0]
             if not isinstance(vt, BitsT):
                 raise Unsupported(f"register of {vt} (only bit<N>/int<N>)", d.pos)
-            d.size = self.const_int(d.args[0].expr, scope, "register size")
+            d.size = self.object_size(d.args[0].expr, scope, "register size")
         elif t.name == "counter":
-            d.size = self.const_int(d.args[0].expr, scope, "counter size")
+            d.size = self.object_size(d.args[0].expr, scope, "counter size")
             d.unit = self._counter_type(d.args[1].expr, scope)
         elif t.name == "direct_counter":
             d.unit = self._counter_type(d.args[0].expr, scope)
@@ -94,6 +95,12 @@ class BlockChecker:
         scope.add(sym, d.pos)
         d.sym = sym
         owner.subcontrols.append(inst)
+
+    def object_size(self, x, scope, what):
+        n = self.const_int(x, scope, what)
+        if not 0 < n <= MAX_SIZE:
+            raise CompileError(f"{what} {n} is out of range (1 to {MAX_SIZE}; v1model sizes are bit<32>)", x.pos)
+        return n
 
     def _counter_type(self, x, scope):
         v = self.expr(x, scope)
@@ -143,7 +150,7 @@ class BlockChecker:
             raise CompileError(f"unknown parser state '{name}'", pos)
         if name == "reject":
             self.warn(pos, "explicit transition to reject is compiled as accept, as p4c-bm2-ss does "
-                           "(BMv2 has no reject state; parser_error stays as it was)")
+                           "(BMv2 has no reject state; parser_error stays as it was)", "unsupported")
 
     def control_decl(self, d, ctx="control"):
         scope = Scope(self.globals)

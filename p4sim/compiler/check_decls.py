@@ -3,8 +3,9 @@ import copy
 
 from . import ast as A
 from . import constfold as F
-from .diagnostics import CompileError, Unsupported
+from .diagnostics import CompileError, Unsupported, Warning_
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
+from .limits import MAX_STACK_SIZE, MAX_WIDTH
 from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, VoidT
 
@@ -18,6 +19,7 @@ class DeclChecker:
             t = HeaderT(d.name, annos=d.annos)
             t.pos = d.pos
             self._declare_type(d.name, t, d.pos)
+            self._unique_fields(d, "header")
             for f in d.fields:
                 ft = self.resolve_type(f.tref)
                 if isinstance(ft, BoolT):
@@ -29,6 +31,7 @@ class DeclChecker:
         elif isinstance(d, A.StructDecl):
             t = StructT(d.name, annos=d.annos)
             self._declare_type(d.name, t, d.pos)
+            self._unique_fields(d, "struct")
             for f in d.fields:
                 t.fields.append((f.name, self.resolve_type(f.tref), f.annos))
         elif isinstance(d, A.UnionDecl):
@@ -38,7 +41,9 @@ class DeclChecker:
         elif isinstance(d, A.EnumDecl):
             self.enum_decl(d)
         elif isinstance(d, A.ErrorDecl):
-            for m in d.members:
+            for i, m in enumerate(d.members):
+                if m in d.members[:i]:
+                    raise CompileError(f"error '{m}' is declared twice", getattr(m, "pos", None) or d.pos)
                 if m not in self.prog.errors:
                     self.prog.errors.append(m)
         elif isinstance(d, A.MatchKindDecl):
@@ -65,11 +70,20 @@ class DeclChecker:
             self._declare_type(d.name, ObjT("parser", d), d.pos)
         elif isinstance(d, A.ControlDecl):
             self._declare_type(d.name, ObjT("control", d), d.pos)
-            self.control_templates[d.name] = copy.deepcopy(d)
+            if d.name in self.template_names:
+                self.control_templates[d.name] = copy.deepcopy(d)
         elif isinstance(d, A.Instance):
             raise Unsupported("top-level instantiation other than 'main'", d.pos)
         else:
             raise Unsupported(type(d).__name__, d.pos)
+
+    @staticmethod
+    def _unique_fields(d, what):
+        seen = set()
+        for f in d.fields:
+            if f.name in seen:
+                raise CompileError(f"{what} '{d.name}' has two fields named '{f.name}'", f.pos)
+            seen.add(f.name)
 
     def _declare_type(self, name, t, pos):
         if name in self.prog.types:
@@ -103,6 +117,11 @@ class DeclChecker:
         self.globals.add(Sym("function", d.name, d, ObjT("function", d)), d.pos)
 
     def enum_decl(self, d):
+        seen = set()
+        for name, _, pos in d.members:
+            if name in seen:
+                raise CompileError(f"enum '{d.name}' declares '{name}' twice", pos)
+            seen.add(name)
         if d.underlying is None:
             t = EnumT(d.name, [m[0] for m in d.members])
         else:
@@ -131,6 +150,9 @@ class DeclChecker:
             w = self.const_int(tr.width, self.globals, "bit width")
             if w <= 0:
                 raise CompileError(f"bit width must be positive, got {w}", tr.pos)
+            if w > MAX_WIDTH:
+                raise CompileError(f"{'int' if tr.signed else 'bit'}<{w}> is wider than {MAX_WIDTH} bits "
+                                   f"(p4c's limit)", tr.pos)
             return BitsT(w, tr.signed)
         if isinstance(tr, A.BoolTypeRef):
             return BoolT()
@@ -153,6 +175,9 @@ class DeclChecker:
             n = self.const_int(tr.size, self.globals, "header stack size")
             if n <= 0:
                 raise CompileError("header stack size must be positive", tr.size.pos)
+            if n > MAX_STACK_SIZE:
+                raise CompileError(f"header stack size {n} is larger than {MAX_STACK_SIZE} (BMv2 allocates "
+                                   f"every element as a header)", tr.size.pos)
             return StackT(elem, n)
         if isinstance(tr, A.NamedTypeRef):
             if tr.name.startswith("Tp_"):
@@ -175,7 +200,7 @@ class DeclChecker:
             raise CompileError(f"{what} must be a compile-time integer constant", e.pos)
         return v.value
 
-    def warn(self, pos, msg):
-        w = f"{pos.file}:{pos.line}:{pos.col}: warning: {msg}" if pos else f"warning: {msg}"
-        if w not in self.prog.warnings:
+    def warn(self, pos, msg, kind="overflow"):
+        w = Warning_(kind, msg, pos)
+        if all(x.key() != w.key() for x in self.prog.warnings):
             self.prog.warnings.append(w)

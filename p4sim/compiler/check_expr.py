@@ -3,6 +3,7 @@ from . import ast as A
 from . import constfold as F
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
+from .limits import MAX_WIDTH
 from .types import (
     BitsT,
     BoolT,
@@ -72,7 +73,11 @@ class ExprChecker:
             e.type = IntT()
         else:
             e.type = BitsT(e.width, e.signed)
-            e.value = F.normalize(e.value, e.type)
+            v = F.normalize(e.value, e.type)
+            if v != e.value and not (e.signed and e.value == v + (1 << e.width)):
+                self.warn(e.pos, f"{e.width}{'s' if e.signed else 'w'}{e.value}: value does not fit in "
+                                 f"{e.width} bits; it is truncated to {v}")
+            e.value = v
         return e
 
     def ex_BoolLit(self, e, scope, want):
@@ -91,6 +96,7 @@ class ExprChecker:
             if e.name in UNSUPPORTED_EXTERNS:
                 raise Unsupported(f"extern '{UNSUPPORTED_EXTERNS[e.name]}'", e.pos)
             raise CompileError(f"undeclared name '{e.name}'", e.pos)
+        s.used = True
         if s.kind == "const":
             v = s.value
             if isinstance(v, A.IntLit):
@@ -187,6 +193,8 @@ class ExprChecker:
         t = e.expr.type
         hi = self.const_int(e.hi, scope, "slice bound")
         lo = self.const_int(e.lo, scope, "slice bound")
+        if not 0 <= lo <= hi or hi - lo + 1 > MAX_WIDTH:
+            raise CompileError(f"slice [{hi}:{lo}] is out of range", e.pos)
         if isinstance(t, IntT) and isinstance(e.expr, A.IntLit):
             return F.int_lit(e.expr.value >> lo, BitsT(hi - lo + 1), e.pos)
         if not isinstance(t, BitsT):
@@ -220,6 +228,8 @@ class ExprChecker:
         return e
 
     def _intconst(self, v, pos):
+        if v.bit_length() > MAX_WIDTH:
+            raise CompileError(f"integer constant is wider than {MAX_WIDTH} bits", pos)
         lit = A.IntLit(v, None, False, pos=pos)
         lit.type = IntT()
         return lit
@@ -239,6 +249,8 @@ class ExprChecker:
         if op in ("<<", ">>"):
             if isinstance(r.type, BitsT) and r.type.signed:
                 raise CompileError("shift amount must be unsigned", r.pos)
+            if isinstance(r, A.IntLit) and r.value < 0:
+                raise CompileError(f"shift amount {r.value} is negative", r.pos)
             if not isinstance(r.type, (BitsT, IntT)):
                 raise CompileError(f"shift amount must be a number, not {r.type}", r.pos)
             if isinstance(l.type, IntT) and isinstance(want, BitsT) and not isinstance(r, A.IntLit):
@@ -249,8 +261,12 @@ class ExprChecker:
             if not isinstance(l.type, (BitsT, IntT)):
                 raise CompileError(f"'{op}' needs a numeric left operand, not {l.type}", l.pos)
             e.left, e.right, e.type = l, r, l.type
+            if isinstance(r, A.IntLit) and isinstance(l.type, BitsT) and r.value >= l.type.width:
+                self.warn(e.pos, f"shifting value with {l.type.width} bits by {r.value}")
             if isinstance(l, A.IntLit) and isinstance(r, A.IntLit):
                 if isinstance(l.type, IntT):
+                    if op == "<<" and l.value and l.value.bit_length() + r.value > MAX_WIDTH:
+                        raise CompileError(f"{l.value} << {r.value} is wider than {MAX_WIDTH} bits", e.pos)
                     return self._intconst(l.value << r.value if op == "<<" else l.value >> r.value, e.pos)
                 return F.fold_binary(op, l, r, l.type, e.pos)
             return e
@@ -258,6 +274,8 @@ class ExprChecker:
             for x in (l, r):
                 if not isinstance(x.type, BitsT):
                     raise CompileError(f"'++' needs operands with a known width, not {x.type}", x.pos)
+            if l.type.width + r.type.width > MAX_WIDTH:
+                raise CompileError(f"'++' makes a value wider than {MAX_WIDTH} bits", e.pos)
             t = BitsT(l.type.width + r.type.width, l.type.signed)
             e.left, e.right, e.type = l, r, t
             if isinstance(l, A.IntLit) and isinstance(r, A.IntLit):

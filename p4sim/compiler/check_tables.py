@@ -2,6 +2,7 @@
 from . import ast as A
 from . import constfold as F
 from .diagnostics import CompileError, Unsupported
+from .limits import MAX_SIZE
 from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, VoidT
 
@@ -68,6 +69,9 @@ class TableActionChecker:
                 t.default, t.default_const = p.value, p.const
             elif p.name == "size":
                 t.size = self.const_int(p.value, scope, "table size")
+                if not 0 <= t.size <= MAX_SIZE:
+                    raise CompileError(f"table size {t.size} is out of range (0 to {MAX_SIZE})", p.value.pos)
+                t.size = t.size or None          # 0: the default size, as p4c
             elif p.name == "counters":
                 s = self.expr(p.value, scope)
                 if not (isinstance(s, A.Name) and isinstance(s.type, ExternT) and s.type.name == "direct_counter"):
@@ -118,8 +122,8 @@ class TableActionChecker:
                 en.call = self._table_action_call(t, call, names, scope, "entry action")
                 if en.priority is not None:
                     en.priority = self.const_int(en.priority, scope, "entry priority")
-                    if en.priority < 0:
-                        raise CompileError("entry priority must not be negative", en.pos)
+                    if not 0 <= en.priority < 1 << 31:
+                        raise CompileError(f"entry priority {en.priority} is out of range (0 to 2147483647)", en.pos)
                 prios.append(en.priority)
             if any(p is None for p in prios) and any(p is not None for p in prios):
                 raise Unsupported("mixing const entries with and without 'priority ='", t.pos)

@@ -12,6 +12,7 @@ from .check_extern_calls import ExternCallChecker
 from .check_stmts import StmtChecker
 from .check_tables import TableActionChecker
 from .diagnostics import CompileError
+from .preprocess import INCLUDE_DIR
 from .symbols import Scope
 
 
@@ -52,9 +53,13 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
         self.globals = Scope()
         self.match_kinds = set()
         self.control_templates = {}   # control name -> unchecked copy, instantiated as sub-controls
+        self.template_names = set()
         self.instantiating = []       # control names being instantiated (a cycle is an error)
 
     def check(self, ast_prog):
+        # controls instantiated inside controls: their unchecked declarations are kept as templates
+        self.template_names = {x.tref.name for d in ast_prog.decls if isinstance(d, A.ControlDecl)
+                               for x in d.locals if isinstance(x, A.Instance) and isinstance(x.tref, A.NamedTypeRef)}
         main = None
         for d in ast_prog.decls:
             if isinstance(d, A.Instance) and d.name == "main":
@@ -62,9 +67,23 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
             else:
                 self.top_decl(d)
         if main is None:
-            raise CompileError("the program has no 'main' instance (expected: V1Switch(...) main;)")
+            raise CompileError("the program has no 'main' instance (expected: V1Switch(...) main;)", ast_prog.pos)
         self.check_main(main)
         return self.prog
+
+    def warn_unused(self):
+        """p4c's unused-declaration warnings: constants, extern and control instances, tables
+        (which the backends leave out, as p4c removes them). Declarations of the system includes
+        (core.p4, v1model.p4) are not the user's."""
+        for s in self.globals.declared:
+            if s.used or s.pos is None or s.pos.file.startswith(INCLUDE_DIR):
+                continue
+            if s.kind == "const":
+                self.warn(s.pos, f"'{s.name}' is unused", "unused")
+            elif s.kind == "instance":
+                self.warn(s.pos, f"'{s.name}': unused instance", "unused")
+            elif s.kind == "table":
+                self.warn(s.pos, f"Table {s.name} is not used; removing", "unused")
 
 
 def check(ast_prog):

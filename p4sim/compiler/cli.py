@@ -12,7 +12,7 @@ import os
 import sys
 
 from .diagnostics import CompileError
-from .driver import compile_file
+from .driver import compile_file, run_deep
 
 VERSION = "p4sim-compile 0.1.0 (P4_16 v1model subset; command-line compatible with p4c-bm2-ss)"
 
@@ -22,6 +22,42 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"p4sim-compile: error: {message}\n")
         sys.exit(2)
+
+
+def _depth(doc):
+    """Nesting depth of a JSON document (iteratively)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        x, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(x, dict):
+            stack.extend((v, d + 1) for v in x.values())
+        elif isinstance(x, list):
+            stack.extend((v, d + 1) for v in x)
+    return deepest
+
+
+def _level(args, kind):
+    """What p4c's -W options make of a warning of `kind`: the last option naming the kind wins;
+    otherwise the options for all kinds, where a disabled warning is not an error either
+    (--Wdisable --Werror reports nothing) unless a later --Wwarn brings it back."""
+    specific = [lvl for lvl, value in args.warning_options if value == kind]
+    if specific:
+        return specific[-1]
+    general = [lvl for lvl, value in args.warning_options if value == "all"]
+    if not general:
+        return "warn"
+    if "disable" in general and general[-1] != "warn":
+        return "disable"
+    return general[-1]
+
+
+class _WarningOption(argparse.Action):
+    """--Werror/--Wdisable/--Wwarn[=DIAG], remembered in command-line order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        level = {"--Werror": "error", "--Wdisable": "disable", "--Wwarn": "warn"}[option_string]
+        namespace.warning_options = [*getattr(namespace, "warning_options", []), (level, values or "all")]
 
 
 def make_parser():
@@ -45,10 +81,13 @@ def make_parser():
                    choices=["text", "binary", "json"], help=argparse.SUPPRESS)
     p.add_argument("--target", default="bmv2", help="target (bmv2)")
     p.add_argument("--arch", default="v1model", help="architecture (v1model)")
-    p.add_argument("--Werror", action="store_true", help="treat warnings as errors")
-    p.add_argument("--Wdisable", nargs="?", const="all", default=None, metavar="DIAG",
-                   help="silence warnings (p4c spelling; any DIAG silences all of p4sim's warnings)")
-    p.add_argument("--Wwarn", nargs="?", const="all", default=None, metavar="DIAG", help=argparse.SUPPRESS)
+    p.set_defaults(warning_options=[])
+    p.add_argument("--Werror", nargs="?", const="all", metavar="DIAG", action=_WarningOption,
+                   help="treat warnings (of kind DIAG: unused, overflow, unsupported; default all) as errors")
+    p.add_argument("--Wdisable", nargs="?", const="all", metavar="DIAG", action=_WarningOption,
+                   help="silence warnings (of kind DIAG; default all)")
+    p.add_argument("--Wwarn", nargs="?", const="all", metavar="DIAG", action=_WarningOption,
+                   help="report warnings of kind DIAG (default all) as warnings again")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -99,17 +138,23 @@ def main(argv=None):
         sys.stderr.write(f"{args.source}: error: internal compiler error: {type(e).__name__}: {e}\n"
                          "please report this with the source file that triggers it\n")
         return 3
-    warnings = [] if args.Wdisable else result.warnings
-    for w in warnings:
-        sys.stderr.write(w + "\n")
-    if warnings and args.Werror:
+    errors = 0
+    for w in result.diagnostics:
+        level = _level(args, w.kind)
+        if level == "disable":
+            continue
+        sys.stderr.write(w.render(as_error=level == "error") + "\n")
+        errors += level == "error"
+    if errors:
         return 1
     try:
         if info is not None:
             from .p4info import serialize
+        # indented as p4c writes it, unless so deep that indentation would make the file quadratic
+        indent = 2 if _depth(result.bmv2) <= 64 else None
+        text = run_deep(lambda: json.dumps(result.bmv2, indent=indent))
         with open(output, "w") as f:
-            json.dump(result.bmv2, f, indent=2)
-            f.write("\n")
+            f.write(text + "\n")
         for out in p4info_outs if info is not None else ():
             if isinstance(out, tuple):
                 path, fmt = out

@@ -66,9 +66,9 @@ def fold_binary(op, l, r, t, pos):
     elif op == "^":
         v = a ^ b
     elif op == "<<":
-        v = a << b
+        v = a << b if b < t.width else 0            # never build a number wider than the type
     elif op == ">>":
-        v = a >> b
+        v = a >> b if b < t.width else (-1 if a < 0 else 0)
     elif op == "|+|":
         return int_lit(_sat(a + b, t), t, pos)
     elif op == "|-|":

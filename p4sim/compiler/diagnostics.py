@@ -31,6 +31,25 @@ class CompileError(Exception):
         return f"{self.pos.file}:{self.pos.line}:{self.pos.col}: error: {self.message}"
 
 
+class Warning_:
+    """A compiler warning: where, what, and its kind (p4c's diagnostic names: unused, overflow,
+    unsupported), which --Wdisable=KIND silences and --Werror turns into an error."""
+
+    __slots__ = ("kind", "message", "pos")
+
+    def __init__(self, kind, message, pos=None):
+        self.kind, self.message, self.pos = kind, message, pos
+
+    def render(self, as_error=False):
+        level = "error" if as_error else "warning"
+        if self.pos is None:
+            return f"{level}: {self.message}"
+        return f"{self.pos.file}:{self.pos.line}:{self.pos.col}: {level}: {self.message}"
+
+    def key(self):
+        return (self.kind, self.message, None if self.pos is None else (self.pos.file, self.pos.line, self.pos.col))
+
+
 class Unsupported(CompileError):
     """A valid P4_16 construct that p4sim-compile's subset does not cover."""
 

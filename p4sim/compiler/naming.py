@@ -56,6 +56,9 @@ class IdAllocator:
         pre = PREFIX[kind] << 24
         if a is not None and a.args and hasattr(a.args[0], "value"):
             v = a.args[0].value
+            if not isinstance(v, int) or not 0 < v < 1 << 32:
+                from .diagnostics import CompileError
+                raise CompileError(f"@id {v!r} of '{name}' is not a 32-bit id", a.pos)
             if v >> 24 == 0:
                 v |= pre
             if v in self.used:

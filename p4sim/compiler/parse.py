@@ -2,17 +2,21 @@
 
 The tree-to-AST transformer lives in tree_to_ast.
 
-The lark parser is built once per process and cached on disk by lark, so a compile does not pay
-for grammar analysis.
+The lark parser is built once per process. Building it takes ~0.25 s, so lark's analysis is
+cached on disk; lark reads the cache with pickle, so the cache lives only in a private per-user
+directory (~/.cache/p4sim, or $XDG_CACHE_HOME/p4sim: created 0700, used only if it and the cache
+file belong to the user and nobody else can write them). Otherwise the parser is built without one.
 """
 import os
-import tempfile
+import stat
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
+from . import ast as A
 from .diagnostics import CompileError
 from .lexer import TypeNamePostLex, scan_type_names
+from .limits import MAX_DEPTH
 from .tree_to_ast import ToAst
 
 _GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
@@ -25,12 +29,41 @@ def _get_parser():
     if _parser is None:
         opts = dict(parser="lalr", lexer="basic", postlex=TypeNamePostLex(), propagate_positions=True,
                     maybe_placeholders=True)
-        cache = os.path.join(tempfile.gettempdir(), f"p4sim-grammar-{os.getuid()}.cache")
+        cache = grammar_cache_path()
         try:
-            _parser = Lark.open(_GRAMMAR, cache=cache, **opts)
+            _parser = Lark.open(_GRAMMAR, cache=cache, **opts) if cache else Lark.open(_GRAMMAR, **opts)
         except Exception:  # unreadable or stale cache: build without it
             _parser = Lark.open(_GRAMMAR, **opts)
     return _parser
+
+
+def _private(path, want_dir):
+    """True if `path` is ours alone: not a link, owned by us, writable by nobody else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    kind_ok = stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)
+    return kind_ok and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def grammar_cache_path():
+    """The grammar cache file in the user's private cache directory, or None when there is no
+    such directory we can trust (then the parser is built without a cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):
+        return None
+    d = os.path.join(base, "p4sim")
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    if not _private(d, want_dir=True) or os.lstat(d).st_mode & 0o077:
+        return None
+    path = os.path.join(d, "grammar.cache")
+    if os.path.lexists(path) and not _private(path, want_dir=False):
+        return None
+    return path
 
 
 _TOKEN_NAMES = {
@@ -60,14 +93,39 @@ def parse(source):
         lines = source.text.split("\n")
         raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1)) from None
     try:
-        return ToAst(source).transform(tree)
+        prog = ToAst(source).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, CompileError):
             raise e.orig_exc from None
         raise
+    check_depth(prog)
+    lines = source.text.rstrip().split("\n")
+    prog.pos = source.pos(len(lines), 1)      # the end of the program (where 'main' belongs)
+    return prog
+
+
+def check_depth(prog):
+    """Refuse programs nested deeper than MAX_DEPTH, at the first node that is (iteratively: the
+    tree may be deeper than Python's recursion allows)."""
+    stack = [(prog, 0, None)]
+    while stack:
+        node, depth, pos = stack.pop()
+        pos = getattr(node, "pos", None) or pos
+        if depth > MAX_DEPTH:
+            raise CompileError(f"expressions or statements nested more than {MAX_DEPTH} levels deep "
+                               f"(split the expression or the statement)", pos)
+        for f in node._fields:
+            v = getattr(node, f, None)
+            if isinstance(v, A.Node):
+                stack.append((v, depth + 1, pos))
+            elif isinstance(v, list):
+                for x in v:
+                    if isinstance(x, A.Node):
+                        stack.append((x, depth + 1, pos))
+                    elif isinstance(x, tuple):       # enum members: (name, expr, pos)
+                        stack.extend((y, depth + 1, pos) for y in x if isinstance(y, A.Node))
 
 
 def _describe(tok):
-    if tok.type in ("IDENTIFIER", "TYPE_IDENTIFIER", "INTEGER", "STRING"):
-        return f"'{tok.value}'"
-    return f"'{tok.value}'" if tok.value else _TOKEN_NAMES.get(tok.type, tok.type)
+    value = tok.value if len(tok.value) <= 40 else tok.value[:16] + "..." + tok.value[-16:]
+    return f"'{value}'" if tok.value else _TOKEN_NAMES.get(tok.type, tok.type)

@@ -3,24 +3,31 @@ from .diagnostics import CompileError
 
 
 class Sym:
-    """A named thing in scope: kind is param, local, const, instance, action, table, state..."""
+    """A named thing in scope: kind is param, local, const, instance, action, table, state...
+    `used` is set when an expression names it (unused declarations are warned about)."""
 
-    __slots__ = ("decl", "kind", "name", "owner", "type", "value")
+    __slots__ = ("decl", "kind", "name", "owner", "pos", "type", "used", "value")
 
     def __init__(self, kind, name, decl, type_=None, value=None, owner=None):
         self.kind, self.name, self.decl, self.type, self.value, self.owner = kind, name, decl, type_, value, owner
+        self.used = False
+        self.pos = None
 
 
 class Scope:
-    """One level of name bindings; lookups fall back to the enclosing scope."""
+    """One level of name bindings; lookups fall back to the enclosing scope. Every symbol added
+    to a scope tree is also listed in `declared` (shared by the whole tree), in order."""
 
     def __init__(self, parent=None):
         self.parent, self.syms = parent, {}
+        self.declared = parent.declared if parent is not None else []
 
     def add(self, sym, pos):
         if sym.name in self.syms:
             raise CompileError(f"'{sym.name}' is already declared in this scope", pos)
         self.syms[sym.name] = sym
+        sym.pos = pos
+        self.declared.append(sym)
 
     def lookup(self, name):
         s = self

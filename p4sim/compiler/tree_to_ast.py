@@ -2,39 +2,65 @@
 
 Kept apart from parse.py, which drives lark and turns its exceptions into syntax errors.
 """
-from lark import Transformer, v_args
+from lark import Transformer_NonRecursive, v_args
 
 from . import ast as A
 from .diagnostics import CompileError
+from .limits import MAX_WIDTH
+
+_BITS_PER_DIGIT = {16: 4, 2: 1, 8: 3, 10: 3.33}
 
 
 def parse_int(text, pos):
-    """Value, width and signedness of a P4 integer literal such as 8w0xFF, 4s3, 0b101, 42."""
+    """Value, width and signedness of a P4 integer literal such as 8w0xFF, 4s3, 0b101, 42.
+    Literals are held to MAX_WIDTH bits (checked on the digits, before converting them)."""
     width = signed = None
     t = text.replace("_", "")
     for sep in ("w", "s"):
         if sep in t and not t.lower().startswith("0x"):
             w, t = t.split(sep, 1)
+            if len(w) > 5 or int(w) > MAX_WIDTH:
+                raise CompileError(f"integer literal {_short(text)}: width {_short(w)} is larger than "
+                                   f"{MAX_WIDTH} bits (p4c's limit)", pos)
             width, signed = int(w), sep == "s"
             break
     low = t.lower()
-    if low.startswith("0x"):
-        v = int(low[2:], 16)
-    elif low.startswith("0b"):
-        v = int(low[2:], 2)
-    elif low.startswith("0o"):
-        v = int(low[2:], 8)
-    elif low.startswith("0d"):
-        v = int(low[2:], 10)
-    else:
-        v = int(low, 10)
+    base, digits = 10, low
+    for prefix, b in (("0x", 16), ("0b", 2), ("0o", 8), ("0d", 10)):
+        if low.startswith(prefix):
+            base, digits = b, low[2:]
+            break
+    digits = digits.lstrip("0") or "0"
+    if len(digits) * _BITS_PER_DIGIT[base] > MAX_WIDTH + 4:
+        raise CompileError(f"integer literal {_short(text)} is wider than {MAX_WIDTH} bits", pos)
+    v = int(digits, base)
+    if v.bit_length() > MAX_WIDTH:
+        raise CompileError(f"integer literal {_short(text)} is wider than {MAX_WIDTH} bits", pos)
     if width is not None and width <= 0:
         raise CompileError(f"integer literal {text}: width must be positive", pos)
     return v, width, bool(signed)
 
 
+class PosStr(str):
+    """A name that remembers where it was written (for errors about one member of a list)."""
+
+    pos = None
+
+    def __new__(cls, text, pos):
+        s = super().__new__(cls, text)
+        s.pos = pos
+        return s
+
+    def __getnewargs__(self):  # copy.deepcopy of sub-control templates
+        return (str(self), self.pos)
+
+
+def _short(text):
+    return text if len(text) <= 24 else text[:10] + "..." + text[-10:]
+
+
 @v_args(meta=True)
-class ToAst(Transformer):
+class ToAst(Transformer_NonRecursive):
     """Turn lark's parse tree into ast nodes carrying original-file positions."""
 
     def __init__(self, source):
@@ -57,7 +83,7 @@ class ToAst(Transformer):
         return self.src.text[meta.start_pos:meta.end_pos]
 
     def name(self, meta, c):
-        return str(c[0])
+        return PosStr(c[0], self._tp(c[0])) if hasattr(c[0], "line") else str(c[0])
 
     def tname(self, meta, c):
         return str(c[0])
@@ -157,7 +183,8 @@ class ToAst(Transformer):
         return A.TypedefDecl(c[0], c[1], [], pos=self._p(meta))
 
     def enum_decl(self, meta, c):
-        return A.EnumDecl(c[0], None, [(n, None, self._p(meta)) for n in c[1:]], [], pos=self._p(meta))
+        return A.EnumDecl(c[0], None, [(str(n), None, getattr(n, "pos", None) or self._p(meta)) for n in c[1:]], [],
+                          pos=self._p(meta))
 
     def ser_enum_decl(self, meta, c):
         return A.EnumDecl(c[1], c[0], c[2:], [], pos=self._p(meta))
@@ -436,7 +463,12 @@ class ToAst(Transformer):
         return A.BoolLit(False, pos=self._p(meta))
 
     def string_lit(self, meta, c):
-        return A.StrLit(str(c[0])[1:-1].encode().decode("unicode_escape"), pos=self._p(meta))
+        raw = str(c[0])[1:-1]
+        try:
+            value = raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except UnicodeDecodeError as exc:
+            raise CompileError(f"bad escape sequence in string literal ({exc.reason})", self._p(meta)) from None
+        return A.StrLit(value, pos=self._p(meta))
 
     def name_ref(self, meta, c):
         return A.Name(c[0], pos=self._p(meta))

@@ -93,8 +93,9 @@ def test_header_not_byte_aligned(tmp_path):
 
 def test_missing_main(tmp_path):
     text = program().replace("V1Switch(P(), VC(), Ing(), Egr(), CC(), D()) main;", "")
+    last = len(text.rstrip("\n").split("\n"))
     assert compile_error(tmp_path, text) == \
-        "error: the program has no 'main' instance (expected: V1Switch(...) main;)"
+        f"prog.p4:{last}:1: error: the program has no 'main' instance (expected: V1Switch(...) main;)"
 
 
 SUFFIX = " is not supported by p4sim-compile (outside its P4_16 subset; see docs/p4-subset.md)"

@@ -69,6 +69,7 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
         if main is None:
             raise CompileError("the program has no 'main' instance (expected: V1Switch(...) main;)", ast_prog.pos)
         self.check_main(main)
+        self.warn_unused()
         return self.prog
 
     def warn_unused(self):

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 from compiler_helpers import compile_error, compile_text, line_of, program
 
 from p4reduce.p4sim.compiler.cli import main
@@ -186,3 +187,39 @@ def test_a_planted_pickle_is_never_loaded(tmp_path):
     assert r.returncode == 0, r.stderr
     assert not marker.exists()
     assert (tmp_path / "xdg" / "p4sim" / "grammar.cache").exists()
+
+
+@pytest.mark.parametrize("kind", ["unused", "overflow"])
+def test_werror_and_wdisable_per_kind(tmp_path, capsys, kind):
+    src = tmp_path / "p.p4"
+    src.write_text(program(ingress="const bit<8> UNUSED = 1; apply { meta.a = 8w300; }"))
+    out = str(tmp_path / "o.json")
+    assert main(["-o", out, str(src)]) == 0
+    err_text = capsys.readouterr().err
+    assert "warning: 'UNUSED' is unused" in err_text and "warning: 8w300: value does not fit" in err_text
+    assert main([f"--Werror={kind}", "-o", out, str(src)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    errors = [x for x in lines if ": error: " in x]
+    assert len(errors) == 1 and (("is unused" in errors[0]) == (kind == "unused"))
+    assert main([f"--Wdisable={kind}", "--Werror", "-o", out, str(src)]) == 1
+    assert capsys.readouterr().err.count(": error: ") == 1
+    assert main(["--Wdisable=unused", "--Wdisable=overflow", "--Werror", "-o", out, str(src)]) == 0
+    assert capsys.readouterr().err.count(": error: ") == 0
+
+
+def test_unused_declarations_warn_as_p4c_does(tmp_path):
+    text = program(decls="const bit<8> NEVER = 1; const bit<8> USED = 2;",
+                   ingress="counter(4, CounterType.packets) idle; register<bit<8>>(4) busy; "
+                           "table lonely { key = { meta.a: exact; } actions = { NoAction; } } "
+                           "apply { meta.a = USED; busy.write(0, 1); }")
+    res = compile_text(tmp_path, text)
+    at = {n: "prog.p4:{}:{}".format(*line_of(text, n)) for n in ("const bit<8> NEVER", "counter(4", "table lonely")}
+    assert sorted(w.split("/")[-1] for w in res.warnings) == sorted([
+        f"{at['const bit<8> NEVER']}: warning: 'NEVER' is unused",
+        f"{at['counter(4']}: warning: 'idle': unused instance",
+        f"{at['table lonely']}: warning: Table lonely is not used; removing"])
+    # p4c keeps extern instances in the P4Info and removes unused tables
+    assert [c.preamble.name for c in res.p4info.counters] == ["Ing.idle"]
+    assert not res.p4info.tables
+    # the system includes' declarations are not the user's
+    assert not any("v1model" in w or "core.p4" in w for w in res.warnings)

@@ -70,7 +70,8 @@ from .errors import (
                      ProgramError,
                      ResourceExhaustedError,
 )
-from .switch import Switch
+from .native.backend import Switch  # native (generated C) or the Python engine (switch.Switch)
+from .switch import Switch as PythonSwitch
 from .tables import TableEntry
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
                      "EngineError",
                      "NotFoundError",
                      "ProgramError",
+                     "PythonSwitch",
                      "ResourceExhaustedError",
                      "Switch",
                      "TableEntry",

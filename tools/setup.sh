@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # nftables: link loss emulation where the kernel has no netem (mininet_topos/links.py).
-APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps nftables python3-venv"
+# gcc (+ libc6-dev): p4sim's native data plane compiles each P4 program to C at pipeline load.
+APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps nftables python3-venv gcc libc6-dev"
 missing=""
-for cmd in mnexec cpp tcpdump ip ethtool ping nft; do
+for cmd in mnexec cpp tcpdump ip ethtool ping nft gcc; do
     command -v "$cmd" >/dev/null 2>&1 || missing="$missing $cmd"
 done
 /usr/bin/python3 -c 'import mininet.net' >/dev/null 2>&1 || missing="$missing python3-mininet"
+[ -e /usr/include/stdio.h ] || missing="$missing libc6-dev"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "setup: installing Debian packages (missing:$missing)"

@@ -6,6 +6,7 @@ carries, and tests/compiler/test_p4src.py compiles every supported SUBBLOCK and 
 import json
 
 import pytest
+from backend_param import engine_backend  # noqa: F401 - every test on both backends (tests/backend_param.py)
 
 from p4reduce.protocol.program import compile_program
 from p4reduce.protocol.wire import Layout

@@ -3,6 +3,7 @@ and the reference programs (real p4c output) from ../shared/p4-reference."""
 import json
 
 import pytest
+from backend_param import engine_backend  # noqa: F401 - every test on both backends (tests/backend_param.py)
 
 from p4reduce.p4sim.runtime import P4RuntimeServer
 

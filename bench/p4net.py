@@ -33,18 +33,6 @@ def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> str | None:
     return progmod.unavailable_reason(program)
 
 
-def link_options(setting):
-    """mininet_topos LinkOptions that apply exactly the bench's TCLink parameters."""
-    from p4reduce.mininet_topos.links import LinkOptions
-    params = setting.tclink_params()
-
-    class BenchLinkOptions(LinkOptions):
-        def tclink_params(self) -> dict:
-            return dict(params)
-
-    return BenchLinkOptions(bw_mbps=setting.bw_mbit, delay=setting.effective_delay())
-
-
 class P4Net:
     """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
 
@@ -63,7 +51,7 @@ class P4Net:
         thrift_port = free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         RUN_DIR.mkdir(parents=True, exist_ok=True)
-        self.session = Session(topo="star", workers=self.nhosts, link=link_options(self.link),
+        self.session = Session(topo="star", workers=self.nhosts, link=self.link,
                                program=str(self.program), api_port=api_port, grpc_base=grpc_port,
                                thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
                                pcap_dir=None, run_dir=str(RUN_DIR))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from p4reduce.bench.links import LinkSetting
+from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.protocol.addressing import host_address
 
 BRIDGE = "linux-bridge"
@@ -28,7 +28,7 @@ class TopologyError(RuntimeError):
 class BenchNet:
     """Context manager: ``with BenchNet(4, SHAPED) as bn: bn.workers, bn.server, bn.iface(h)``."""
 
-    def __init__(self, workers: int, link: LinkSetting, switch: str = "auto", program=None):
+    def __init__(self, workers: int, link: LinkOptions, switch: str = "auto", program=None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if switch not in SWITCH_CHOICES:
@@ -126,4 +126,4 @@ class BenchNet:
 
     def describe(self) -> dict:
         return {"switch": self.switch_kind, "switch_detail": self.switch_detail,
-                "link": self.link.as_dict(), "workers": self.nworkers, "server_host": True}
+                "link": self.link.describe(), "workers": self.nworkers, "server_host": True}

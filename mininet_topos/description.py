@@ -19,7 +19,8 @@ gRPC port is up. Format (version 1):
                  "intf": "h1-eth0", "switch": "s1", "port": 1, "pid": 4321,
                  "netns": "/proc/4321/ns/net", "api_source": "127.100.0.1"}],
       "links": [{"a": "leaf1", "a_port": 3, "b": "spine", "b_port": 1}],   # switch-to-switch
-      "link_options": {"bw_mbps": null, "delay": null, "loss_pct": 0.0, "loss_method": null}
+      "link_options": {"name": null, "bw_mbps": null, "delay": null, "loss_pct": 0.0, "queue_ms": null,
+                       "loss_method": null, "delay_applied": null, "applied": "unshaped veth"}
     }
 
 The switch marked `aggregate` (the star's switch, the two-tier's spine) owns the service address.

@@ -1,15 +1,18 @@
-"""Link emulation options (bandwidth, delay, loss) from the command line, applied to Mininet links.
+"""Link emulation options (bandwidth, delay, loss) for Mininet links: the command line's --bw,
+--delay and --loss, and the benchmarks' named settings (bench/links.py), one type for both.
 
-Bandwidth uses TCLink (htb). Delay and loss use netem through TCLink when the kernel has it; when
+Bandwidth uses TCLink (tbf). Delay and loss use netem through TCLink when the kernel has it; when
 it does not (minimal VM kernels lack sch_netem), loss is emulated with an nftables netdev table on
 both ends' egress -- the same place netem sits, before packet taps, so the P4 target never sees a
-lost frame -- and delay is refused with a clear error rather than silently ignored.
+lost frame -- and delay is refused with a clear error rather than silently ignored, unless the
+options say the delay is optional (benchmarks: the results then record it as not applied).
 """
 import argparse
 import re
 import shutil
 import subprocess
 import tempfile
+import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,8 +26,11 @@ class LinkOptionError(ValueError):
 @dataclass(frozen=True)
 class LinkOptions:
     bw_mbps: float | None = None
-    delay: str | None = None       # e.g. "1ms", "200us"
+    delay: str | None = None          # e.g. "1ms", "200us"
     loss_pct: float = 0.0             # 0..100, per direction
+    queue_ms: float | None = None     # tbf queue depth as the time to drain it (None: TCLink's)
+    delay_optional: bool = False      # without netem: leave the delay out (and say so) instead of refusing
+    name: str = ""                    # a named setting (benchmarks), reported with its results
 
     def __post_init__(self):
         if self.bw_mbps is not None and not 0 < self.bw_mbps <= 100000:
@@ -33,23 +39,31 @@ class LinkOptions:
             raise LinkOptionError(f"--delay {self.delay!r}: expected a duration such as 2ms or 500us")
         if not 0 <= self.loss_pct < 100:
             raise LinkOptionError(f"--loss {self.loss_pct}: must be a percentage in [0, 100)")
+        if self.queue_ms is not None and not self.queue_ms > 0:
+            raise LinkOptionError(f"queue {self.queue_ms} ms: must be > 0")
 
     @property
     def shaped(self) -> bool:
         return self.bw_mbps is not None or self.delay is not None or self.loss_pct > 0
 
+    def effective_delay(self) -> str | None:
+        """The delay that is really applied (None without netem)."""
+        return self.delay if self.delay and netem_available() else None
+
     def tclink_params(self) -> dict:
         """What TCLink applies itself: bandwidth always, delay/loss only through netem."""
-        params = {}
+        params: dict = {}
         if self.bw_mbps is not None:
             params["bw"] = self.bw_mbps
             params["use_tbf"] = True      # tbf: no htb quantum warnings, same shaping
+            if self.queue_ms is not None:
+                params["latency_ms"] = self.queue_ms
         if netem_available():
             if self.delay:
                 params["delay"] = self.delay
             if self.loss_pct:
                 params["loss"] = self.loss_pct
-        elif self.delay:
+        elif self.delay and not self.delay_optional:
             raise LinkOptionError(
                 f"--delay {self.delay}: this kernel has no netem qdisc (sch_netem), which link "
                 "delay needs; run without --delay or on a kernel with CONFIG_NET_SCH_NETEM")
@@ -58,9 +72,28 @@ class LinkOptions:
     def needs_nft_loss(self) -> bool:
         return self.loss_pct > 0 and not netem_available()
 
+    def applied(self) -> str:
+        """What the links really are, in words, including what could not be applied."""
+        if not self.shaped:
+            return "unshaped veth"
+        parts = []
+        if self.bw_mbps is not None:
+            queue = f", {self.queue_ms:g} ms queue" if self.queue_ms is not None else ""
+            parts.append(f"{self.bw_mbps:g} Mbit/s (tbf{queue})")
+        if self.delay:
+            parts.append(f"{self.delay} delay (netem)" if self.effective_delay()
+                         else f"{self.delay} delay NOT applied: kernel lacks sch_netem")
+        if self.loss_pct:
+            parts.append(f"{self.loss_pct:g}% loss ({'netem' if netem_available() else 'nftables'})")
+        return ", ".join(parts)
+
     def describe(self) -> dict:
-        return {"bw_mbps": self.bw_mbps, "delay": self.delay, "loss_pct": self.loss_pct,
-                "loss_method": ("netem" if netem_available() else "nftables") if self.loss_pct else None}
+        """The options and what was applied (topology description, benchmark results)."""
+        return {"name": self.name or None, "bw_mbps": self.bw_mbps, "delay": self.delay,
+                "loss_pct": self.loss_pct, "queue_ms": self.queue_ms,
+                "loss_method": ("netem" if netem_available() else "nftables") if self.loss_pct else None,
+                "delay_applied": self.effective_delay() is not None if self.delay else None,
+                "applied": self.applied()}
 
 
 def add_arguments(parser: argparse.ArgumentParser):
@@ -79,12 +112,12 @@ def from_args(args) -> LinkOptions:
 
 @lru_cache(maxsize=1)
 def netem_available() -> bool:
-    """True when the kernel knows the netem qdisc (probed on a throwaway dummy device)."""
-    probe = "p4rnetemprobe"
+    """True when the kernel knows the netem qdisc (probed on a throwaway dummy device of our own)."""
+    probe = f"p4rnetem{uuid.uuid4().hex[:6]}"
     try:
         subprocess.run(["ip", "link", "add", probe, "type", "dummy"], capture_output=True, check=True)
     except (OSError, subprocess.CalledProcessError):
-        # Cannot probe (no dummy driver): say what /proc/config.gz says, else assume no.
+        # Cannot probe (no dummy driver, no root): say what /proc/config.gz says, else assume no.
         return _config_has("CONFIG_NET_SCH_NETEM")
     try:
         result = subprocess.run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"],

@@ -2,6 +2,7 @@
 import pytest
 
 from p4reduce.bench import links
+from p4reduce.mininet_topos.links import netem_available
 
 
 def test_unshaped_is_plain_veth():
@@ -13,8 +14,8 @@ def test_unshaped_is_plain_veth():
 def test_shaped_link_applies_bandwidth_and_reports_delay_truthfully():
     params = links.SHAPED.tclink_params()
     assert params["bw"] == 100 and params["use_tbf"] and params["latency_ms"] == links.QUEUE_LATENCY_MS
-    info = links.SHAPED.as_dict()
-    if links.netem_available():
+    info = links.SHAPED.describe()
+    if netem_available():
         assert params["delay"] == "1ms" and info["delay_applied"] is True
         assert "1ms delay (netem)" in info["applied"]
     else:

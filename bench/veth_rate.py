@@ -10,8 +10,6 @@ library, as the controller does it.
 from __future__ import annotations
 
 import pathlib
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,7 +17,8 @@ import uuid
 
 from p4reduce.bench import aggtraffic
 from p4reduce.bench import program as progmod
-from p4reduce.mininet_topos.ports import free_port
+from p4reduce.mininet_topos.ports import free_port, port_open
+from p4reduce.mininet_topos.processes import stop_process
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
@@ -74,15 +73,8 @@ class VethRig:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.proc is not None:
-            proc, self.proc = self.proc, None
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
+        proc, self.proc = self.proc, None
+        stop_process(proc)
         for name in self.created:
             subprocess.run(["ip", "link", "del", name], capture_output=True)
         self.created = []
@@ -110,11 +102,9 @@ class VethRig:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RigError(f"{self.target_name} exited with {self.proc.returncode}:\n{self._log_tail()}")
-            try:
-                with socket.create_connection((host, int(port)), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.1)
+            if port_open(host, int(port)):
+                return
+            time.sleep(0.1)
         raise RigError(f"{self.target_name} did not open {self.grpc_addr} in 60 s:\n{self._log_tail()}")
 
     def _program(self) -> None:

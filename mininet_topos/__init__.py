@@ -9,7 +9,7 @@ Modules, one concept each:
   description  the topology description file the controller reads (run/topology.json)
   apirelay     the job API reachable at 127.0.0.1 inside every host, out of band
   controller_proc   start the controller (the job API's client is protocol.job_api)
-  ports        free loopback ports for the servers a session starts
+  ports, processes   free loopback ports and open ones; stopping the servers a session started
   session      network + controller + relay, with the PID record that `stop` uses (runstate)
   hostproc     run a command on every host and follow its JSON-line events
   run, demo, demo_worker, __main__   the command-line entry points

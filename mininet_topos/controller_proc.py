@@ -4,13 +4,13 @@ The controller runs in the root namespace beside the switches; it reads the topo
 pushes the P4 pipeline over P4Runtime and serves the job API. We wait (bounded) until the API
 answers /v1/health, and stop it by the PID we started.
 """
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from p4reduce.mininet_topos.p4switch import log_tail
+from p4reduce.mininet_topos.processes import stop_process
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 
 
@@ -70,11 +70,4 @@ class ControllerProcess:
 
     def stop(self):
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)

@@ -4,14 +4,14 @@ The node starts the target with one `-i PORT@IFACE` per Mininet link, waits (bou
 gRPC port accepts connections, and stops exactly the process it started, by PID. It never touches
 other switches' processes (never a global Mininet cleanup, never a kill by process name).
 """
-import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 from mininet.node import Switch
 
+from p4reduce.mininet_topos.ports import port_open
+from p4reduce.mininet_topos.processes import stop_process
 from p4reduce.mininet_topos.target import DEFAULT_CPU_PORT, SwitchCommand, find_target, target_name
 
 START_TIMEOUT_S = 30.0
@@ -31,15 +31,6 @@ def log_tail(paths, lines: int = 20) -> str:
                 text = candidate.read_text(errors="replace").splitlines()[-lines:]
                 chunks.append(f"--- {candidate} (last {len(text)} lines)\n" + "\n".join(text))
     return "\n".join(chunks) if chunks else "(the target wrote no log)"
-
-
-def port_open(host: str, port: int) -> bool:
-    """True when something accepts TCP connections on host:port."""
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class P4Switch(Switch):
@@ -135,14 +126,7 @@ class P4Switch(Switch):
     def _terminate(self):
         """SIGTERM the process this node started, then SIGKILL it if it lingers."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_TIMEOUT_S)
+        stop_process(proc, STOP_TIMEOUT_S)
 
     def stop(self, deleteIntfs=True):
         self._terminate()

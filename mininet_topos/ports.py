@@ -36,3 +36,12 @@ def free_port(count: int = 1, kind: socket.SocketKind = socket.SOCK_STREAM, host
             for s in socks:
                 s.close()
     raise OSError(f"no block of {count} free ports on {host}")
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when something accepts TCP connections on host:port (a server is up)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

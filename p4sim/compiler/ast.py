@@ -25,7 +25,7 @@ def _node(name, fields, base=None):
 
 
 class Node:
-    _fields = ()
+    _fields: tuple[str, ...] = ()
 
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)

@@ -1,6 +1,9 @@
 """BMv2 JSON backend: assembles header types, parser, pipelines, deparser, externs and checksums
 into the document described by behavioral-model's docs/JSON_format.md."""
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
@@ -10,6 +13,9 @@ from .bmv2_pipeline import PipelineBuilder
 from .bmv2_storage import Storage
 from .diagnostics import CompileError, Unsupported
 from .naming import full_name
+
+if TYPE_CHECKING:
+    from .checker import Program
 
 FIELD_ALIASES = [
     ["queueing_metadata.enq_timestamp", ["standard_metadata", "enq_timestamp"]],
@@ -185,7 +191,7 @@ class Backend:
                     raise Unsupported(f"statements other than {want}() and {want}_with_payload() in the "
                                       f"{'verifyChecksum' if verify else 'computeChecksum'} control", s.pos)
                 a = [x.expr for x in s.call.args]
-                tmp = []
+                tmp: list[dict] = []
                 inputs = pl.field_list(a[1], tmp)
                 if tmp:
                     raise Unsupported("expressions in a checksum field list (use fields and constants)",
@@ -202,7 +208,7 @@ class Backend:
         return out
 
     # ---- assembly
-    def build(self):
+    def build(self) -> dict:
         prog = self.prog
         self.storage.bind_program()
         for block in prog.blocks():
@@ -234,7 +240,8 @@ class Backend:
         hid = {h["name"]: h["id"] for h in headers}
         stacks = [{"name": n, "id": i, "header_type": t, "size": len(e), "header_ids": [hid[x] for x in e]}
                   for i, (n, t, e) in enumerate(st.stacks)]
-        counters, registers = [], []
+        counters: list[dict] = []
+        registers: list[dict] = []
         for block in prog.blocks("ingress", "egress", "parser", "verify", "compute"):
             for inst in block.instances:
                 name = full_name(inst, block)
@@ -283,7 +290,7 @@ class Backend:
         }
 
 
-def to_json(prog, source_path):
+def to_json(prog: Program, source_path: str) -> tuple[dict, Backend]:
     b = Backend(prog, source_path)
     doc = b.build()
     return doc, b

@@ -4,6 +4,7 @@ Action calls are inlined (their parameters substituted), ``if`` becomes ``_jump_
 as p4c does, and v1model extern calls map to BMv2 primitives.
 """
 import copy
+from typing import Any
 
 from . import ast as A
 from .bmv2_expr import LocRef, b2d, has_cond, hexstr, mask_of, op, param
@@ -26,7 +27,7 @@ class PrimitiveLowering:
         self.xl = xl
 
     def lower(self, stmts):
-        out = []
+        out: list[dict[str, Any]] = []
         self.stmts(stmts, out)
         return out
 
@@ -48,11 +49,11 @@ class PrimitiveLowering:
             self.call(s.call, out)
         elif isinstance(s, A.If):
             cond = b2d(self.xl.bool(self.hoist(s.cond, out)))
-            jz = {"op": "_jump_if_zero", "parameters": [param(cond), None]}
+            jz: dict[str, Any] = {"op": "_jump_if_zero", "parameters": [param(cond), None]}
             out.append(jz)
             self.stmt(s.then, out)
             if s.els is not None:
-                j = {"op": "_jump", "parameters": [None]}
+                j: dict[str, Any] = {"op": "_jump", "parameters": [None]}
                 out.append(j)
                 jz["parameters"][1] = hexstr(len(out))
                 self.stmt(s.els, out)
@@ -74,11 +75,11 @@ class PrimitiveLowering:
         if isinstance(e, A.Cond):
             c = self.hoist(e.cond, out)
             tmp = self.b.storage.add_scalar("tmp", e.type)
-            jz = {"op": "_jump_if_zero", "parameters": [param(b2d(self.xl.bool(c))), None]}
+            jz: dict[str, Any] = {"op": "_jump_if_zero", "parameters": [param(b2d(self.xl.bool(c))), None]}
             out.append(jz)
             a = self.hoist(e.then, out)
             out.append(prim("assign", [tmp.json(), param(self.xl.data(a))]))
-            j = {"op": "_jump", "parameters": [None]}
+            j: dict[str, Any] = {"op": "_jump", "parameters": [None]}
             out.append(j)
             jz["parameters"][1] = hexstr(len(out))
             b = self.hoist(e.els, out)

@@ -40,7 +40,7 @@ class ParserBuilder:
         return None if n in ("accept", "reject") else n
 
     def state(self, st, sid):
-        ops = []
+        ops: list[dict] = []
         for s in st.stmts:
             self.stmt(s, ops)
         tr = st.transition
@@ -70,7 +70,7 @@ class ParserBuilder:
 
     def case_values(self, c, widths):
         """Each case as a list of (values, masks) alternatives (ranges expand to several)."""
-        alts = [([], [])]
+        alts: list[tuple[list[int], list[int]]] = [([], [])]
         for x, w in zip(c.keyset, widths):
             full = (1 << w) - 1
             if isinstance(x, (A.Default, A.DontCare)):
@@ -136,7 +136,7 @@ class ParserBuilder:
                 src = None
             dst = self.xl.loc(s.lhs)
             if isinstance(s.lhs, A.Slice) or not isinstance(dst, FieldLoc):
-                prims = []
+                prims: list[dict] = []
                 self.pl.assign(s.lhs, s.rhs, prims, s.pos)
                 ops.extend({"parameters": [p], "op": "primitive"} for p in prims)
                 return

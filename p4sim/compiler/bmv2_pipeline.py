@@ -78,7 +78,7 @@ class PipelineBuilder:
 
     # ---- graph construction (backwards, from the continuation)
     def gen(self, stmts, nxt):
-        flat = []
+        flat: list[A.Stmt] = []
         self._flatten(stmts, flat)
         seq = []
         for s in flat:
@@ -86,7 +86,7 @@ class PipelineBuilder:
             if isinstance(s, (A.Return, A.Exit)):
                 break
         cur = nxt
-        group = []
+        group: list[A.Stmt] = []
         for s in reversed(seq):
             if isinstance(s, A.Return):
                 cur = self.ret_target
@@ -268,7 +268,7 @@ class PipelineBuilder:
 
         def overlap(x, y):
             return any(h1 == h2 and (f1 is None or f2 is None or f1 == f2) for h1, f1 in x for h2, f2 in y)
-        done = []
+        done: list[set] = []
         for loc, expr in bound:
             mine = parts(loc)
             for other in done:

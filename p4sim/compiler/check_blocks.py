@@ -2,6 +2,7 @@
 import copy
 
 from . import ast as A
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
 from .limits import MAX_SIZE
@@ -10,7 +11,7 @@ from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ExternT, ObjT, StructT
 
 
-class BlockChecker:
+class BlockChecker(CheckerBase):
     """Checks parser and control blocks, extern instances, and the v1model main's signature."""
 
     def block_locals(self, decls, scope, ctx, owner):
@@ -20,7 +21,7 @@ class BlockChecker:
             if isinstance(d, A.ConstDecl):
                 self.const_decl(d, scope)
             elif isinstance(d, A.VarDecl):
-                saved = getattr(self, "locals_out", None)
+                saved = self.locals_out
                 self.locals_out = owner.vars
                 self.stmt(d, scope, ctx)
                 self.locals_out = saved
@@ -121,7 +122,7 @@ class BlockChecker:
             raise CompileError(f"parser '{d.name}' has no 'start' state", d.pos)
         for st in d.states:
             s = Scope(scope)
-            saved = getattr(self, "locals_out", None)
+            saved = self.locals_out
             self.locals_out = d.vars
             self.stmts(st.stmts, s, "parser")
             self.locals_out = saved
@@ -156,7 +157,7 @@ class BlockChecker:
         scope = Scope(self.globals)
         self.params(d.params, scope, d)
         self.block_locals(d.locals, scope, ctx, d)
-        saved = getattr(self, "locals_out", None)
+        saved = self.locals_out
         self.locals_out = d.vars
         self.stmt(d.body, Scope(scope), ctx)
         self.locals_out = saved

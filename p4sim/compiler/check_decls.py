@@ -3,6 +3,7 @@ import copy
 
 from . import ast as A
 from . import constfold as F
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported, Warning_
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
 from .limits import MAX_STACK_SIZE, MAX_WIDTH
@@ -10,7 +11,7 @@ from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, VoidT
 
 
-class DeclChecker:
+class DeclChecker(CheckerBase):
     """Headers, structs, enums, constants and externs at top level, and type-reference resolution."""
 
     def top_decl(self, d):
@@ -29,11 +30,11 @@ class DeclChecker:
                 t.fields.append((f.name, ft, f.annos))
             self.prog.header_types.append(t)
         elif isinstance(d, A.StructDecl):
-            t = StructT(d.name, annos=d.annos)
-            self._declare_type(d.name, t, d.pos)
+            st = StructT(d.name, annos=d.annos)
+            self._declare_type(d.name, st, d.pos)
             self._unique_fields(d, "struct")
             for f in d.fields:
-                t.fields.append((f.name, self.resolve_type(f.tref), f.annos))
+                st.fields.append((f.name, self.resolve_type(f.tref), f.annos))
         elif isinstance(d, A.UnionDecl):
             raise Unsupported("header_union", d.pos)
         elif isinstance(d, A.TypedefDecl):

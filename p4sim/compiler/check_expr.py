@@ -1,6 +1,7 @@
 """Expression typing: every expression gets a type, implicit casts and constant folding."""
 from . import ast as A
 from . import constfold as F
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .externs import EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
 from .limits import MAX_WIDTH
@@ -22,7 +23,7 @@ from .types import (
 )
 
 
-class ExprChecker:
+class ExprChecker(CheckerBase):
     """Types expressions (one ex_<Node> method per AST node), coerces and folds constants."""
 
     def coerce(self, e, t, pos=None):

@@ -1,10 +1,11 @@
 """Calls to v1model externs: their argument rules differ per extern, so they live apart."""
 from . import ast as A
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .types import BitsT, BoolT, ErrorT, HeaderT, IntT, StackT, StructT, VoidT
 
 
-class ExternCallChecker:
+class ExternCallChecker(CheckerBase):
     """Checks extern method calls (register.read, counter.count...) and extern functions (hash...)."""
 
     def _extern_method(self, e, bt, m, scope, want):

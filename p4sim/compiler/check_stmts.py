@@ -1,11 +1,12 @@
 """Statements: assignments, if/switch, calls, and where tables may be applied."""
 from . import ast as A
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .symbols import Scope, Sym
 from .types import BoolT, ExternT, HeaderT, ObjT, StackT, StringT, StructLikeT, VoidT
 
 
-class StmtChecker:
+class StmtChecker(CheckerBase):
     """Checks statements in action, parser-state and control bodies (``ctx`` says which)."""
 
     def stmts(self, stmts, scope, ctx):

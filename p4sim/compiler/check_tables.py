@@ -1,13 +1,14 @@
 """Actions and tables: parameters, keys, action lists, entries and default actions."""
 from . import ast as A
 from . import constfold as F
+from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .limits import MAX_SIZE
 from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, VoidT
 
 
-class TableActionChecker:
+class TableActionChecker(CheckerBase):
     """Checks action declarations and table properties against BMv2's table model."""
 
     def params(self, params, scope, owner):
@@ -23,7 +24,7 @@ class TableActionChecker:
                     not (isinstance(p.ptype, EnumT) and p.ptype.underlying):
                 raise Unsupported(f"action data parameter of type {p.ptype}", p.pos)
             s.add(Sym("param", p.name, p, p.ptype, owner=d), p.pos)
-        saved = getattr(self, "locals_out", None)
+        saved = self.locals_out
         self.locals_out = []
         self.stmt(d.body, s, "action")
         d.locals = self.locals_out

@@ -4,6 +4,9 @@ The checker annotates the AST in place: every expression gets ``type``; names ge
 calls get ``kind``; constants are folded into literals. Anything outside the subset raises
 diagnostics.Unsupported at the construct's position.
 """
+from collections.abc import Iterator
+from typing import Any
+
 from . import ast as A
 from .check_blocks import BlockChecker
 from .check_decls import DeclChecker
@@ -27,8 +30,9 @@ class Program:
         self.parser = self.verify = self.ingress = self.egress = self.compute = self.deparser = None
         self.actions_global = {}
         self.warnings = []
+        self.main = None
 
-    def blocks(self, *roles):
+    def blocks(self, *roles: str) -> Iterator[Any]:
         """The V1Switch blocks of the given roles (all six by default), each followed by the
         sub-controls it instantiates (depth first), each block once."""
         roles = roles or ("parser", "verify", "ingress", "egress", "compute", "deparser")
@@ -55,8 +59,9 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
         self.control_templates = {}   # control name -> unchecked copy, instantiated as sub-controls
         self.template_names = set()
         self.instantiating = []       # control names being instantiated (a cycle is an error)
+        self.locals_out = []          # where the declarations of the block being checked go
 
-    def check(self, ast_prog):
+    def check(self, ast_prog: A.Program) -> Program:
         # controls instantiated inside controls: their unchecked declarations are kept as templates
         self.template_names = {x.tref.name for d in ast_prog.decls if isinstance(d, A.ControlDecl)
                                for x in d.locals if isinstance(x, A.Instance) and isinstance(x.tref, A.NamedTypeRef)}
@@ -72,7 +77,7 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
         self.warn_unused()
         return self.prog
 
-    def warn_unused(self):
+    def warn_unused(self) -> None:
         """p4c's unused-declaration warnings: constants, extern and control instances, tables
         (which the backends leave out, as p4c removes them). Declarations of the system includes
         (core.p4, v1model.p4) are not the user's."""
@@ -87,6 +92,6 @@ class Checker(DeclChecker, ExprChecker, ExternCallChecker, StmtChecker, TableAct
                 self.warn(s.pos, f"Table {s.name} is not used; removing", "unused")
 
 
-def check(ast_prog):
+def check(ast_prog: A.Program) -> Program:
     """Check a parsed program and return the annotated Program the backends consume."""
     return Checker().check(ast_prog)

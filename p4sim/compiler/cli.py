@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from .diagnostics import CompileError
 from .driver import compile_file, run_deep
@@ -24,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _depth(doc):
+def _depth(doc: Any) -> int:
     """Nesting depth of a JSON document (iteratively)."""
     deepest, stack = 0, [(doc, 1)]
     while stack:
@@ -37,7 +38,7 @@ def _depth(doc):
     return deepest
 
 
-def _level(args, kind):
+def _level(args: argparse.Namespace, kind: str) -> str:
     """What p4c's -W options make of a warning of `kind`: the last option naming the kind wins;
     otherwise the options for all kinds, where a disabled warning is not an error either
     (--Wdisable --Werror reports nothing) unless a later --Wwarn brings it back."""
@@ -60,7 +61,7 @@ class _WarningOption(argparse.Action):
         namespace.warning_options = [*getattr(namespace, "warning_options", []), (level, values or "all")]
 
 
-def make_parser():
+def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="p4sim-compile", description="Compile a P4_16 v1model program to BMv2 JSON and P4Info "
                 "(a stand-in for p4c-bm2-ss).")
     p.add_argument("source", nargs="?", help="P4_16 source file")
@@ -92,7 +93,7 @@ def make_parser():
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     if args.version:
         print(VERSION)
@@ -162,7 +163,7 @@ def main(argv=None):
             else:
                 path, data = out, serialize(info, out)
             with open(path, "wb") as f:
-                f.write(data)
+                f.write(data or b"")
     except OSError as e:
         sys.stderr.write(f"p4sim-compile: error: cannot write {e.filename}: {e.strerror}\n")
         return 1

@@ -1,10 +1,12 @@
 """Constant folding over checked literals, with P4 width rules and wraparound."""
+from typing import Any
+
 from . import ast as A
-from .diagnostics import CompileError
-from .types import BitsT, BoolT
+from .diagnostics import CompileError, Pos
+from .types import BitsT, BoolT, Type
 
 
-def normalize(value, t):
+def normalize(value: int, t: Type) -> int:
     """Wrap ``value`` into the range of type ``t`` (two's complement for int<W>)."""
     if isinstance(t, BitsT):
         mask = (1 << t.width) - 1
@@ -14,19 +16,19 @@ def normalize(value, t):
     return value
 
 
-def int_lit(value, t, pos):
+def int_lit(value: int, t: Type, pos: Pos | None) -> A.IntLit:
     lit = A.IntLit(normalize(value, t), getattr(t, "width", None), getattr(t, "signed", False), pos=pos)
     lit.type = t
     return lit
 
 
-def bool_lit(value, pos):
+def bool_lit(value: object, pos: Pos | None) -> A.BoolLit:
     lit = A.BoolLit(bool(value), pos=pos)
     lit.type = BoolT()
     return lit
 
 
-def is_const(e):
+def is_const(e: object) -> bool:
     return isinstance(e, (A.IntLit, A.BoolLit))
 
 
@@ -38,7 +40,7 @@ def _sat(v, t):
     return max(lo, min(hi, v))
 
 
-def fold_binary(op, l, r, t, pos):
+def fold_binary(op: str, l: Any, r: Any, t: Type, pos: Pos | None) -> Any:
     """Fold ``l op r`` (both literals, already converted to operand type); t is the result type."""
     a, b = l.value, r.value
     if op in ("&&", "||"):
@@ -66,9 +68,9 @@ def fold_binary(op, l, r, t, pos):
     elif op == "^":
         v = a ^ b
     elif op == "<<":
-        v = a << b if b < t.width else 0            # never build a number wider than the type
+        v = a << b if b < getattr(t, "width", 0) else 0      # never build a number wider than the type
     elif op == ">>":
-        v = a >> b if b < t.width else (-1 if a < 0 else 0)
+        v = a >> b if b < getattr(t, "width", 0) else (-1 if a < 0 else 0)
     elif op == "|+|":
         return int_lit(_sat(a + b, t), t, pos)
     elif op == "|-|":

@@ -1,9 +1,13 @@
 """The compile pipeline: preprocess -> parse -> check -> BMv2 JSON (+ P4Info on demand)."""
 import sys
 import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from . import bmv2
-from .checker import check
+from .bmv2 import Backend
+from .checker import Program, check
+from .diagnostics import Warning_
 from .limits import MAX_DEPTH
 from .parse import parse
 from .preprocess import preprocess
@@ -15,17 +19,17 @@ class CompileResult:
     `diagnostics` holds the warnings (diagnostics.Warning_: kind, message, position); `warnings`
     the same rendered as ``file:line:col: warning: message``."""
 
-    def __init__(self, bmv2_json, prog, backend, diagnostics):
+    def __init__(self, bmv2_json: dict, prog: Program, backend: Backend, diagnostics: list[Warning_]) -> None:
         self.bmv2 = bmv2_json
         self.diagnostics = diagnostics
         self._prog, self._backend, self._p4info = prog, backend, None
 
     @property
-    def warnings(self):
+    def warnings(self) -> list[str]:
         return [w.render() for w in self.diagnostics]
 
     @property
-    def p4info(self):
+    def p4info(self) -> Any:
         if self._p4info is None:
             from . import p4info
             self._p4info = p4info.build(self._prog, self._backend)
@@ -35,9 +39,11 @@ class CompileResult:
 # the compiler walks programs recursively; MAX_DEPTH levels of P4 nesting need this much room
 _STACK_BYTES = 256 << 20
 _RECURSION_LIMIT = 40 * MAX_DEPTH
+T = TypeVar("T")
 
 
-def compile_file(path, include_dirs=(), defines=(), undefines=()):
+def compile_file(path: str, include_dirs: Sequence[str] = (), defines: Sequence[str] = (),
+                 undefines: Sequence[str] = ()) -> CompileResult:
     """Compile one P4 source file; raises diagnostics.CompileError on bad input.
 
     Runs on a thread of its own, with a stack (and recursion limit) large enough for programs
@@ -45,16 +51,17 @@ def compile_file(path, include_dirs=(), defines=(), undefines=()):
     return run_deep(_compile, path, include_dirs, defines, undefines)
 
 
-def run_deep(fn, *args):
+def run_deep(fn: Callable[..., T], *args: Any) -> T:
     """fn(*args) on a thread whose stack and recursion limit fit MAX_DEPTH levels of P4 nesting
     (the compiler's walks, json.dumps of the document it builds)."""
-    box = {}
+    result: list[T] = []
+    error: list[BaseException] = []
 
-    def run():
+    def run() -> None:
         try:
-            box["result"] = fn(*args)
+            result.append(fn(*args))
         except BaseException as exc:   # re-raised in the caller's thread
-            box["error"] = exc
+            error.append(exc)
     old_stack = threading.stack_size()
     old_limit = sys.getrecursionlimit()
     try:
@@ -68,12 +75,13 @@ def run_deep(fn, *args):
         worker.join()
     finally:
         sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    if error:
+        raise error[0]
+    return result[0]
 
 
-def _compile(path, include_dirs, defines, undefines):
+def _compile(path: str, include_dirs: Sequence[str], defines: Sequence[str],
+             undefines: Sequence[str]) -> CompileResult:
     source = preprocess(path, include_dirs, defines, undefines)
     prog = check(parse(source))
     doc, backend = bmv2.to_json(prog, path)

@@ -5,6 +5,8 @@ part and ``@name(".x")`` makes it absolute. Ids: the P4Runtime resource prefix i
 the low 24 bits of Jenkins' one-at-a-time hash of the name (linear probing on collision), or the
 ``@id`` annotation. Aliases: the shortest dotted suffix that is unique.
 """
+from typing import Any
+
 from .annotations import anno, anno_str
 
 PREFIX = {"action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header": 0x04,
@@ -12,7 +14,7 @@ PREFIX = {"action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header":
           "direct_meter": 0x15, "register": 0x16, "digest": 0x17}
 
 
-def joaat(text):
+def joaat(text: str) -> int:
     """Jenkins one-at-a-time hash (32-bit), as used by p4c for P4Runtime ids."""
     h = 0
     for c in text.encode():
@@ -25,13 +27,13 @@ def joaat(text):
     return h
 
 
-def block_path(block):
+def block_path(block: Any) -> str:
     """The name prefix of objects declared in ``block``: its name, or for an instantiated
     sub-control the instance path (``Top.inst``) p4c gives the objects it inlines."""
     return getattr(block, "path", None) or block.name
 
 
-def full_name(decl, block=None):
+def full_name(decl: Any, block: Any = None) -> str:
     """p4c's fully-qualified control-plane name of a declaration inside ``block``."""
     n = anno_str(getattr(decl, "annos", None), "name")
     if n is not None:
@@ -48,7 +50,7 @@ class IdAllocator:
         self.used = set()
         self.ids = {}
 
-    def assign(self, kind, name, decl=None, pos=None):
+    def assign(self, kind: str, name: str, decl: Any = None, pos: Any = None) -> int:
         key = (kind, name)
         if key in self.ids:
             return self.ids[key]
@@ -73,7 +75,7 @@ class IdAllocator:
         return v
 
 
-def aliases(names):
+def aliases(names: list[str]) -> dict[str, str]:
     """Shortest unique dotted suffix for each name."""
     parts = {n: n.split(".") for n in names}
     out = {}

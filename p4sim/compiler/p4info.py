@@ -4,6 +4,10 @@ Tables, actions (those the control plane can see: in a table, or called directly
 block), counters, direct counters, registers, digests and @controller_header packet metadata,
 named and numbered as p4c does (see naming.py).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
@@ -12,6 +16,10 @@ from .annotations import anno, anno_str
 from .bmv2_pipeline import expr_text
 from .naming import IdAllocator, aliases, full_name
 from .types import BoolT, EnumT, ErrorT
+
+if TYPE_CHECKING:
+    from .bmv2 import Backend
+    from .checker import Program
 
 _MATCH = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
           "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,
@@ -59,7 +67,7 @@ def _ser_enum(info, t):
         mm.value = (t.values[m] & ((1 << w) - 1)).to_bytes((w + 7) // 8, "big")
 
 
-def build(prog, backend):
+def build(prog: Program, backend: Backend) -> p4info_pb2.P4Info:
     """Build the P4Info message from the checked program and the BMv2 backend's results."""
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
@@ -85,9 +93,10 @@ def build(prog, backend):
             if id(a) in backend.direct_called:
                 want_action(a)
 
-    actions.sort(key=lambda a: (a.pos.file != prog.main.pos.file, a.pos.line, a.pos.col)
+    main_file = prog.main.pos.file if prog.main is not None and prog.main.pos is not None else None
+    actions.sort(key=lambda a: (a.pos.file != main_file, a.pos.line, a.pos.col)
                  if a.pos is not None else (True, 0, 0))
-    actions.sort(key=lambda a: a.pos is None or a.pos.file == prog.main.pos.file)
+    actions.sort(key=lambda a: a.pos is None or a.pos.file == main_file)
     # names first (aliases are computed over all of them)
     named = []
     for t, _ctl, name in table_info:
@@ -237,7 +246,7 @@ def build(prog, backend):
     return info
 
 
-def serialize(info, path):
+def serialize(info: p4info_pb2.P4Info, path: str) -> bytes | None:
     """Bytes or text for ``path``, with the format chosen by extension as p4c does."""
     if path.endswith(".bin"):
         return info.SerializeToString()

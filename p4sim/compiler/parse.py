@@ -9,6 +9,7 @@ file belong to the user and nobody else can write them). Otherwise the parser is
 """
 import os
 import stat
+from typing import Any
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
@@ -17,6 +18,7 @@ from . import ast as A
 from .diagnostics import CompileError
 from .lexer import TypeNamePostLex, scan_type_names
 from .limits import MAX_DEPTH
+from .preprocess import Source
 from .tree_to_ast import ToAst
 
 _GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
@@ -27,7 +29,7 @@ def _get_parser():
     """The LALR parser (built once per process; lark caches the grammar analysis on disk)."""
     global _parser
     if _parser is None:
-        opts = dict(parser="lalr", lexer="basic", postlex=TypeNamePostLex(), propagate_positions=True,
+        opts: dict[str, Any] = dict(parser="lalr", lexer="basic", postlex=TypeNamePostLex(), propagate_positions=True,
                     maybe_placeholders=True)
         cache = grammar_cache_path()
         try:
@@ -37,7 +39,7 @@ def _get_parser():
     return _parser
 
 
-def _private(path, want_dir):
+def _private(path: str, want_dir: bool) -> bool:
     """True if `path` is ours alone: not a link, owned by us, writable by nobody else."""
     try:
         st = os.lstat(path)
@@ -47,7 +49,7 @@ def _private(path, want_dir):
     return kind_ok and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-def grammar_cache_path():
+def grammar_cache_path() -> str | None:
     """The grammar cache file in the user's private cache directory, or None when there is no
     such directory we can trust (then the parser is built without a cache)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -74,7 +76,7 @@ _TOKEN_NAMES = {
 }
 
 
-def parse(source):
+def parse(source: Source) -> A.Program:
     """Parse a preprocess.Source into an ast.Program, raising CompileError on syntax errors."""
     parser = _get_parser()
     parser.options.postlex.type_names = scan_type_names(source.text)
@@ -87,7 +89,8 @@ def parse(source):
             raise CompileError("syntax error: unexpected end of file", source.pos(len(lines), 1)) from None
         raise CompileError(f"syntax error: unexpected {_describe(tok)}", source.pos(tok.line, tok.column)) from None
     except UnexpectedCharacters as e:
-        raise CompileError(f"syntax error: unexpected character {source.text[e.pos_in_stream]!r}",
+        char = source.text[e.pos_in_stream] if e.pos_in_stream is not None else "?"
+        raise CompileError(f"syntax error: unexpected character {char!r}",
                            source.pos(e.line, e.column)) from None
     except UnexpectedEOF:
         lines = source.text.split("\n")
@@ -104,7 +107,7 @@ def parse(source):
     return prog
 
 
-def check_depth(prog):
+def check_depth(prog: A.Node) -> None:
     """Refuse programs nested deeper than MAX_DEPTH, at the first node that is (iteratively: the
     tree may be deeper than Python's recursion allows)."""
     stack = [(prog, 0, None)]

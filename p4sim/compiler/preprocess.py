@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 from .diagnostics import CompileError, Pos
 
@@ -18,12 +19,12 @@ _MARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 class Source:
     """Preprocessed text plus, for each output line, the (file, line) it came from."""
 
-    def __init__(self, text, line_map, main_file):
+    def __init__(self, text: str, line_map: list[tuple[str, int]], main_file: str) -> None:
         self.text = text
         self.line_map = line_map
         self.main_file = main_file
 
-    def pos(self, line, col):
+    def pos(self, line: int, col: int) -> Pos:
         """Original position of 1-based (line, col) in the preprocessed text."""
         if 1 <= line <= len(self.line_map):
             f, l = self.line_map[line - 1]
@@ -31,7 +32,8 @@ class Source:
         return Pos(self.main_file, line, col)
 
 
-def preprocess(path, include_dirs=(), defines=(), undefines=(), cpp=None):
+def preprocess(path: str, include_dirs: Sequence[str] = (), defines: Sequence[str] = (),
+               undefines: Sequence[str] = (), cpp: str | None = None) -> Source:
     """Preprocess ``path``; raise CompileError with cpp's own message if it fails."""
     cpp = cpp or shutil.which("cpp")
     if cpp is None:
@@ -61,7 +63,7 @@ class _CppFailed(CompileError):
         return self.message
 
 
-def parse_markers(text, main_file):
+def parse_markers(text: str, main_file: str) -> Source:
     """Blank cpp line markers and build the output-line -> (file, line) map."""
     lines = text.split("\n")
     line_map = []

@@ -83,6 +83,7 @@ class StructLikeT(NamedT):
         super().__init__(name)
         self.fields = fields if fields is not None else []   # [(name, Type, annos)]
         self.annos = annos or []
+        self.pos = None                                      # where it is declared
 
     def field(self, name):
         for n, t, _ in self.fields:

@@ -30,7 +30,7 @@ class PrimitiveGen:
     # ---- bodies with jumps -----------------------------------------------------------------
     def body(self, prims, indent):
         try:
-            lines = []
+            lines: list[str] = []
             self._block(prims, 0, len(prims), indent, lines)
             return lines
         except _Unstructured:

@@ -13,6 +13,7 @@ The emitters live one per module: codegen_parser, codegen_deparser (header codec
 codegen_pipeline, codegen_checksums; this module composes them and builds the namespace.
 """
 import random
+from typing import Any
 
 from .actions import PrimitiveGen, fmt_log, reg_get, stk_pop, stk_push
 from .codegen_checksums import ChecksumEmitter
@@ -68,7 +69,7 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
 
     def _build(self):
         prog = self.prog
-        ns = dict(RUNTIME_HELPERS)
+        ns: dict[str, Any] = dict(RUNTIME_HELPERS)
         ns.update({
             "PErr": ParserError, "PLoop": ParserLoopError, "AssertFail": AssertFail, "DROP_PORT": self.drop_port,
             "_stk_push": stk_push, "_stk_pop": stk_pop, "_reg_get": reg_get, "_fmt_log": fmt_log,
@@ -113,8 +114,4 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
                 self.w(line)
             self.w(f"ACTIONS[{a.id}] = A_{a.id}")
 
-    def prog_action_json(self, aid):
-        if not hasattr(self, "_action_json"):
-            self._action_json = {a["id"]: a for a in self.prog.json.get("actions", [])}
-        return self._action_json[aid]
 

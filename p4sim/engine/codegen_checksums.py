@@ -1,4 +1,6 @@
 """Emitting calculations (hash and checksum inputs) and the verify/update checksum passes."""
+from typing import Any
+
 from . import hashes
 from .actions import store_code
 from .codegen_emitter import Emitter
@@ -20,7 +22,7 @@ class ChecksumEmitter(Emitter):
             algo = hashes.algorithm(calc.get("algo", ""), f"calculation {name}")
             fn = self.ident("C_", name)
             ns[fn + "_algo"] = algo
-            parts = []
+            parts: list[tuple[str, Any, int]] = []
             dynamic = False
             last_header = None
             for inp in calc.get("input", []):

@@ -3,17 +3,30 @@
 Each emitter (parser, deparser, pipeline, checksums) is a mixin over `Emitter`; codegen.CodeGen
 composes them.
 """
+from typing import Any
+
+from .program import Program
+from .tables import Table
 
 
 class Emitter:
     """Shared state of one code generation run."""
 
-    def __init__(self, prog, traced=False):
+    tables: dict[str, Table]                 # set by codegen.CodeGen
+
+    def __init__(self, prog: Program, traced: bool = False) -> None:
         self.prog = prog
         self.traced = traced
-        self.lines = []
-        self.used = set()
-        self.structs = {}
+        self.lines: list[str] = []
+        self.used: set[str] = set()
+        self.structs: dict[str, Any] = {}
+
+    def prog_action_json(self, aid: int) -> dict:
+        """The JSON of action `aid` (its primitives)."""
+        cache = self.__dict__.setdefault("_action_json", None)
+        if cache is None:
+            cache = self._action_json = {a["id"]: a for a in self.prog.json.get("actions", [])}
+        return cache[aid]
 
     def w(self, line=""):
         self.lines.append(line)

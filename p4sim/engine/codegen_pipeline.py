@@ -55,7 +55,7 @@ class PipelineEmitter(Emitter):
                     for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
                         if check(nxt) is not None:
                             dynamic.add(nxt)
-        indegree = {}
+        indegree: dict[str, int] = {}
         for succs in fixed.values():
             for sname in succs:
                 if sname is not None:
@@ -72,8 +72,8 @@ class PipelineEmitter(Emitter):
                 continue
             done.add(name)
             self.w(f"def {names[name]}(f):")
-            lines = []
-            forced = []
+            lines: list[str] = []
+            forced: list[str] = []
             self._node_body(name, nodes, names, need, 4, 0, lines, forced)
             for line in lines:
                 self.w(line)

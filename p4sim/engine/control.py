@@ -4,14 +4,39 @@ packet replication engine (multicast groups, clone sessions).
 Names are JSON names (or JSON ids for tables and actions); values are unsigned bit patterns or
 p4runtime-shell strings (values.py).  Every method holds `self.lock`.
 """
+import threading
+from collections.abc import Iterable
+from typing import Any
+
 from .errors import EngineError, NotFoundError
-from .tables import TableEntry
+from .meters import MeterArray
+from .program import Program
+from .tables import Table, TableEntry
 from .values import parse_match, parse_value
+
+# what the API accepts: a table or action by JSON name or id; match values and parameters as
+# ints, (value, mask/prefix/hi) tuples or p4runtime-shell strings (values.py)
+TableRef = str | int
+ActionRef = str | int
+Value = int | str
+Match = dict[str, Any] | list[Any] | None
+Params = dict[str, Value] | list[Value] | None
 
 
 class ControlAPI:
     """Mixed into Switch; relies on its _prog, _tables, _registers, _counters, _meters, _vsets,
     _mc_groups, _clone_sessions and lock."""
+
+    lock: threading.RLock
+    _prog: Program
+    _tables: dict[str, Table]
+    _tables_by_id: dict[int, Table]
+    _registers: dict[str, list[int]]
+    _counters: dict[str, tuple[list[int], list[int]]]
+    _meters: dict[str, MeterArray]
+    _vsets: dict[str, list[tuple[int, int]]]
+    _mc_groups: dict[int, list[tuple[int, int]]]
+    _clone_sessions: dict[int, tuple[list[tuple[int, int]], int]]
 
     # ---- name resolution -----------------------------------------------------------------------
     def _table(self, table):
@@ -99,42 +124,43 @@ class ControlAPI:
         return priority
 
     # ---- tables --------------------------------------------------------------------------------
-    def table_add(self, table, match, action, params=None, priority=None):
+    def table_add(self, table: TableRef, match: Match, action: ActionRef, params: Params = None,
+                  priority: int | None = None) -> int:
         """Install an entry; -> its handle.  See module docs for value formats."""
         with self.lock:
             t = self._table(table)
             a = self._action(t, action)
             return t.add(self._match(t, match), a.id, self._args(t, a, params), self._priority(t, priority))
 
-    def table_modify(self, table, handle, action, params=None):
+    def table_modify(self, table: TableRef, handle: int, action: ActionRef, params: Params = None) -> None:
         with self.lock:
             t = self._table(table)
             a = self._action(t, action)
             t.modify(handle, a.id, self._args(t, a, params))
 
-    def table_delete(self, table, handle):
+    def table_delete(self, table: TableRef, handle: int) -> None:
         with self.lock:
             self._table(table).delete(handle)
 
-    def table_clear(self, table):
+    def table_clear(self, table: TableRef) -> None:
         """Delete every (non-const) entry of the table."""
         with self.lock:
             self._table(table).clear()
 
-    def table_find(self, table, match, priority=None):
+    def table_find(self, table: TableRef, match: Match, priority: int | None = None) -> int | None:
         """Handle of the entry with exactly this match key (and priority), or None."""
         with self.lock:
             t = self._table(table)
             prio = self._priority(t, priority) if t.info.needs_priority and priority is not None else 0
             return t.find(self._match(t, match), prio)
 
-    def table_set_default(self, table, action, params=None):
+    def table_set_default(self, table: TableRef, action: ActionRef, params: Params = None) -> None:
         with self.lock:
             t = self._table(table)
             a = self._action(t, action)
             t.set_default(a.id, self._args(t, a, params))
 
-    def table_reset_default(self, table):
+    def table_reset_default(self, table: TableRef) -> None:
         with self.lock:
             self._table(table).reset_default()
 
@@ -147,18 +173,18 @@ class ControlAPI:
             {p.name: v for p, v in zip(a.params, e.data)} if a else {},
             e.priority, e.const, c[0], c[1])
 
-    def table_entries(self, table):
+    def table_entries(self, table: TableRef) -> list[TableEntry]:
         """-> list of TableEntry (handle, match, action, action_id, params, priority, ...)."""
         with self.lock:
             t = self._table(table)
             return [self._snapshot(t, e) for e in sorted(t.entries.values(), key=lambda e: e.handle)]
 
-    def table_get(self, table, handle):
+    def table_get(self, table: TableRef, handle: int) -> TableEntry:
         with self.lock:
             t = self._table(table)
             return self._snapshot(t, t.get(handle))
 
-    def table_get_default(self, table):
+    def table_get_default(self, table: TableRef) -> TableEntry:
         with self.lock:
             t = self._table(table)
             return self._snapshot(t, t.default)
@@ -177,7 +203,7 @@ class ControlAPI:
             raise EngineError(f"{kind} {name}: index {index!r} out of range 0..{size - 1}")
         return index
 
-    def register_read(self, name, index=None):
+    def register_read(self, name: str, index: int | None = None) -> Any:
         """Cell value (unsigned bit pattern); index None -> list of all cells."""
         with self.lock:
             info, cells = self._register(name)
@@ -185,7 +211,7 @@ class ControlAPI:
                 return list(cells)
             return cells[self._index("register", name, index, info.size)]
 
-    def register_write(self, name, index, value):
+    def register_write(self, name: str, index: int | None, value: Value) -> None:
         """Write one cell (index None: every cell)."""
         with self.lock:
             info, cells = self._register(name)
@@ -195,7 +221,7 @@ class ControlAPI:
             else:
                 cells[self._index("register", name, index, info.size)] = v
 
-    def register_reset(self, name):
+    def register_reset(self, name: str) -> None:
         self.register_write(name, None, 0)
 
     # ---- counters ------------------------------------------------------------------------------
@@ -209,7 +235,7 @@ class ControlAPI:
                               f"use direct_counter_read")
         return info, self._counters[name]
 
-    def counter_read(self, name, index=None):
+    def counter_read(self, name: str, index: int | None = None) -> Any:
         """-> (packets, bytes); index None -> list of (packets, bytes)."""
         with self.lock:
             info, (pk, by) = self._counter(name)
@@ -218,17 +244,17 @@ class ControlAPI:
             i = self._index("counter", name, index, info.size)
             return (pk[i], by[i])
 
-    def counter_write(self, name, index, packets, bytes_):
+    def counter_write(self, name: str, index: int | None, packets: int, bytes_: int) -> None:
         with self.lock:
             info, (pk, by) = self._counter(name)
             idx = range(info.size) if index is None else [self._index("counter", name, index, info.size)]
             for i in idx:
                 pk[i], by[i] = int(packets), int(bytes_)
 
-    def counter_reset(self, name):
+    def counter_reset(self, name: str) -> None:
         self.counter_write(name, None, 0, 0)
 
-    def direct_counter_read(self, table, handle):
+    def direct_counter_read(self, table: TableRef, handle: int) -> tuple[int, int]:
         with self.lock:
             t = self._table(table)
             if not t.info.direct_counter:
@@ -236,7 +262,7 @@ class ControlAPI:
             c = t.get(handle).counter
             return (c[0], c[1])
 
-    def direct_counter_write(self, table, handle, packets, bytes_):
+    def direct_counter_write(self, table: TableRef, handle: int, packets: int, bytes_: int) -> None:
         with self.lock:
             t = self._table(table)
             if not t.info.direct_counter:
@@ -255,7 +281,8 @@ class ControlAPI:
             raise NotFoundError(f"meter {name!r} does not exist (meters: {', '.join(sorted(self._meters))})")
         return m
 
-    def meter_set(self, name, index, cir, cburst, pir, pburst):
+    def meter_set(self, name: str, index: int | None, cir: float, cburst: float, pir: float,
+                  pburst: float) -> None:
         """Configure meter cell `index` (rates in units/second, bursts in units; units are bytes or
         packets per the meter's type).  Until configured, a cell marks every packet GREEN."""
         with self.lock:
@@ -271,13 +298,13 @@ class ControlAPI:
             for i in idx:
                 m.configure(i, tuple(values))
 
-    def meter_get(self, name, index):
+    def meter_get(self, name: str, index: int) -> tuple | None:
         """-> (cir, cburst, pir, pburst) or None when unconfigured."""
         with self.lock:
             m = self._meter(name)
             return m.configs[self._index("meter", name, index, m.info.size)]
 
-    def meter_reset(self, name, index=None):
+    def meter_reset(self, name: str, index: int | None = None) -> None:
         """Back to unconfigured (GREEN) for one cell or all."""
         with self.lock:
             m = self._meter(name)
@@ -286,7 +313,7 @@ class ControlAPI:
                 m.configure(i, None)
 
     # ---- parser value sets -----------------------------------------------------------------------
-    def parse_vset_set(self, name, members):
+    def parse_vset_set(self, name: str, members: Iterable[Any]) -> None:
         """Replace the members of parse value set `name`: values or (value, mask) pairs, each the
         select key's fields concatenated at their own widths (BMv2's "compressed" form)."""
         with self.lock:
@@ -304,7 +331,7 @@ class ControlAPI:
                                parse_value(mask, width, f"parse value set {name}, mask")))
             self._vsets[name][:] = parsed
 
-    def parse_vset_get(self, name):
+    def parse_vset_get(self, name: str) -> list[tuple[int, int]]:
         with self.lock:
             if name not in self._vsets:
                 raise NotFoundError(f"parse value set {name!r} does not exist")
@@ -326,30 +353,31 @@ class ControlAPI:
             out.append((port, rid))
         return out
 
-    def mc_group_set(self, group, replicas):
+    def mc_group_set(self, group: int, replicas: Iterable[tuple[int, int]]) -> None:
         """Create or replace multicast group `group` with [(port, rid), ...] in order."""
         with self.lock:
             if not isinstance(group, int) or not 0 < group < 65536:
                 raise EngineError(f"multicast group {group!r}: id must be 1..65535")
             self._mc_groups[group] = self._replicas("multicast group", group, replicas)
 
-    def mc_group_delete(self, group):
+    def mc_group_delete(self, group: int) -> None:
         with self.lock:
             if self._mc_groups.pop(group, None) is None:
                 raise NotFoundError(f"multicast group {group!r} does not exist")
 
-    def mc_group_get(self, group):
+    def mc_group_get(self, group: int) -> list[tuple[int, int]]:
         with self.lock:
             if group not in self._mc_groups:
                 raise NotFoundError(f"multicast group {group!r} does not exist")
             return list(self._mc_groups[group])
 
-    def mc_groups(self):
+    def mc_groups(self) -> dict[int, list[tuple[int, int]]]:
         """-> {group: [(port, rid), ...]}."""
         with self.lock:
             return {g: list(r) for g, r in self._mc_groups.items()}
 
-    def clone_session_set(self, session, replicas, packet_length_bytes=0):
+    def clone_session_set(self, session: int, replicas: Iterable[tuple[int, int]],
+                          packet_length_bytes: int = 0) -> None:
         """Create or replace clone session `session`; clones are truncated to packet_length_bytes if > 0."""
         with self.lock:
             if not isinstance(session, int) or not 0 <= session < 65536:
@@ -359,12 +387,12 @@ class ControlAPI:
             self._clone_sessions[session] = (self._replicas("clone session", session, replicas),
                                              packet_length_bytes)
 
-    def clone_session_delete(self, session):
+    def clone_session_delete(self, session: int) -> None:
         with self.lock:
             if self._clone_sessions.pop(session, None) is None:
                 raise NotFoundError(f"clone session {session!r} does not exist")
 
-    def clone_session_get(self, session):
+    def clone_session_get(self, session: int) -> tuple[list[tuple[int, int]], int]:
         """-> ([(port, rid), ...], packet_length_bytes)."""
         with self.lock:
             if session not in self._clone_sessions:
@@ -372,6 +400,6 @@ class ControlAPI:
             replicas, plen = self._clone_sessions[session]
             return list(replicas), plen
 
-    def clone_sessions(self):
+    def clone_sessions(self) -> dict[int, tuple[list[tuple[int, int]], int]]:
         with self.lock:
             return {s: (list(r), p) for s, (r, p) in self._clone_sessions.items()}

@@ -2,11 +2,12 @@
 import random
 import struct
 import zlib
+from collections.abc import Callable
 
 from .errors import ProgramError
 
 
-def csum16(data):
+def csum16(data: bytes) -> int:
     """Internet checksum (RFC 1071): ones' complement of the ones' complement sum of 16-bit words."""
     if len(data) & 1:
         data += b"\0"
@@ -16,7 +17,7 @@ def csum16(data):
     return ~total & 0xFFFF
 
 
-def xor16(data):
+def xor16(data: bytes) -> int:
     if len(data) & 1:
         data += b"\0"
     acc = 0
@@ -38,7 +39,7 @@ def _make_crc16_table():
 _CRC16_TABLE = _make_crc16_table()
 
 
-def crc16(data):
+def crc16(data: bytes) -> int:
     """CRC-16/ARC (poly 0x8005 reflected, init 0): what BMv2 calls crc16."""
     crc = 0
     for byte in data:
@@ -46,16 +47,16 @@ def crc16(data):
     return crc
 
 
-def crc32(data):
+def crc32(data: bytes) -> int:
     """CRC-32 (IEEE, as zlib): what BMv2 calls crc32."""
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
-def identity(data):
+def identity(data: bytes) -> int:
     return int.from_bytes(data, "big")
 
 
-def rand(data):
+def rand(data: bytes) -> int:
     return random.getrandbits(32)
 
 
@@ -71,7 +72,7 @@ ALGORITHMS = {
 }
 
 
-def algorithm(name, where):
+def algorithm(name: str, where: str) -> Callable[[bytes], int]:
     """The function for a BMv2 algorithm name; ProgramError naming `where` if unknown."""
     try:
         return ALGORITHMS[name]

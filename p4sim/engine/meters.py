@@ -14,18 +14,18 @@ class MeterArray:
         self.info = info
         self.clock = clock
         self.by_bytes = info.type == "bytes"
-        self.configs = [None] * info.size     # (cir, cburst, pir, pburst)
-        self.state = [None] * info.size       # [committed tokens, peak tokens, last time]
+        self.configs: list[tuple | None] = [None] * info.size     # (cir, cburst, pir, pburst)
+        self.state: list[list[float] | None] = [None] * info.size  # [committed tokens, peak tokens, last time]
 
-    def configure(self, index, config):
+    def configure(self, index: int, config: tuple | None) -> None:
         if config is None:
             self.configs[index] = self.state[index] = None
             return
         cir, cburst, pir, pburst = config
         self.configs[index] = (cir, cburst, pir, pburst)
-        self.state[index] = [float(cburst), float(pburst), self.clock()]
+        self.state[index] = [float(cburst), float(pburst), float(self.clock())]
 
-    def execute(self, index, packet_length):
+    def execute(self, index: int, packet_length: int) -> int:
         if not 0 <= index < len(self.configs):
             return GREEN
         cfg = self.configs[index]
@@ -33,6 +33,8 @@ class MeterArray:
             return GREEN
         cir, cburst, pir, pburst = cfg
         st = self.state[index]
+        if st is None:
+            return GREEN
         now = self.clock()
         elapsed = max(0.0, now - st[2])
         st[2] = now

@@ -20,7 +20,7 @@ class FieldInfo:
     slot: int
 
     @property
-    def mask(self):
+    def mask(self) -> int:
         return (1 << self.width) - 1
 
 
@@ -36,7 +36,7 @@ class HeaderInfo:
     index: int = 0
 
     @property
-    def nbits(self):
+    def nbits(self) -> int:
         return sum(f.width for f in self.fields)
 
 
@@ -100,11 +100,11 @@ class TableInfo:
     base_default_next: str | None
 
     @property
-    def needs_priority(self):
+    def needs_priority(self) -> bool:
         return any(k.match_type in ("ternary", "range", "optional") for k in self.keys)
 
     @property
-    def is_const(self):
+    def is_const(self) -> bool:
         return bool(self.const_entries)
 
 
@@ -155,19 +155,19 @@ class Program:
     nslots: int = 0
     hidden: dict = field(default_factory=dict)         # hidden slot name -> slot
 
-    def action_by_name(self, name):
+    def action_by_name(self, name: str) -> ActionInfo | None:
         for a in self.actions.values():
             if a.name == name:
                 return a
         return None
 
-    def table_by_id(self, table_id):
+    def table_by_id(self, table_id: int) -> TableInfo | None:
         for t in self.tables.values():
             if t.id == table_id:
                 return t
         return None
 
-    def field_slot(self, header, fname):
+    def field_slot(self, header: str, fname: str) -> int:
         return self.fields[(header, fname)].slot
 
 

@@ -25,7 +25,7 @@ from .program import (
 )
 
 
-def load_json(source):
+def load_json(source: dict | str | bytes | bytearray | os.PathLike) -> dict:
     """Accept a dict, a JSON string/bytes, or a path; return the dict."""
     if isinstance(source, dict):
         return source
@@ -50,7 +50,7 @@ def load_json(source):
     return data
 
 
-def parse_hexstr(text):
+def parse_hexstr(text: str | int) -> int:
     """BMv2 hexstr (may be negative) -> int."""
     if isinstance(text, int):
         return text
@@ -59,7 +59,7 @@ def parse_hexstr(text):
     return -value if neg else value
 
 
-def build_program(data):
+def build_program(data: dict) -> Program:
     """Validate the JSON's shape and build the Program with its slot layout."""
     prog = Program(json=data)
     try:
@@ -72,7 +72,7 @@ def build_program(data):
     return prog
 
 
-def _layout(prog, data):
+def _layout(prog: Program, data: dict) -> None:
     htypes = {}
     for ht in data.get("header_types", []):
         fields = []
@@ -137,7 +137,7 @@ def _layout(prog, data):
     prog.nslots = slot
 
 
-def _objects(prog, data):
+def _objects(prog: Program, data: dict) -> None:
     for name, value in data.get("errors", []):
         prog.errors[name] = value
     for name, value in (("NoError", 0), ("PacketTooShort", 1), ("NoMatch", 2), ("StackOutOfBounds", 3),

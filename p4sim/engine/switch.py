@@ -28,14 +28,18 @@ stats["dropped_parser_loop"] / stats["dropped_pass_limit"] and logged (rate-limi
 keeps serving.
 """
 import logging
+import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 from .codegen import AssertFail, CodeGen, ParserLoopError
 from .control import ControlAPI
 from .errors import EngineError, ProgramError
 from .meters import MeterArray
+from .program import Program
 from .program_loader import build_program, load_json, parse_hexstr
 from .tables import Table
 
@@ -50,7 +54,8 @@ log = logging.getLogger("p4reduce.p4sim.engine")
 class Switch(ControlAPI):
     """A v1model software switch running one BMv2 JSON program (see p4sim.engine docs)."""
 
-    def __init__(self, bmv2_json, cpu_port=None, drop_port=511):
+    def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, cpu_port: int | None = None,
+                 drop_port: int = 511) -> None:
         self.lock = threading.RLock()
         self.cpu_port = cpu_port
         self.drop_port = drop_port
@@ -63,15 +68,15 @@ class Switch(ControlAPI):
         self._counters = {c.name: ([0] * c.size, [0] * c.size) for c in prog.counters.values() if not c.direct}
         self._mc_groups = {}
         self._clone_sessions = {}
-        self._trace = None
+        self._trace: Callable[[str], Any] | None = None
         self._pkt_id = 0
         self._t0 = time.monotonic()
         self.stats = {"received": 0, "emitted": 0, "dropped": 0, "internal_errors": 0,
                       "dropped_parser_loop": 0, "dropped_pass_limit": 0}
         self._last_loop_log = -LOG_INTERVAL
         self._unlogged_loops = 0
-        self.last_internal_error = None
-        self._vsets = {name: [] for name in prog.parse_vsets}
+        self.last_internal_error: Exception | None = None
+        self._vsets: dict[str, list[tuple[int, int]]] = {name: [] for name in prog.parse_vsets}
         self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
         self._plain = CodeGen(prog, self._tables, self._registers, self._counters, drop_port,
                               vsets=self._vsets, meters=self._meters).build()
@@ -153,17 +158,17 @@ class Switch(ControlAPI):
 
     # ---- read-only description ---------------------------------------------------------------
     @property
-    def program(self):
+    def program(self) -> Program:
         """The loaded program's description (p4sim.engine.program.Program): do not modify."""
         return self._prog
 
     # ---- trace -------------------------------------------------------------------------------
     @property
-    def trace(self):
+    def trace(self) -> Callable[[str], Any] | None:
         return self._trace
 
     @trace.setter
-    def trace(self, fn):
+    def trace(self, fn: Callable[[str], Any] | None) -> None:
         with self.lock:
             if fn is not None and not callable(fn):
                 raise EngineError("trace: expected a callable taking one line, or None")
@@ -188,7 +193,7 @@ class Switch(ControlAPI):
                 fn(f"[{self._pkt_id}] {line}")
 
     # ---- packet processing ---------------------------------------------------------------------
-    def process(self, ingress_port, frame):
+    def process(self, ingress_port: int, frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
         """Run one received frame through the switch; -> list of (egress_port, bytes) emitted."""
         if isinstance(ingress_port, bool) or not isinstance(ingress_port, int):
             raise EngineError(f"process: ingress_port must be an int, got {ingress_port!r}")
@@ -197,7 +202,7 @@ class Switch(ControlAPI):
         with self.lock:
             self._pkt_id += 1
             self.stats["received"] += 1
-            out = []
+            out: list[tuple[int, bytes]] = []
             try:
                 self._run(ingress_port, bytes(frame), out)
             except Exception as exc:  # never let a packet take the switch down

@@ -6,6 +6,7 @@ P4Runtime: a larger number wins; ties go to the entry installed first.
 """
 import bisect
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ResourceExhaustedError
 
@@ -51,7 +52,7 @@ class TableEntry:
     bytes: int = 0
 
     @property
-    def args(self):
+    def args(self) -> tuple[int, ...]:
         """The action arguments in declaration order."""
         return tuple(self.params.values())
 
@@ -90,13 +91,13 @@ class Table:
         self._init_lookup()
 
     # ---- binding to compiled code --------------------------------------------------------------
-    def next_name_for(self, action_name, hit):
+    def next_name_for(self, action_name: str | None, hit: bool) -> str | None:
         nt = self.info.next_tables
         if "__HIT__" in nt or "__MISS__" in nt:
             return nt.get("__HIT__" if hit else "__MISS__")
         return nt.get(action_name, self.info.base_default_next)
 
-    def bind(self, compiled):
+    def bind(self, compiled: Any) -> None:
         self.actions = compiled.actions
         self.nodes = compiled.nodes
         for e in self.entries.values():
@@ -117,7 +118,7 @@ class Table:
     # O(1) (exact, lpm) or O(n) memmove (ternary), never a rebuild of the whole table.
     def _init_lookup(self):
         d = self.default
-        self._by_ident = {}
+        self._by_ident: dict = {}
         if self.kind == "none":
             self.lookup = lambda k: d
         elif self.kind == "exact":
@@ -129,7 +130,8 @@ class Table:
             self.lookup = lookup
         elif self.kind == "lpm":
             self._levels = {}        # prefix length -> (mask, {masked key: entry})
-            order = self._order = []  # the levels, longest prefix first
+            order: list = []
+            self._order = order  # the levels, longest prefix first
 
             def lookup(k):
                 for m, dd in order:
@@ -139,7 +141,8 @@ class Table:
                 return d
             self.lookup = lookup
         else:
-            rows = self._rows = []    # (mask, value, ranges, entry), best first
+            rows: list = []
+            self._rows = rows        # (mask, value, ranges, entry), best first
             self._row_keys = []
 
             def lookup(k):
@@ -179,7 +182,7 @@ class Table:
             del self._row_keys[i]
             del self._rows[i]
 
-    def describe_hit(self, e):
+    def describe_hit(self, e: Entry) -> str:
         name = self.info.name
         if e is self.default:
             act = self.prog.actions[e.action_id].name if e.action_id is not None else "(none)"
@@ -222,11 +225,12 @@ class Table:
             return (e.plen, e.value)
         return (e.value, e.mask, e.ranges, e.priority)
 
-    def check_mutable(self):
+    def check_mutable(self) -> None:
         if self.info.is_const:
             raise ConstViolationError(f"table {self.info.name}: entries are const (declared in the program)")
 
-    def add(self, match, action_id, data, priority, const=False):
+    def add(self, match: list[Any], action_id: int, data: list[int] | tuple[int, ...], priority: int,
+            const: bool = False) -> int:
         if not const:
             self.check_mutable()
         if len(self.entries) >= self.info.max_size:
@@ -246,39 +250,39 @@ class Table:
         self._insert(e, ident)
         return e.handle
 
-    def find(self, match, priority):
+    def find(self, match: list[Any], priority: int) -> int | None:
         """Handle of the entry with exactly this normalized match (and priority), or None."""
         probe = Entry(-1, tuple(match), None, (), priority)
         self._key(probe)
         e = self._by_ident.get(self._identity(probe))
         return None if e is None else e.handle
 
-    def get(self, handle):
+    def get(self, handle: int) -> Entry:
         e = self.entries.get(handle)
         if e is None:
             raise NotFoundError(f"table {self.info.name}: no entry with handle {handle!r}")
         return e
 
-    def modify(self, handle, action_id, data):
+    def modify(self, handle: int, action_id: int, data: list[int]) -> None:
         self.check_mutable()
         e = self.get(handle)
         e.action_id, e.data = action_id, tuple(data)
         if self.actions:
             self._bind(e, True)
 
-    def delete(self, handle):
+    def delete(self, handle: int) -> None:
         self.check_mutable()
         e = self.get(handle)
         del self.entries[handle]
         self._remove(e)
 
-    def clear(self):
+    def clear(self) -> None:
         self.check_mutable()
         for e in list(self.entries.values()):
             self._remove(e)
         self.entries.clear()
 
-    def set_default(self, action_id, data):
+    def set_default(self, action_id: int, data: list[int]) -> None:
         if self.default_const and action_id != self.default.action_id:
             raise ConstViolationError(f"table {self.info.name}: the default action is const "
                                       f"({self.prog.actions[self.default.action_id].name})")
@@ -291,7 +295,7 @@ class Table:
         if self.actions:
             self._bind(self.default, False)
 
-    def reset_default(self):
+    def reset_default(self) -> None:
         de = self.info.default_entry
         if de is None:
             self.default.action_id, self.default.data = None, ()

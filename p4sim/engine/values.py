@@ -1,6 +1,7 @@
 """Parse control-plane values (ints, bytes, p4runtime-shell strings) into unsigned bit patterns."""
 import ipaddress
 import re
+from typing import Any
 
 from .errors import EngineError
 
@@ -8,7 +9,7 @@ _MAC = re.compile(r"^[0-9a-fA-F]{1,2}([:-][0-9a-fA-F]{1,2}){5}$")
 _IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
 
-def parse_value(value, width, what):
+def parse_value(value: Any, width: int, what: str) -> int:
     """Return `value` as an unsigned int that fits in `width` bits.
 
     Accepts ints (negative ones as two's complement of `width`), bytes (big endian) and the strings
@@ -45,7 +46,7 @@ def _parse_string(text, what):
         raise EngineError(f"{what}: cannot parse value {text!r}") from None
 
 
-def parse_match(value, match_type, width, what):
+def parse_match(value: Any, match_type: str, width: int, what: str) -> Any:
     """Normalize one key field's match value.
 
     Returns: exact -> int; lpm -> (value, prefix_len); ternary -> (value, mask); range -> (lo, hi);
@@ -58,8 +59,8 @@ def parse_match(value, match_type, width, what):
         return parse_value(value, width, what)
     if match_type == "lpm":
         if isinstance(value, str) and "/" in value:
-            v, plen = value.rsplit("/", 1)
-            value = (v, plen)
+            text, plen_text = value.rsplit("/", 1)
+            value = (text, plen_text)
         if isinstance(value, (tuple, list)):
             if len(value) != 2:
                 raise EngineError(f"{what}: lpm match is (value, prefix_len), got {value!r}")

@@ -151,6 +151,7 @@ RT_EXPORT const rt_entry *rt_lookup(const rt_table *t, const uint64_t *key, cons
 RT_EXPORT uint64_t rt_calc(int algo, const uint8_t *buf, size_t n);
 RT_EXPORT uint8_t *rt_scratch(rt_switch *sw, size_t n);
 RT_EXPORT void *rt_arena(rt_switch *sw, size_t n);
+RT_EXPORT void rt_arena_reset(rt_switch *sw);
 RT_EXPORT uint64_t rt_now_us(rt_switch *sw);
 RT_EXPORT uint64_t rt_rand_u64(rt_switch *sw, uint64_t span);  /* uniform in [0, span]; 0 when frozen */
 RT_EXPORT int rt_meter_exec(rt_switch *sw, uint32_t m, int64_t index, uint64_t packet_length);
@@ -246,6 +247,17 @@ static inline uint32_t rt_idx(rt_switch *sw, uint64_t i, uint32_t size) {
     sw->drop_msg = "header stack index out of bounds";
     return 0;
 }
+
+/* Under AddressSanitizer, scratch memory carved out of larger blocks (the per-packet arena, the
+ * output buffer) is poisoned outside the parts handed out, so overruns between them are caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define RT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define RT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define RT_POISON(p, n) ((void)(p), (void)(n))
+#define RT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #define RT_TRACE(sw, ...) do { if (UNLIKELY((sw)->trace_on)) rt_trace((sw), __VA_ARGS__); } while (0)
 

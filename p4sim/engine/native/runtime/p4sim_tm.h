@@ -255,7 +255,7 @@ static int tm_egress(rt_switch *sw, tm_queue *q, const tm_job *j, rt_outbuf *ob,
 static void tm_run(rt_switch *sw, uint32_t port, const uint8_t *data, uint32_t len, rt_outbuf *ob, uint32_t input) {
     tm_queue q;
     q.head = q.tail = q.overflow = 0;
-    sw->arena_used = 0;
+    rt_arena_reset(sw);
     sw->abort = 0;
     tm_job first = {.ingress = 1, .port = port, .data = data, .len = len, .itype = IT_NORMAL};
     tm_push(&q, &first);

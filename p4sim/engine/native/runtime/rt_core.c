@@ -36,6 +36,7 @@ RT_EXPORT rt_switch *rt_switch_new(uint32_t drop_port, size_t arena_bytes) {
     sw->clone = calloc(NGROUPS, sizeof *sw->clone);
     sw->arena_cap = arena_bytes;
     sw->arena = malloc(arena_bytes);
+    if (sw->arena) RT_POISON(sw->arena, arena_bytes);
     sw->t0_ns = mono_ns();
     sw->frozen_us = -1;
     sw->meter_clock = -1;
@@ -76,6 +77,7 @@ RT_EXPORT void rt_switch_free(rt_switch *sw) {
     free(sw->vsets);
     free(sw->mc);
     free(sw->clone);
+    RT_UNPOISON(sw->arena, sw->arena_cap);
     free(sw->arena);
     free(sw->scratch);
     free(sw->tbuf);
@@ -455,6 +457,7 @@ RT_EXPORT rt_outbuf *rt_outbuf_new(void) { return calloc(1, sizeof(rt_outbuf)); 
 
 RT_EXPORT void rt_outbuf_free(rt_outbuf *ob) {
     if (!ob) return;
+    RT_UNPOISON(ob->data, ob->cap);
     free(ob->data);
     free(ob->recs);
     free(ob);
@@ -471,11 +474,14 @@ uint8_t *rt_out_reserve(rt_outbuf *ob, size_t n) {
     if (ob->used + n > ob->cap) {
         size_t cap = ob->cap ? ob->cap : 65536;
         while (cap < ob->used + n) cap *= 2;
+        RT_UNPOISON(ob->data, ob->cap);
         uint8_t *d = realloc(ob->data, cap);
         if (!d) return NULL;
         ob->data = d;
         ob->cap = cap;
     }
+    RT_UNPOISON(ob->data + ob->used, n);
+    RT_POISON(ob->data + ob->used + n, ob->cap - ob->used - n);
     if (ob->nrec == ob->caprec) {
         uint32_t caprec = ob->caprec ? ob->caprec * 2 : 256;
         rt_outrec *r = realloc(ob->recs, (size_t)caprec * sizeof *r);
@@ -495,12 +501,24 @@ void rt_out_commit(rt_outbuf *ob, uint32_t port, uint32_t len, uint32_t input) {
     ob->used += len;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_REDZONE 32
+#else
+#define ARENA_REDZONE 0
+#endif
+
 void *rt_arena(rt_switch *sw, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    if (sw->arena_used + n > sw->arena_cap) return NULL;
+    size_t step = ((n + 15) & ~(size_t)15) + ARENA_REDZONE;
+    if (sw->arena_used + step > sw->arena_cap) return NULL;
     void *p = sw->arena + sw->arena_used;
-    sw->arena_used += n;
+    sw->arena_used += step;
+    RT_UNPOISON(p, n);
     return p;
+}
+
+void rt_arena_reset(rt_switch *sw) {
+    sw->arena_used = 0;
+    RT_POISON(sw->arena, sw->arena_cap);
 }
 
 uint8_t *rt_scratch(rt_switch *sw, size_t n) {

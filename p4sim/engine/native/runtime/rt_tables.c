@@ -210,6 +210,8 @@ RT_EXPORT rt_entry *rt_tbl_add(rt_switch *sw, uint32_t tid, int32_t handle, cons
         if (!rc) lv->count++;
     } else if (t->kind == RT_TBL_TERNARY) {
         rc = row_insert(t, e);
+    } else {
+        rc = 0;  /* a keyless table keeps entries it never matches (as the Python engine) */
     }
     if (!rc) t->count++;
     pthread_mutex_unlock(&sw->lock);

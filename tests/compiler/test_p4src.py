@@ -79,6 +79,22 @@ def test_every_layout_compiles_without_warnings(lanes, subblock):
     assert order == ["ethernet", "ipv4", "udp", "p4r"] + [f"sb{k}" for k in range(num_subblocks)]
 
 
+def test_the_warnings_p4src_avoids_are_reported(tmp_path):
+    """The sweep's "no warnings" means something: p4sim-compile reports what real p4c reported on
+    the former p4src (a 16-bit 1 shifted by 16 in FULL_BITMAP at 16 sub-blocks, unused consts)."""
+    import shutil
+    copy = shutil.copytree(P4DIR, tmp_path / "p4src")
+    config, constants = copy / "config.p4", copy / "constants.p4"
+    config.write_text(config.read_text().replace("(16w0xFFFF >> (16 - NUM_SUBBLOCKS))",
+                                                 "((16w1 << NUM_SUBBLOCKS) - 1)"))
+    constants.write_text(constants.read_text().replace("#define MODE_SPARSE 1", "const bit<8> MODE_SPARSE = 1;"))
+    warnings = [str(w) for w in compile_file(str(copy / "p4reduce.p4"), defines=("LANES=256", "SUBBLOCK=16")).warnings]
+    assert any("shifting value with 16 bits by 16" in w for w in warnings), warnings
+    assert any("'MODE_SPARSE' is unused" in w for w in warnings), warnings
+    below16 = [str(w) for w in compile_file(str(copy / "p4reduce.p4"), defines=("LANES=64",)).warnings]
+    assert below16 and not any("shifting" in w for w in below16), below16
+
+
 @pytest.mark.parametrize("defines,message", [
     (("SUBBLOCK=0",), "SUBBLOCK must be 1..32"),
     (("SUBBLOCK=33", "LANES=33"), "SUBBLOCK must be 1..32"),

@@ -59,17 +59,40 @@ def parse_hexstr(text: str | int) -> int:
     return -value if neg else value
 
 
+# What a loaded program may ask the switch to allocate: the engine keeps every register, counter
+# and meter cell and every packet-state slot in memory up front, as BMv2 does, so a hostile JSON
+# (pushed over P4Runtime, say) could otherwise make it allocate without bound.
+MAX_STATE_CELLS = 1 << 26      # register, counter and meter cells together (~0.5 GB of ints)
+MAX_SLOTS = 1 << 20            # header fields, validity bits and metadata of one packet
+
+
 def build_program(data: dict) -> Program:
     """Validate the JSON's shape and build the Program with its slot layout."""
     prog = Program(json=data)
     try:
         _layout(prog, data)
         _objects(prog, data)
+        _check_sizes(prog)
     except ProgramError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ProgramError(f"BMv2 JSON: malformed or unsupported content ({type(exc).__name__}: {exc})") from None
     return prog
+
+
+def _check_sizes(prog: Program) -> None:
+    if prog.nslots > MAX_SLOTS:
+        raise ProgramError(f"BMv2 JSON: {prog.nslots} header fields and metadata per packet are more than "
+                           f"p4sim holds ({MAX_SLOTS})")
+    total = 0
+    for kind, objs in (("register", prog.registers), ("counter", prog.counters), ("meter", prog.meters)):
+        for o in objs.values():
+            if o.size < 0:
+                raise ProgramError(f"{kind} {o.name}: size {o.size} is negative")
+            total += o.size
+            if total > MAX_STATE_CELLS:
+                raise ProgramError(f"{kind} {o.name}: size {o.size} takes the program's registers, counters "
+                                   f"and meters past the {MAX_STATE_CELLS} cells p4sim allocates")
 
 
 def _layout(prog: Program, data: dict) -> None:

@@ -231,3 +231,18 @@ def test_process_argument_errors():
     with pytest.raises(EngineError, match="frame"):
         sw.process(1, "abc")
     assert sw.process(1, bytearray(b"\x00\x00\x00")) == [(1, b"\x00\x00\x00")]
+
+
+def test_a_program_asking_for_unbounded_state_is_refused():
+    """Registers, counters and meters are allocated at load (as BMv2 does): a JSON asking for
+    billions of cells is refused by name instead of exhausting memory."""
+    p = Program()
+    p.register("Ing.small", 16, 32)
+    p.register("Ing.huge", 1 << 32, 32)
+    with pytest.raises(ProgramError, match=r"register Ing.huge: size 4294967296 takes the program's registers, "
+                                            r"counters and meters past the 67108864 cells p4sim allocates"):
+        Switch(p.build())
+    p = Program()
+    p.counter("Ing.c", -1)
+    with pytest.raises(ProgramError, match=r"counter Ing.c: size -1 is negative"):
+        Switch(p.build())

@@ -74,7 +74,7 @@ class PrimitiveLowering:
             return e
         if isinstance(e, A.Cond):
             c = self.hoist(e.cond, out)
-            tmp = self.b.storage.add_scalar("tmp", e.type)
+            tmp = self.b.storage.add_scalar("tmp", e.type, e.pos)
             jz: dict[str, Any] = {"op": "_jump_if_zero", "parameters": [param(b2d(self.xl.bool(c))), None]}
             out.append(jz)
             a = self.hoist(e.then, out)
@@ -88,7 +88,7 @@ class PrimitiveLowering:
             return LocRef(tmp, e.type, e.pos)
         if isinstance(e, A.Binary) and e.op in ("&&", "||") and has_cond(e.right):
             # keep short-circuit order: compute the right side only when needed
-            tmp = self.b.storage.add_scalar("tmp", e.type)
+            tmp = self.b.storage.add_scalar("tmp", e.type, e.pos)
             l = self.hoist(e.left, out)
             out.append(prim("assign", [tmp.json(), param(self.xl.data(l))]))
             lj = b2d(self.xl.bool(l))
@@ -144,7 +144,7 @@ class PrimitiveLowering:
     def temp(self, e, out):
         """Copy the value of e into a fresh scalar and return its FieldLoc."""
         t = e.type if not isinstance(e.type, BoolT) else BoolT()
-        loc = self.b.storage.add_scalar("tmp", t)
+        loc = self.b.storage.add_scalar("tmp", t, e.pos)
         out.append(prim("assign", [loc.json(), param(self.xl.data(e))]))
         return loc
 

@@ -105,14 +105,14 @@ class ParserBuilder:
                 if n == k.member:
                     break
                 off += ft.width
-            tmp = self.b.storage.add_scalar("tmp", k.type)
+            tmp = self.b.storage.add_scalar("tmp", k.type, k.pos)
             ops.append({"parameters": [tmp.json(), {"type": "lookahead", "value": [off, k.type.width]}],
                         "op": "set"})
             return tmp.json()
         if isinstance(k, A.Call) and k.kind == ("method", "packet_in", "lookahead"):
             if not isinstance(k.type, BitsT):
                 raise Unsupported("lookahead of a whole header as a select key (select on its fields)", k.pos)
-            tmp = self.b.storage.add_scalar("tmp", k.type)
+            tmp = self.b.storage.add_scalar("tmp", k.type, k.pos)
             ops.append({"parameters": [tmp.json(), {"type": "lookahead", "value": [0, k.type.width]}],
                         "op": "set"})
             return tmp.json()
@@ -120,7 +120,7 @@ class ParserBuilder:
             loc = self.xl.loc(k)
             if isinstance(loc, FieldLoc):
                 return loc.json()
-        tmp = self.b.storage.add_scalar("tmp", k.type if not isinstance(k.type, BoolT) else BoolT())
+        tmp = self.b.storage.add_scalar("tmp", k.type if not isinstance(k.type, BoolT) else BoolT(), k.pos)
         ops.append({"parameters": [tmp.json(), param(self.xl.data(k))], "op": "set"})
         return tmp.json()
 
@@ -170,7 +170,7 @@ class ParserBuilder:
             elif k == ("extern", "verify"):
                 # as p4c: the condition goes into a bool temp first; BMv2's verify takes a boolean
                 # expression object, one level deep ({"type": "expression", "value": {"op": ...}})
-                tmp = self.b.storage.add_scalar("tmp", BoolT())
+                tmp = self.b.storage.add_scalar("tmp", BoolT(), s.pos)
                 ops.append({"parameters": [tmp.json(), param(b2d(self.xl.bool(c.args[0].expr)))], "op": "set"})
                 ops.append({"parameters": [d2b(tmp.json()), param(self.xl.data(c.args[1].expr))],
                             "op": "verify"})

@@ -181,7 +181,7 @@ class PipelineBuilder:
                 return self.table(table, {"__HIT__": hit, "__MISS__": miss}, None, hitmiss=True)
             if has_cond(s.cond):
                 # compute the condition (with its ?:) into a temp first, then branch on the temp
-                tmp = self.b.storage.add_scalar("tmp", s.cond.type)
+                tmp = self.b.storage.add_scalar("tmp", s.cond.type, s.cond.pos)
                 cond = LocRef(tmp, s.cond.type, s.cond.pos)
                 pre = A.Assign(cond, s.cond, pos=s.cond.pos)
                 name = f"node_{self.b.next_id('node_name')}"
@@ -239,7 +239,7 @@ class PipelineBuilder:
                 bound.append((loc, a.expr))
                 st.locs[id(p)] = loc
             else:
-                tmp = st.add_scalar(p.name, p.ptype)
+                tmp = st.add_scalar(p.name, p.ptype, a.pos)
                 st.locs[id(p)] = tmp
                 copies.append(A.Assign(LocRef(tmp, p.ptype, a.pos), a.expr, pos=a.pos))
         self._check_aliasing(bound, call)

@@ -67,11 +67,12 @@ class Storage:
             self.header_types.append((t.name, fields))
         return t.name
 
-    def add_scalar(self, base, t):
-        name = self.unique(base)
+    def add_scalar(self, base, t, pos=None):
         w = width_of(t)
         if w is None:
-            raise Unsupported(f"a variable of type {t}")
+            raise Unsupported(f"a value of type {t} here (it needs a temporary, which holds only bit<N>, "
+                              f"int<N>, bool and enums)", pos)
+        name = self.unique(base)
         self.scalars.append((name, w, bool(getattr(t, "signed", False))))
         return FieldLoc("scalars", name, t)
 
@@ -172,7 +173,11 @@ class Storage:
 
     def alloc_local(self, v):
         if id(v) not in self.locs:
-            self.locs[id(v)] = self.alloc(v.vtype, v.name, v.name, v.name)
+            try:
+                self.locs[id(v)] = self.alloc(v.vtype, v.name, v.name, v.name)
+            except CompileError as e:
+                e.pos = e.pos or v.pos          # located at the declaration that needs the storage
+                raise
 
     def scalars_json(self):
         fields = [[n, w, s] for n, w, s in self.scalars]

@@ -223,3 +223,10 @@ def test_unused_declarations_warn_as_p4c_does(tmp_path):
     assert not res.p4info.tables
     # the system includes' declarations are not the user's
     assert not any("v1model" in w or "core.p4" in w for w in res.warnings)
+
+
+def test_a_value_that_needs_a_temporary_it_cannot_have_is_located(tmp_path):
+    text = program(ingress="apply { hdr.eth = meta.a == 1 ? hdr.eth : hdr.eth; }")
+    err(tmp_path, text, "meta.a == 1 ?", "a value of type ethernet_t here (it needs a temporary, which holds only "
+        "bit<N>, int<N>, bool and enums) is not supported by p4sim-compile (outside its P4_16 subset; see "
+        "docs/p4-subset.md)")

@@ -102,15 +102,17 @@ class Arbitration:
                 return
             self.sessions.remove(session)
             role = session.role
+            if role is None:  # never arbitrated: it was no role's candidate
+                return
             if self._elect(role):
                 for target in self.sessions:
                     if target.role == role:
                         target.send(self._status_for(target))
 
-    def _elect(self, role) -> bool:
+    def _elect(self, role: str) -> bool:
         """Recompute the primary of a role; True if it changed."""
         candidates = [s for s in self.sessions if s.role == role and s.election_id is not None]
-        new = max(candidates, key=lambda s: s.election_id, default=None)
+        new = max(candidates, key=lambda s: s.election_id or 0, default=None)
         old = self.primary.get(role)
         if new is None:
             self.primary.pop(role, None)
@@ -122,14 +124,14 @@ class Arbitration:
         return new is not old
 
     def _status_for(self, session: StreamSession) -> p4runtime_pb2.StreamMessageResponse:
-        role = session.role
+        role = session.role or ""
         primary = self.primary.get(role)
         response = p4runtime_pb2.StreamMessageResponse()
         arb = response.arbitration
         arb.device_id = self.device_id
         if role:
             arb.role.CopyFrom(session.role_message)
-        election = primary.election_id if primary else self.highest.get(role, 0)
+        election = (primary.election_id or 0) if primary else self.highest.get(role, 0)
         arb.election_id.high = election >> 64
         arb.election_id.low = election & ((1 << 64) - 1)
         if primary is session:

@@ -3,6 +3,7 @@ from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 
+from . import wire
 from .errors import call_engine, invalid, out_of_range, unimplemented
 
 MODIFY = p4runtime_pb2.Update.MODIFY
@@ -86,3 +87,28 @@ def write_direct(pipeline, tables, engine, update_type, entry: p4runtime_pb2.Dir
     call_engine(f"table '{table.name}' direct counter", writer,
                 pipeline.tables[table.id].json_name, installed.handle,
                 entry.data.packet_count, entry.data.byte_count)
+
+
+CHUNK = 4096  # cells per engine copy and per encoded block
+
+
+def plan_encoded(pipeline, engine, entry: p4runtime_pb2.CounterEntry):
+    """Check the request now; -> a generator of (wire bytes, entity count) blocks for later."""
+    infos = ([pipeline.index.counter(entry.counter_id)] if entry.counter_id
+             else list(pipeline.index.counters.values()))
+    spans = [(info, pipeline.counters[info.id], _indices(info, entry) if entry.counter_id else range(info.size))
+             for info in infos]
+
+    def blocks():
+        for info, name, indices in spans:
+            what = f"counter '{info.name}'"
+            if len(indices) == 1:
+                values = [call_engine(what, engine.counter_read, name, indices[0])]
+                yield wire.counter_entities(info.id, indices[0], values), 1
+                continue
+            cells = call_engine(what, engine.counter_read, name, None)  # chunked inside the native engine
+            for pos in range(0, len(cells), CHUNK):
+                block = cells[pos:pos + CHUNK]
+                yield wire.counter_entities(info.id, pos, block), len(block)
+    return blocks()
+

@@ -7,10 +7,11 @@ engine lock, so packets see a batch either entirely before or entirely after.
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
-from . import counters, meters, registers, rollback, value_sets
+from . import counters, meters, registers, rollback, value_sets, wire
 from .errors import P4RuntimeError, aborted_error, failed_precondition, invalid, unimplemented
 from .pipeline import Pipeline
 from .pre import Replication
@@ -29,7 +30,7 @@ class Device:
         self.drop_port = drop_port
         self.lock = threading.RLock()
         self.pipeline: Pipeline | None = None
-        self.engine = None
+        self.engine: Any = None     # p4reduce.p4sim.engine.Switch (native or Python)
         self.tables: Tables | None = None
         self.replication: Replication | None = None
         self.cookie: int | None = None
@@ -48,7 +49,7 @@ class Device:
             self.pipeline = None
             self._install(engine, None, None)
 
-    def set_pipeline(self, request: SetRequest):
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest):
         action = request.action
         with self.lock:
             if action == SetRequest.UNSPECIFIED:
@@ -134,7 +135,8 @@ class Device:
         for listener in list(self.engine_listeners):
             listener(engine)
 
-    def get_pipeline(self, request: GetRequest) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+    def get_pipeline(self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest
+                     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         with self.lock:
             if self.pipeline is None:
                 raise failed_precondition("no forwarding pipeline config has been set")
@@ -166,7 +168,7 @@ class Device:
         reported ABORTED."""
         with self.lock:
             self._require_pipeline()
-            results = []
+            results: list[P4RuntimeError | None] = []
             undo = []
             with self.engine.lock:
                 for update in updates:
@@ -196,12 +198,22 @@ class Device:
                 except P4RuntimeError as exc:  # should not happen: state was read just before
                     log.error("rollback step failed: %s", exc)
 
+    def _tables(self) -> Tables:
+        if self.tables is None:
+            raise failed_precondition("no P4Info: tables need a pipeline pushed over P4Runtime")
+        return self.tables
+
+    def _replication(self) -> Replication:
+        if self.replication is None:
+            raise failed_precondition("no P4Info: replication needs a pipeline pushed over P4Runtime")
+        return self.replication
+
     def _write_one(self, update_type, entity: p4runtime_pb2.Entity):
         if update_type == p4runtime_pb2.Update.UNSPECIFIED:
             raise invalid("Update.type is UNSPECIFIED")
         kind = entity.WhichOneof("entity")
         if kind == "table_entry":
-            self.tables.write(update_type, entity.table_entry)
+            self._tables().write(update_type, entity.table_entry)
         elif kind == "register_entry":
             registers.write(self.pipeline, self.engine, update_type, entity.register_entry)
         elif kind == "counter_entry":
@@ -210,7 +222,7 @@ class Device:
             counters.write_direct(self.pipeline, self.tables, self.engine, update_type,
                                   entity.direct_counter_entry)
         elif kind == "packet_replication_engine_entry":
-            self.replication.write(update_type, entity.packet_replication_engine_entry)
+            self._replication().write(update_type, entity.packet_replication_engine_entry)
         elif kind == "meter_entry":
             meters.write(self.pipeline, self.engine, update_type, entity.meter_entry)
         elif kind == "value_set_entry":
@@ -220,20 +232,58 @@ class Device:
         else:
             raise unimplemented(f"{kind} is not supported by p4sim")
 
-    def read(self, entities) -> list[p4runtime_pb2.Entity]:
-        """All entities matching the request's filters, read under one lock (a consistent view)."""
+    def read(self, entities, chunk: int = 1000) -> Iterator[bytes]:
+        """Every entity matching the request's filters, as serialized ReadResponse messages of at
+        most `chunk` entities.
+
+        The request is checked before anything is returned (errors come before any data).  Table
+        entries, replication, meters and value sets are read under the device lock, one request
+        entity at a time; register and counter arrays are copied in blocks (consistent per cell,
+        as on BMv2) without the device lock, so a read of hundreds of thousands of cells holds
+        neither writes nor packets back for more than one block."""
         with self.lock:
             self._require_pipeline()
-            out = []
-            with self.engine.lock:  # packets wait: counters and registers form one snapshot
-                for entity in entities:
-                    out.extend(self._read_one(entity))
-            return out
+            pipeline, engine = self.pipeline, self.engine
+            plans = []
+            for entity in entities:
+                kind = entity.WhichOneof("entity")
+                if kind == "register_entry":
+                    plans.append(registers.plan_encoded(pipeline, engine, entity.register_entry))
+                elif kind == "counter_entry":
+                    plans.append(counters.plan_encoded(pipeline, engine, entity.counter_entry))
+                else:
+                    plans.append(self._read_small(entity))
+        return self._stream(plans, chunk)
+
+    def _read_small(self, entity):
+        """Read one entity now (the caller holds the device lock; errors surface before any
+        data); -> its wire blocks, serialized later outside the locks."""
+        with self.engine.lock:
+            found = list(self._read_one(entity))
+
+        def blocks():
+            for i in range(0, len(found), 1000):
+                part = found[i:i + 1000]
+                yield b"".join(wire.entity_field(e) for e in part), len(part)
+        return blocks()
+
+    @staticmethod
+    def _stream(plans, chunk):
+        pending, count = [], 0
+        for blocks in plans:
+            for data, n in blocks:
+                pending.append(data)
+                count += n
+                if count >= chunk:
+                    yield b"".join(pending)
+                    pending, count = [], 0
+        if pending or count == 0:
+            yield b"".join(pending)
 
     def _read_one(self, entity: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
         kind = entity.WhichOneof("entity")
         if kind == "table_entry":
-            for e in self.tables.read(entity.table_entry):
+            for e in self._tables().read(entity.table_entry):
                 yield p4runtime_pb2.Entity(table_entry=e)
         elif kind == "register_entry":
             for e in registers.read(self.pipeline, self.engine, entity.register_entry):
@@ -245,7 +295,7 @@ class Device:
             for e in counters.read_direct(self.pipeline, self.tables, entity.direct_counter_entry):
                 yield p4runtime_pb2.Entity(direct_counter_entry=e)
         elif kind == "packet_replication_engine_entry":
-            for e in self.replication.read(entity.packet_replication_engine_entry):
+            for e in self._replication().read(entity.packet_replication_engine_entry):
                 yield p4runtime_pb2.Entity(packet_replication_engine_entry=e)
         elif kind == "meter_entry":
             for e in meters.read(self.pipeline, self.engine, entity.meter_entry):

@@ -7,6 +7,7 @@ the P4Info that the JSON lacks is an INVALID_ARGUMENT naming the object.
 """
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
@@ -61,6 +62,7 @@ class Pipeline:
         self.registers: dict[int, str] = {}
         self.meters: dict[int, str] = {}
         self.value_sets: dict[int, str] = {}
+        self.engine: Any = None   # built by build_engine during VERIFY, taken by the device on commit
         self._bind()
 
     # -- binding -------------------------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 Real BMv2's P4Runtime server answers UNIMPLEMENTED here; p4sim implements it because the
 project's users inspect aggregation registers from the controller shell.
+
+Reads of whole arrays (`read_encoded`) copy CHUNK cells at a time from the engine (each copy
+consistent per cell, as on BMv2) and encode them straight to wire bytes, so a read of hundreds of
+thousands of cells neither holds packets or writes back nor spends seconds in protobuf.
 """
 from collections.abc import Iterator
 
 from p4.v1 import p4runtime_pb2
 
-from . import bytestrings
+from . import bytestrings, wire
 from .errors import call_engine, invalid, out_of_range
 
 MODIFY = p4runtime_pb2.Update.MODIFY
@@ -52,3 +56,36 @@ def read(pipeline, engine, entry: p4runtime_pb2.RegisterEntry) -> Iterator[p4run
             out.index.index = index
             out.data.bitstring = bytestrings.encode(value, info.bitwidth)
             yield out
+
+
+CHUNK = 4096  # cells per engine copy and per encoded block
+
+
+def _cells(engine, name, what, start, stop):
+    """Cells [start, stop) of one register in blocks of CHUNK: (first index, values)."""
+    ranged = getattr(engine, "register_read_range", None)
+    if ranged is None:  # the Python engine: one copy of the array under its lock
+        values = call_engine(what, engine.register_read, name, None)
+        for pos in range(start, stop, CHUNK):
+            yield pos, values[pos:min(stop, pos + CHUNK)]
+        return
+    for pos in range(start, stop, CHUNK):
+        yield pos, call_engine(what, ranged, name, pos, min(CHUNK, stop - pos))
+
+
+def plan_encoded(pipeline, engine, entry: p4runtime_pb2.RegisterEntry):
+    """Check the request now; -> a generator of (wire bytes, entity count) blocks for later."""
+    infos = ([pipeline.index.register(entry.register_id)] if entry.register_id
+             else list(pipeline.index.registers.values()))
+    spans = []
+    for info in infos:
+        indices = _indices(info, entry) if entry.register_id else range(info.size)
+        start, stop = (indices[0], indices[0] + 1) if isinstance(indices, list) else (0, info.size)
+        spans.append((info, pipeline.registers[info.id], start, stop))
+
+    def blocks():
+        for info, name, start, stop in spans:
+            for pos, values in _cells(engine, name, f"register '{info.name}'", start, stop):
+                yield wire.register_entities(info.id, pos, values), len(values)
+    return blocks()
+

@@ -19,7 +19,7 @@ def _update(kind, **entity):
     return Update(type=kind, entity=Entity(**entity))
 
 
-def undo_updates(device, update: Update) -> list[Update]:
+def undo_updates(device, update: p4runtime_pb2.Update) -> list[p4runtime_pb2.Update]:
     """Updates restoring what `update` changes (empty if it would change nothing or fail)."""
     entity = update.entity
     kind = entity.WhichOneof("entity")

@@ -3,7 +3,7 @@ import logging
 from concurrent import futures
 
 import grpc
-from p4.v1 import p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from .arbitration import Arbitration
 from .device import Device
@@ -33,6 +33,13 @@ class P4RuntimeServer:
                                    options=[("grpc.so_reuseport", 0),
                                             ("grpc.max_receive_message_length", 256 << 20),
                                             ("grpc.max_send_message_length", 256 << 20)])
+        # registered before the generated handlers, so it is the one found for Read: its
+        # responses are already serialized by the service (runtime/wire.py)
+        read = grpc.unary_stream_rpc_method_handler(
+            self.service.Read, request_deserializer=p4runtime_pb2.ReadRequest.FromString,
+            response_serializer=_serialized)
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {"Read": read}),))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
         self.port = None
 
@@ -51,3 +58,9 @@ class P4RuntimeServer:
     def stop(self, grace: float = 1.0):
         self.arbitration.close_all()
         self._server.stop(grace).wait(grace + 1)
+
+
+def _serialized(response) -> bytes:
+    """Read responses come as bytes; a message (should one slip through) is serialized."""
+    return response if isinstance(response, bytes) else response.SerializeToString()
+

@@ -84,14 +84,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.WriteResponse()
 
     def Read(self, request, context):
+        """Streams serialized ReadResponse messages (bytes: see server.py's Read serializer)."""
         try:
             self._check_device(request.device_id, "Read")
-            entities = self.device.read(request.entities)
+            responses = self.device.read(request.entities, READ_CHUNK)
+            yield from responses
         except P4RuntimeError as error:
             self._abort(context, error)
-            return
-        for start in range(0, max(len(entities), 1), READ_CHUNK):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + READ_CHUNK])
 
     def StreamChannel(self, request_iterator, context):
         session = StreamSession(context.peer())

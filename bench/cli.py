@@ -8,7 +8,9 @@ import signal
 import sys
 
 from p4reduce.bench import grid as gridmod
+from p4reduce.bench import results, runner
 from p4reduce.bench.links import LINKS
+from p4reduce.bench.report import render
 from p4reduce.bench.topology import SWITCH_CHOICES
 
 DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "results"
@@ -113,15 +115,13 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, grid = parse_args(argv)
     _interrupt_on_signals()
-    from p4reduce.bench import results, runner
     doc = runner.run(grid, argv, progress=not args.no_progress)
     paths = results.save(doc, args.out, args.name)
     if not args.no_charts:
-        from p4reduce.bench import charts
+        from p4reduce.bench import charts  # matplotlib: only when charts are drawn
         doc["charts"] = charts.write_all(doc, args.out, paths.stem)
         results.save(doc, args.out, paths.stem)
     latest = results.publish_latest(doc, paths, doc.get("charts", []))
-    from p4reduce.bench.report import render
     print(render(doc))
     print(f"results: {paths} (copied to {latest}/)")
     for chart in doc.get("charts", []):

@@ -14,6 +14,8 @@ import pathlib
 import subprocess
 import sys
 
+from p4reduce.bench import switch_compare
+
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
 
@@ -68,7 +70,6 @@ def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 
 
 
 def run_switch_rate(grid, progress) -> dict:
-    from p4reduce.bench import switch_compare
     embedded = run_module("p4reduce.bench.switch_rate", grid.mode == "quick",
                           timeout=300 if grid.mode == "quick" else 3600)
     for row in embedded.get("rows", []):

@@ -9,28 +9,16 @@ program's L3 forwarding.
 """
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 from p4reduce.bench import program as progmod
+from p4reduce.mininet_topos.ports import free_port
 
 REPO = progmod.REPO
 PREFIX = "b"
 LOG_DIR = REPO / "logs" / "bench"
 RUN_DIR = REPO / "run" / "bench"
 SWITCH_LOG_LEVEL = "warn"
-
-
-def unavailable_reason(program: pathlib.Path = progmod.DEFAULT) -> str | None:
-    """None when a P4 star can be built; otherwise why not, in words."""
-    for module, what in (("p4reduce.mininet_topos.session", "mininet_topos' session"),
-                         ("p4reduce.controller.__main__", "the controller's `python -m p4reduce.controller`")):
-        try:
-            if importlib.util.find_spec(module) is None:
-                return f"{what} is missing"
-        except ImportError:
-            return f"{what} is missing"
-    return progmod.unavailable_reason(program)
 
 
 class P4Net:
@@ -44,8 +32,7 @@ class P4Net:
         self.api_addr: str | None = None
 
     def start(self):
-        from p4reduce.mininet_topos.ports import free_port
-        from p4reduce.mininet_topos.session import Session
+        from p4reduce.mininet_topos.session import Session  # Mininet: imported once a network is built
         api_port = free_port()
         grpc_port = free_port()
         thrift_port = free_port()
@@ -82,21 +69,3 @@ class P4Net:
         return (f"P4 switch {sw.name}: {info.get('target')} running "
                 f"{progmod.display(self.program)}, programmed by the controller")
 
-
-def p4reduce_unavailable_reason() -> str | None:
-    """None when worker hosts can run p4reduce allreduces (see bench/p4reduce_worker.py)."""
-    from p4reduce.bench import p4reduce_worker
-    return p4reduce_worker.unavailable_reason()
-
-
-def p4reduce_jobs(bn, size, reps, warmup, density):
-    """One bench.p4reduce_worker per worker host, all joining one fresh job."""
-    from p4reduce.bench.hostrun import HostJob
-    from p4reduce.bench.systems import next_port
-    mode = "dense" if density >= 1.0 else "sparse"
-    job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
-    return [HostJob(h, "bench.p4reduce_worker",
-                    ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
-                     "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h), "--ip", bn.ip(h),
-                     "--size", size, "--reps", reps, "--warmup", warmup])
-            for r, h in enumerate(bn.workers)]

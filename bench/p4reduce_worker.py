@@ -9,23 +9,12 @@ the zero blocks of a tensor whose non-zero block density is ``--density``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 
 import numpy as np
 
 from p4reduce.bench import hostside, tensors
-
-
-def unavailable_reason() -> str | None:
-    """None when the worker package offers the network allreduce this script drives."""
-    for module in ("p4reduce.worker.agent", "p4reduce.worker.streaming", "p4reduce.worker.job"):
-        try:
-            if importlib.util.find_spec(module) is None:
-                return f"the worker package has no {module} yet (network allreduce API)"
-        except ImportError:
-            return f"the worker package has no {module} yet"
-    return None
+from p4reduce.worker.agent import Agent
 
 
 def parse_args(argv=None):
@@ -56,7 +45,6 @@ def connect(args):
     The barrier is a one-element allreduce through the switch: it returns once every worker has
     contributed, which is all the measurement loop needs.
     """
-    from p4reduce.worker.agent import Agent
     agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world, mode=args.mode,
                   wait_timeout=args.timeout, advertise_ip=args.ip)
     if agent.rank != args.rank or agent.n_workers != args.world:

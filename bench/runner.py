@@ -6,6 +6,7 @@ import sys
 import time
 
 from p4reduce.bench import cells as cellmod
+from p4reduce.bench import extra_sections
 from p4reduce.bench.grid import Grid
 from p4reduce.bench.links import LINKS
 from p4reduce.bench.machine import machine_info
@@ -135,7 +136,6 @@ def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:
         "grid": grid.as_dict(),
         "sections": {},
     }
-    from p4reduce.bench import extra_sections
     mininet = [s for s in grid.sections if s in MININET_SECTIONS]
     if mininet:
         t0 = time.time()

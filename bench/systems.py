@@ -74,12 +74,17 @@ class P4Reduce(System):
     def unavailable_reason(self, bn):
         if bn.switch_kind != P4:
             return f"needs the P4 switch, the network runs on {bn.switch_kind}"
-        from p4reduce.bench import p4net
-        return p4net.p4reduce_unavailable_reason()
+        return None
 
     def jobs(self, bn, size, reps, warmup, density=1.0):
-        from p4reduce.bench import p4net
-        return p4net.p4reduce_jobs(bn, size, reps, warmup, density)
+        """One bench.p4reduce_worker per worker host, all joining one fresh job."""
+        mode = "dense" if density >= 1.0 else "sparse"
+        job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
+        return [HostJob(h, "p4reduce.bench.p4reduce_worker",
+                        ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
+                         "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),
+                         "--ip", bn.ip(h), "--size", size, "--reps", reps, "--warmup", warmup])
+                for r, h in enumerate(bn.workers)]
 
 
 SYSTEMS = {s.name: s for s in (P4Reduce(), Gloo(), ParamServer())}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from p4reduce.bench import program as progmod
+from p4reduce.bench.p4net import P4Net
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.protocol.addressing import host_address
 
@@ -36,7 +38,6 @@ class BenchNet:
         self.nworkers = workers
         self.link = link
         self.switch_choice = switch
-        from p4reduce.bench import program as progmod
         self.program = program or progmod.DEFAULT
         self.switch_kind: str | None = None
         self.switch_detail = ""
@@ -51,10 +52,9 @@ class BenchNet:
             raise TopologyError("the benchmark network needs root (Mininet)")
         try:
             if self.switch_choice in ("auto", P4):
-                from p4reduce.bench import p4net
-                reason = p4net.unavailable_reason(self.program)
+                reason = progmod.unavailable_reason(self.program)
                 if reason is None:
-                    self._start_p4(p4net)
+                    self._start_p4()
                 elif self.switch_choice == P4:
                     raise TopologyError(f"P4 switch requested but unavailable: {reason}")
                 else:
@@ -99,8 +99,8 @@ class BenchNet:
         self.switch_detail = (self.switch_detail + "; " if self.switch_detail else "") + \
             "Linux bridge (kernel forwarding)"
 
-    def _start_p4(self, p4net) -> None:
-        self.p4 = p4net.P4Net(self.nworkers + 1, self.link, self.program)
+    def _start_p4(self) -> None:
+        self.p4 = P4Net(self.nworkers + 1, self.link, self.program)
         self.net = self.p4.start()
         hosts = self.p4.hosts
         self.workers, self.server = hosts[:-1], hosts[-1]

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
+import threading
 import time
 
 import numpy as np
@@ -26,6 +28,7 @@ from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.reducer import Reducer
+from p4reduce.worker.streaming import JobParams, UdpReducer
 
 
 class LoopbackReducer(Reducer):
@@ -73,8 +76,6 @@ class EchoSwitch:
     worker's streaming loop (worker.streaming) is what gets measured, not a switch."""
 
     def __init__(self):
-        import socket
-        import threading
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
@@ -102,7 +103,6 @@ class EchoSwitch:
 
 def time_streaming(blocks: int) -> float:
     """Packets per second of one worker's UDP streaming loop against :class:`EchoSwitch`."""
-    from p4reduce.worker.streaming import JobParams, UdpReducer
     sw = EchoSwitch()
     red = UdpReducer(JobParams(1, 0, 1, 64, "127.0.0.1", sw.addr[1]), bind=("127.0.0.1", 0))
     x = np.arange(blocks * LANES, dtype=np.int32)

@@ -22,8 +22,16 @@ import threading
 import time
 
 from p4reduce.controller import defaults, report
+from p4reduce.controller import topology as topo
+from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.errors import ControllerError
-from p4reduce.protocol.job_api import DEFAULT_PORT
+from p4reduce.controller.inspection import open_inspector
+from p4reduce.controller.jobs import JobManager
+from p4reduce.controller.leases import LeaseReaper
+from p4reduce.controller.service import Controller
+from p4reduce.controller.shell import run_shell
+from p4reduce.controller.slots import SlotPool
+from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 from p4reduce.protocol.program import p4info_for
 
 BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
@@ -125,21 +133,8 @@ def build_parser():
     return parser
 
 
-def open_inspector(args, need_registers=False):
-    from p4reduce.controller.connection import SwitchConnection
-    from p4reduce.controller.errors import SwitchError
-    from p4reduce.controller.inspection import SwitchInspector
-    from p4reduce.controller.registers import open_register_access
-    conn = SwitchConnection(args.grpc_addr, args.device_id, 1).connect(args.wait, arbitrate=False,
-                                                                       report=lambda m: None)
-    index, _ = conn.fetch_pipeline()
-    if index is None:
-        raise SwitchError(f"switch {args.grpc_addr} runs no program yet")
-    regs = None
-    if need_registers:
-        thrift = f"{args.grpc_addr.rsplit(':', 1)[0]}:{args.thrift_port}" if args.thrift_port else None
-        regs = open_register_access(conn, thrift)
-    return SwitchInspector(conn, regs)
+def _inspector(args, registers=False):
+    return open_inspector(args.grpc_addr, args.device_id, args.wait, args.thrift_port, registers)
 
 
 def _emit(args, data, text):
@@ -151,18 +146,17 @@ def _emit(args, data, text):
 
 def cmd_jobs(args):
     if args.api_addr:
-        from p4reduce.protocol.job_api import JobApiClient, JobApiError
         try:
             jobs = JobApiClient(args.api_addr).jobs()
         except JobApiError as e:
             raise ControllerError(e.message) from None
     else:
-        jobs = open_inspector(args).jobs()
+        jobs = _inspector(args).jobs()
     _emit(args, jobs, report.jobs_text(jobs))
 
 
 def cmd_slots(args):
-    data = open_inspector(args).slot_map()
+    data = _inspector(args).slot_map()
     _emit(args, data, report.slot_map_text(data))
 
 
@@ -171,7 +165,7 @@ def cmd_registers(args):
         raise ValueError("registers: give a register NAME, or --slot S")
     if args.watch is not None and args.watch <= 0:
         raise ValueError(f"--watch: must be a positive number of seconds, got {args.watch:g}")
-    insp = open_inspector(args, need_registers=True)
+    insp = _inspector(args, registers=True)
     start, stop = args.range if args.range else (None, None)
     printed = 0
     while True:
@@ -195,29 +189,23 @@ def cmd_registers(args):
 
 
 def cmd_counters(args):
-    data = open_inspector(args).counters(args.name)
+    data = _inspector(args).counters(args.name)
     _emit(args, data, report.counters_text(data))
 
 
 def cmd_entries(args):
-    data = open_inspector(args).entries(args.table)
+    data = _inspector(args).entries(args.table)
     printable = [dict(e, match={k: list(v) if isinstance(v, tuple) else v for k, v in e["match"].items()})
                  for e in data]
     _emit(args, printable, report.entries_text(data))
 
 
 def cmd_groups(args):
-    data = open_inspector(args).multicast_groups()
+    data = _inspector(args).multicast_groups()
     _emit(args, data, report.groups_text(data))
 
 
 def cmd_serve(args):
-    from p4reduce.controller import topology as topo
-    from p4reduce.controller.api_server import JobApi, JobApiServer
-    from p4reduce.controller.jobs import JobManager
-    from p4reduce.controller.leases import LeaseReaper
-    from p4reduce.controller.service import Controller
-    from p4reduce.controller.slots import SlotPool
     log = logging.getLogger("p4reduce.controller")
     host, port = args.api_addr.rsplit(":", 1)
     tp = topo.load(args.topology) if args.topology else topo.single_switch(args.grpc_addr, args.device_id,
@@ -262,7 +250,6 @@ def cmd_serve(args):
 
 
 def cmd_shell(args):
-    from p4reduce.controller.shell import run_shell
     run_shell(args)
 
 

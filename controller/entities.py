@@ -142,6 +142,19 @@ def multicast_group(group_id, replicas):
     return pre
 
 
+def all_multicast_groups():
+    """The read filter that matches every multicast group."""
+    pre = p4runtime_pb2.PacketReplicationEngineEntry()
+    pre.multicast_group_entry.SetInParent()
+    return pre
+
+
+def decode_multicast_group(entity):
+    """(group id, [(egress port, instance), ...]) of a multicast group entity read back."""
+    g = entity.packet_replication_engine_entry.multicast_group_entry
+    return g.multicast_group_id, [(r.egress_port or int.from_bytes(r.port, "big"), r.instance) for r in g.replicas]
+
+
 def register_entry(index, name, idx=None):
     reg = index.get("register", name)
     entry = p4runtime_pb2.RegisterEntry(register_id=reg.preamble.id)

@@ -6,11 +6,18 @@ controller/report.py.
 """
 import enum
 
-from p4.v1 import p4runtime_pb2
-
 from p4reduce.controller.codec import format_ipv4, format_mac, to_signed
-from p4reduce.controller.entities import counter_entry, decode_table_entry, table_entry
+from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.entities import (
+    all_multicast_groups,
+    counter_entry,
+    decode_multicast_group,
+    decode_table_entry,
+    table_entry,
+)
+from p4reduce.controller.errors import SwitchError
 from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
+from p4reduce.controller.registers import open_register_access, thrift_address
 from p4reduce.protocol import constants, p4names
 
 SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
@@ -26,9 +33,8 @@ def counter_labels():
                 name = word.strip(".`'\"")
                 if name.startswith((p4names.INGRESS + ".", p4names.EGRESS + ".")):
                     labels[name] = {int(m): m.name for m in obj}
-    egress_drops = getattr(p4names, "EGRESS_DROPS", None)  # indexed by DropReason too
-    if egress_drops and egress_drops not in labels and p4names.DROP_REASONS in labels:
-        labels[egress_drops] = labels[p4names.DROP_REASONS]
+    if p4names.DROP_REASONS in labels:  # egress drops are indexed by DropReason too
+        labels.setdefault(p4names.EGRESS_DROPS, labels[p4names.DROP_REASONS])
     return labels
 
 
@@ -165,15 +171,23 @@ class SwitchInspector:
         return out
 
     def multicast_groups(self):
-        pre = p4runtime_pb2.PacketReplicationEngineEntry()
-        pre.multicast_group_entry.SetInParent()
         groups = []
-        for ent in self.conn.read(pre):
-            g = ent.packet_replication_engine_entry.multicast_group_entry
-            groups.append({"group": g.multicast_group_id,
-                           "replicas": [{"port": r.egress_port or int.from_bytes(r.port, "big"),
-                                         "instance": r.instance} for r in g.replicas]})
+        for ent in self.conn.read(all_multicast_groups()):
+            group, replicas = decode_multicast_group(ent)
+            groups.append({"group": group, "replicas": [{"port": p, "instance": i} for p, i in replicas]})
         return sorted(groups, key=lambda g: g["group"])
+
+
+def open_inspector(grpc_addr, device_id=0, wait=5.0, thrift_port=None, registers=False):
+    """A SwitchInspector on the switch at `grpc_addr`, connected read-only (no arbitration, so
+    the running controller is not disturbed); with registers=True, register access too (over
+    P4Runtime, or BMv2's Thrift API at `thrift_port`). Fails clearly when the switch runs nothing."""
+    conn = SwitchConnection(grpc_addr, device_id, 1).connect(wait, arbitrate=False, report=lambda m: None)
+    index, _ = conn.fetch_pipeline()
+    if index is None:
+        raise SwitchError(f"switch {grpc_addr} runs no program yet")
+    regs = open_register_access(conn, thrift_address(grpc_addr, thrift_port)) if registers else None
+    return SwitchInspector(conn, regs)
 
 
 def format_value(field_name, value):

@@ -7,12 +7,16 @@ a restarted controller can read jobs back from the switch alone (`read_back`).
 import json
 import logging
 
-from p4.v1 import p4runtime_pb2
-
 from p4reduce.controller import defaults
 from p4reduce.controller.codec import format_ipv4, format_mac
 from p4reduce.controller.connection import Update, update
-from p4reduce.controller.entities import decode_table_entry, multicast_group, table_entry
+from p4reduce.controller.entities import (
+    all_multicast_groups,
+    decode_multicast_group,
+    decode_table_entry,
+    multicast_group,
+    table_entry,
+)
 from p4reduce.controller.errors import SwitchError
 from p4reduce.controller.job_entries import (
     RESET_REGISTERS,
@@ -138,7 +142,7 @@ class JobProgrammer:
 
     # -- restart -------------------------------------------------------------------------------
     def read_back(self):
-        """Jobs installed on the switch, as dicts for JobManager.adopt()."""
+        """Jobs installed on the switch, as dicts for recovery.adopt_jobs()."""
         idx = self.index
         jobs, by_id = [], {}
         for ent in self.conn.read(table_entry(idx, p4names.JOBS)):
@@ -169,12 +173,9 @@ class JobProgrammer:
             vals = list(d["match"].values())
             addrs[(vals[0], vals[1])] = d["params"]
         ports = {}
-        pre = p4runtime_pb2.PacketReplicationEngineEntry()
-        pre.multicast_group_entry.SetInParent()
-        for ent in self.conn.read(pre):
-            g = ent.packet_replication_engine_entry.multicast_group_entry
-            ports[g.multicast_group_id] = {r.instance: (r.egress_port or int.from_bytes(r.port, "big"))
-                                           for r in g.replicas}
+        for ent in self.conn.read(all_multicast_groups()):
+            group, replicas = decode_multicast_group(ent)
+            ports[group] = {instance: port for port, instance in replicas}
         for ent in self.conn.read(table_entry(idx, p4names.WORKERS)):
             d = decode_table_entry(idx, ent.table_entry)
             if d["is_default"] or not d["action"]:

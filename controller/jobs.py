@@ -349,38 +349,3 @@ class JobManager:
                 if now - when > defaults.ENDED_MEMORY_S:
                     del self.ended[name]
         return reclaimed
-
-    # -- restart -------------------------------------------------------------------------------
-    def adopt(self, recovered):
-        """Take over jobs read back from the switch (controller restart): no switch writes."""
-        with self.lock:
-            now = self.clock()
-            for rec in recovered:
-                rng = self.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
-                job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
-                          rec.get("lease_s", self.default_lease_s), now, time.time())
-                for m in rec.get("members", []):
-                    mac, port = m.get("mac"), m.get("port")
-                    host = self.topology.host_by_ip(m["ip"]) if self.topology is not None else None
-                    if host is not None:  # entries partly lost: the topology fills the gaps
-                        mac = mac or host.mac
-                        if port is None:
-                            port = self.topology.arrival_port(self.topology.aggregation_switch.name, host)
-                    job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
-                job.update_state()
-                self.jobs[job.name] = job
-                self.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "
-                         f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
-
-
-    def replay(self):
-        """Install every job again (the switch restarted and lost them); returns how many."""
-        done = 0
-        with self.lock:
-            for job in self.jobs.values():
-                try:
-                    self.programmer.reinstall_job(job)
-                    done += 1
-                except ControllerError as e:
-                    self.log(f"job {job.name}: could not reinstall after a switch restart: {e.message}")
-        return done

@@ -1,15 +1,78 @@
-"""Surviving a switch restart: reconnect, re-push the pipeline, reinstall forwarding and jobs.
+"""Surviving restarts: of the controller (resume the jobs the switch runs) and of a switch
+(reconnect, re-push the pipeline, reinstall forwarding and replay the jobs).
+
+A restarted controller reads the jobs back from the aggregating switch (JobProgrammer.read_back;
+names from the entries' metadata, or the state file where a target drops it) and adopts them
+without writing anything: workers keep aggregating through it (resume_jobs).
 
 A SwitchWatchdog waits for the P4Runtime stream of its switch to break (the switch process died
 or restarted). It then reconnects (retrying until stopped), makes sure the switch runs the program
 again, reinstalls forwarding and, on the aggregating switch, replays every job the controller
-manages, so workers that keep retransmitting see aggregation resume. A switch that kept its
-pipeline (only the connection broke) keeps its entries and nothing is replayed.
+manages (replay_jobs), so workers that keep retransmitting see aggregation resume. A switch that
+kept its pipeline (only the connection broke) keeps its entries and nothing is replayed.
 """
 import threading
+import time
 
-from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.errors import ControllerError, SwitchError
 from p4reduce.controller.forwarding import install_forwarding
+from p4reduce.controller.jobs import Job, Member
+from p4reduce.protocol import p4names
+
+
+def resume_jobs(manager, programmer, state):
+    """Adopt the jobs the switch already runs (names from entry metadata or the state file);
+    returns their names."""
+    if not programmer.index.has("table", p4names.JOBS):
+        return []
+    recovered = programmer.read_back()
+    names = state.load()
+    for rec in recovered:
+        desc = names.get(rec["job_id"])
+        if rec["name"].startswith("job-") and desc:
+            rec["name"] = desc["name"]
+            rec.setdefault("lease_s", desc.get("lease_s"))
+        if rec.get("lease_s") is None:
+            rec.pop("lease_s", None)
+    adopt_jobs(manager, recovered)
+    state.save(manager)
+    return [r["name"] for r in recovered]
+
+
+def adopt_jobs(manager, recovered):
+    """Take over jobs read back from the switch (JobProgrammer.read_back): no switch writes."""
+    with manager.lock:
+        now = manager.clock()
+        topology = manager.topology
+        for rec in recovered:
+            rng = manager.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
+            job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
+                      rec.get("lease_s", manager.default_lease_s), now, time.time())
+            for m in rec.get("members", []):
+                mac, port = m.get("mac"), m.get("port")
+                host = topology.host_by_ip(m["ip"]) if topology is not None else None
+                if host is not None:  # entries partly lost: the topology fills the gaps
+                    mac = mac or host.mac
+                    if port is None:
+                        port = topology.arrival_port(topology.aggregation_switch.name, host)
+                job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
+            job.update_state()
+            manager.jobs[job.name] = job
+            manager.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "
+                        f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
+
+
+def replay_jobs(manager):
+    """Install every job again (the switch restarted and lost them); returns how many."""
+    done = 0
+    with manager.lock:
+        for job in manager.jobs.values():
+            try:
+                manager.programmer.reinstall_job(job)
+                done += 1
+            except ControllerError as e:
+                manager.log(f"job {job.name}: could not reinstall after a switch restart: {e.message}")
+    return done
 
 
 class SwitchWatchdog:
@@ -66,7 +129,7 @@ class SwitchWatchdog:
             install_forwarding(conn, self.ctl.topology, self.name, report=self.ctl.report)
             if pushed and self.name == self.ctl.topology.aggregation_switch.name:
                 self.ctl.reopen_registers()
-                n = self.ctl.manager.replay()
+                n = replay_jobs(self.ctl.manager)
                 self.ctl.report(f"switch {self.name}: {n} job(s) reinstalled")
             self.ctl.report(f"switch {self.name}: recovered")
             return True

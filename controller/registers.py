@@ -15,6 +15,11 @@ from p4reduce.controller.errors import SwitchError
 DEFAULT_THRIFT_PORT = 9090
 
 
+def thrift_address(grpc_addr, thrift_port):
+    """HOST:PORT of a switch's Thrift server, on the host of its gRPC address (None without a port)."""
+    return f"{grpc_addr.rsplit(':', 1)[0]}:{thrift_port}" if thrift_port else None
+
+
 class P4RuntimeRegisters:
     """Registers over P4Runtime RegisterEntry (p4sim, and targets that implement it)."""
 
@@ -138,7 +143,7 @@ def open_register_access(conn, thrift_addr=None, probe_register=None):
             raise
     guessed = thrift_addr is None
     if guessed:  # simple_switch_grpc's default Thrift port, on the switch's host
-        thrift_addr = f"{conn.grpc_addr.rsplit(':', 1)[0]}:{DEFAULT_THRIFT_PORT}"
+        thrift_addr = thrift_address(conn.grpc_addr, DEFAULT_THRIFT_PORT)
     host, _, port = thrift_addr.rpartition(":") if isinstance(thrift_addr, str) else ("127.0.0.1", "", thrift_addr)
     try:
         return ThriftRegisters(host or "127.0.0.1", int(port), conn.index)

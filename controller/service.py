@@ -17,8 +17,8 @@ from p4reduce.controller.forwarding import install_forwarding
 from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
-from p4reduce.controller.recovery import SwitchWatchdog
-from p4reduce.controller.registers import open_register_access
+from p4reduce.controller.recovery import SwitchWatchdog, resume_jobs
+from p4reduce.controller.registers import open_register_access, thrift_address
 from p4reduce.controller.slots import SlotPool
 from p4reduce.protocol import p4names
 from p4reduce.protocol.job_api import DEFAULT_PORT
@@ -108,7 +108,7 @@ class Controller:
         programmer = JobProgrammer(conn, self._open_registers())
         self.manager = JobManager(SlotPool(slot_pool_size(conn.index)), programmer, self.topology,
                                   log=self.report, **self.manager_args)
-        self._resume(programmer)
+        self.resumed = resume_jobs(self.manager, programmer, self.state)
         self.manager.on_change = lambda: self.state.save(self.manager)
         self.reaper = LeaseReaper(self.manager).start()
         if self.watch_switches:
@@ -125,10 +125,9 @@ class Controller:
             return None
         agg = self.topology.aggregation_switch
         conn = self.connections[agg.name]
-        thrift = f"{agg.grpc_addr.rsplit(':', 1)[0]}:{agg.thrift_port}" if agg.thrift_port else None
+        probe = p4names.SEEN if conn.index.has("register", p4names.SEEN) else None
         try:
-            return open_register_access(conn, thrift, probe_register=p4names.SEEN
-                                        if conn.index.has("register", p4names.SEEN) else None)
+            return open_register_access(conn, thrift_address(agg.grpc_addr, agg.thrift_port), probe_register=probe)
         except SwitchError as e:
             self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
             return None
@@ -136,23 +135,6 @@ class Controller:
     def reopen_registers(self):
         """After the aggregating switch came back (its Thrift connection is gone too)."""
         self.manager.programmer.registers = self._open_registers()
-
-    def _resume(self, programmer):
-        """Adopt the jobs the switch already runs (names from entry metadata or the state file)."""
-        if not programmer.index.has("table", p4names.JOBS):
-            return
-        recovered = programmer.read_back()
-        names = self.state.load()
-        for rec in recovered:
-            desc = names.get(rec["job_id"])
-            if rec["name"].startswith("job-") and desc:
-                rec["name"] = desc["name"]
-                rec.setdefault("lease_s", desc.get("lease_s"))
-            if rec.get("lease_s") is None:
-                rec.pop("lease_s", None)
-        self.manager.adopt(recovered)
-        self.resumed = [r["name"] for r in recovered]
-        self.state.save(self.manager)
 
     def stop(self):
         for dog in self.watchdogs:

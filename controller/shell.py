@@ -15,8 +15,13 @@ the running controller, and add read-only commands over our own inspector:
     help_p4reduce()             this list
 """
 import sys
+import time
 
 from p4reduce.controller import report
+from p4reduce.controller.connection import parse_election_id
+from p4reduce.controller.inspection import open_inspector
+from p4reduce.controller.registers import open_register_access, thrift_address
+from p4reduce.protocol.job_api import JobApiClient
 
 COMMANDS_HELP = __doc__.split("read-only commands over our own inspector:", 1)[1]
 
@@ -55,7 +60,6 @@ class ShellCommands:
 
     def watch_slot(self, slot, job=None, ver=None, interval=1.0, count=None):
         """Reprint a decoded slot every `interval` s (Ctrl-C stops), to watch aggregation happen."""
-        import time
         printed = 0
         try:
             while count is None or printed < count:
@@ -96,17 +100,12 @@ class ShellCommands:
 
 def run_shell(args):
     """Start p4runtime-shell's IPython shell with our commands in its namespace."""
-    from p4runtime_sh import shell as p4sh
+    from p4runtime_sh import shell as p4sh  # IPython and friends: only when a shell is wanted
 
-    from p4reduce.controller.cli import open_inspector
-    from p4reduce.controller.connection import parse_election_id
-    from p4reduce.protocol.job_api import JobApiClient
-
-    inspector = open_inspector(args)  # fails fast, with a clear message, if the switch is absent
+    # fails fast, with a clear message, if the switch is absent
+    inspector = open_inspector(args.grpc_addr, args.device_id, args.wait)
     try:
-        from p4reduce.controller.registers import open_register_access
-        thrift = f"{args.grpc_addr.rsplit(':', 1)[0]}:{args.thrift_port}" if args.thrift_port else None
-        inspector.registers = open_register_access(inspector.conn, thrift)
+        inspector.registers = open_register_access(inspector.conn, thrift_address(args.grpc_addr, args.thrift_port))
     except Exception as e:
         print(f"note: registers unavailable: {getattr(e, 'message', e)}")
     commands = ShellCommands(inspector, JobApiClient(args.api_addr) if args.api_addr else None)

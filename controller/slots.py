@@ -53,10 +53,6 @@ class SlotPool:
         with self._lock:
             return dict(self._owned)
 
-    def range_of(self, owner):
-        with self._lock:
-            return self._owned.get(owner)
-
     def owner_of(self, slot):
         with self._lock:
             for owner, rng in self._owned.items():

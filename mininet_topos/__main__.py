@@ -2,15 +2,16 @@
 import argparse
 import os
 import sys
+from pathlib import Path
 
-from p4reduce.mininet_topos import cli_args
+from p4reduce.mininet_topos import cli_args, demo, run
+from p4reduce.mininet_topos.runstate import STATE_FILE, stop_recorded
 
 
 def _parser():
     parser = argparse.ArgumentParser(prog="python -m p4reduce.mininet_topos",
                                      description="p4reduce Mininet topologies with a P4 switch")
     sub = parser.add_subparsers(dest="command", required=True)
-    from p4reduce.mininet_topos import demo, run
     run_p = sub.add_parser("run", help="topology + controller + default job, then the Mininet CLI")
     cli_args.add_network_arguments(run_p)
     run.add_arguments(run_p)
@@ -25,9 +26,6 @@ def _parser():
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "stop":
-        from pathlib import Path
-
-        from p4reduce.mininet_topos.runstate import STATE_FILE, stop_recorded
         stop_recorded(Path(args.run_dir) / STATE_FILE.name)
         return 0
     if os.geteuid() != 0:
@@ -35,9 +33,7 @@ def main(argv=None) -> int:
         return 2
     try:
         if args.command == "run":
-            from p4reduce.mininet_topos import run
             return run.main(args)
-        from p4reduce.mininet_topos import demo
         return demo.main(args)
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted; everything it started was stopped", file=sys.stderr)

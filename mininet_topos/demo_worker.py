@@ -17,6 +17,12 @@ import time
 
 import numpy as np
 
+from p4reduce.protocol import constants as C
+from p4reduce.worker.agent import Agent
+from p4reduce.worker.training.data import load_digits_split
+from p4reduce.worker.training.loop import TrainConfig, train_worker
+from p4reduce.worker.wirecost import FRAME_OVERHEAD
+
 
 def emit(**event):
     print(json.dumps(event), flush=True)
@@ -25,7 +31,6 @@ def emit(**event):
 def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float) -> np.ndarray:
     """Gradient-like int32 tensor; with density < 1 only that fraction of its packet-sized blocks
     is non-zero (as in embedding-table gradients, where few rows are touched per step)."""
-    from p4reduce.protocol import constants as C
     rng = np.random.default_rng([seed, rank, index])
     x = rng.integers(-2**20, 2**20, elements, dtype=np.int32)
     if density < 1.0:
@@ -37,8 +42,6 @@ def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float)
 
 def dense_bytes(elements: int, tensors: int) -> int:
     """What dense (SwitchML) streaming puts on the wire for these tensors."""
-    from p4reduce.protocol import constants as C
-    from p4reduce.worker.wirecost import FRAME_OVERHEAD
     blocks = -(-elements // C.LANES)
     return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * C.LANES)
 
@@ -61,8 +64,6 @@ def run_allreduce(agent, args, density: float):
 
 
 def run_training(agent, args):
-    from p4reduce.worker.training.data import load_digits_split
-    from p4reduce.worker.training.loop import TrainConfig, train_worker
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     split = load_digits_split()
     n = agent.n_workers
@@ -85,7 +86,6 @@ def run_training(agent, args):
 
 
 def _reference_accuracy(split, args) -> float:
-    from p4reduce.worker.training.loop import TrainConfig, train_worker
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     return train_worker(0, 1, split, cfg, lambda g, key: g).final_acc
 
@@ -106,7 +106,6 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
     try:
-        from p4reduce.worker.agent import Agent
         mode = "sparse" if args.kind == "sparse" else "dense"
         t0 = time.perf_counter()
         with Agent(args.controller, args.job, advertise_ip=args.advertise_ip, workers=args.workers,

@@ -96,16 +96,3 @@ def write_description(description: dict, path) -> Path:
     os.replace(tmp, path)
     return path
 
-
-def read_description(path) -> dict:
-    """Load and check a description file; errors name the file and the problem."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no topology description (is `make run` running?)") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}:{err.lineno}:{err.colno}: not JSON: {err.msg}") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise ValueError(f"{path}: not a version-{VERSION} p4reduce topology description")
-    return data

@@ -8,6 +8,7 @@ lost frame -- and delay is refused with a clear error rather than silently ignor
 options say the delay is optional (benchmarks: the results then record it as not applied).
 """
 import argparse
+import gzip
 import re
 import shutil
 import subprocess
@@ -128,7 +129,6 @@ def netem_available() -> bool:
 
 
 def _config_has(option: str) -> bool:
-    import gzip
     try:
         with gzip.open("/proc/config.gz", "rt") as config:
             return any(line.startswith(option + "=") for line in config)

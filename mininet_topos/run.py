@@ -1,4 +1,5 @@
 """`python -m p4reduce.mininet_topos run` (`make run`): the topology, the controller, a default job, the CLI."""
+import signal
 import sys
 
 from mininet.cli import CLI
@@ -48,7 +49,6 @@ def main(args) -> int:
             CLI(session.network.net)
         else:
             print("stdin is not a terminal: waiting for SIGTERM (`make stop`)", flush=True)
-            import signal
             signal.pause()
     return 0
 

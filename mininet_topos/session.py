@@ -3,7 +3,6 @@
 Shared by `run` (interactive) and `demo` (scripted). Records what it started in run/state.json so
 that `make stop` can end it if the session is killed.
 """
-import importlib.util
 import os
 import signal
 from pathlib import Path
@@ -68,8 +67,6 @@ class Session:
             self.network.start()
             self._record()
             if self.controller:
-                if importlib.util.find_spec("p4reduce.controller.__main__") is None:
-                    raise SessionError("the controller package has no `python -m p4reduce.controller` entry point yet")
                 self.controller.start()
                 self._record()
                 host, port = self.api_addr.split(":")

@@ -18,10 +18,15 @@ import time
 
 import numpy as np
 
-from .compressors import COMPRESSORS
+from . import quantize as qz
+from .agent import Agent
+from .compressors import COMPRESSORS, make_compressor
 from .job import JobJoinError
 from .quantize import QuantizationError
 from .reducer import AggregationError
+from .streaming import RetryPolicy
+from .training.data import load_digits_split
+from .training.loop import TrainConfig, train_worker
 
 
 def _addr(text: str) -> tuple[str, int]:
@@ -69,8 +74,6 @@ def _join_args(p: argparse.ArgumentParser) -> None:
 
 
 def _agent(args):
-    from .agent import Agent
-    from .streaming import RetryPolicy
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
@@ -78,7 +81,6 @@ def _agent(args):
 
 
 def cmd_allreduce(args) -> int:
-    from . import quantize as qz
     with _agent(args) as agent:
         n, r = agent.n_workers, agent.rank
         print(f"worker: joined job {args.job!r} as rank {r} of {n} (job id {agent.params.job_id}, "
@@ -114,8 +116,6 @@ def cmd_allreduce(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from .training.data import load_digits_split
-    from .training.loop import TrainConfig, train_worker
     cfg = TrainConfig(model=args.model, epochs=args.epochs, lr=args.lr, batch=args.batch)
     split = load_digits_split()
     with _agent(args) as agent:
@@ -128,7 +128,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_compressors(args) -> int:
-    from .compressors import make_compressor
     for name in COMPRESSORS:
         comp, ef = make_compressor(name)
         print(f"{name:14s} unbiased={comp.unbiased!s:5s} error_feedback={'recommended' if ef else 'no'}")

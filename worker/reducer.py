@@ -18,12 +18,9 @@ import abc
 
 import numpy as np
 
-from . import quantize as qz
+from p4reduce.protocol.constants import LANES as DEFAULT_LANES  # the wire's packet size
 
-try:  # the wire's packet size; the protocol package owns it
-    from p4reduce.protocol.constants import LANES as DEFAULT_LANES
-except ImportError:  # pragma: no cover - protocol/ is part of the project
-    DEFAULT_LANES = 32
+from . import quantize as qz
 
 
 class AggregationError(RuntimeError):

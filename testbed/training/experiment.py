@@ -17,6 +17,7 @@ import sys
 from p4reduce.worker.compressors import COMPRESSORS
 from p4reduce.worker.training.data import load_digits_split
 from p4reduce.worker.training.loop import TrainConfig
+from testbed.training.networked import run_networked
 from testbed.training.simulate import DEFAULT_OPTIONS, run_simulated
 
 
@@ -43,7 +44,6 @@ def main(argv=None) -> int:
             if args.through == "sim" or comp == "float32":
                 r = run_simulated(comp, cfg, args.workers, split, sparse=not args.dense)
             else:
-                from testbed.training.networked import run_networked
                 r = run_networked(comp, cfg, args.workers, split, switch=args.through, sparse=not args.dense)
             h = r["history"]
             rows.append({"model": model, "compressor": comp, "options": DEFAULT_OPTIONS.get(comp, {}),

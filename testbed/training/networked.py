@@ -4,29 +4,28 @@ reference model (testbed.switch_model via testbed.fakeswitch) or the real P4 pro
 the packets actually sent."""
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 
+from p4reduce.protocol.program import compile_program
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.streaming import RetryPolicy
 from p4reduce.worker.training.data import Split, load_digits_split
 from p4reduce.worker.training.loop import History, TrainConfig, train_worker
+from testbed.fakeswitch import FakeSwitch
 from testbed.loopback import loopback_reducers
+from testbed.p4sim_udp import P4SimUdpSwitch
 from testbed.training.simulate import DEFAULT_OPTIONS
 
 
 def make_switch(kind: str):
     """A started loopback switch: "model" (testbed.switch_model) or "p4sim" (p4src/p4reduce.p4)."""
     if kind == "model":
-        from testbed.fakeswitch import FakeSwitch
         return FakeSwitch()
     if kind == "p4sim":
-        import tempfile
-
-        from p4reduce.protocol.program import compile_program
-        from testbed.p4sim_udp import P4SimUdpSwitch
         with tempfile.TemporaryDirectory(prefix="p4reduce-") as out:
             return P4SimUdpSwitch(str(compile_program(out).json_path))
     raise ValueError(f"unknown switch {kind!r}: choose model or p4sim")

@@ -1,6 +1,8 @@
 """Reliable, self-clocked streaming of aggregation packets over a plain UDP socket.
 
-Implements the worker side of docs/protocol.md (section 7) as a :class:`~worker.reducer.Reducer`:
+Implements the worker side of docs/protocol.md (section 7) as a :class:`~worker.reducer.Reducer`
+(which block goes on which slot, and which result answers it, is worker/streams.py; this module
+sends, waits and retransmits):
 
 * block ``b`` of a tensor runs on slot ``b mod S`` (``S`` = the job's slot count, or fewer for
   small tensors); each slot has one packet outstanding, and its result releases the slot for the
@@ -24,24 +26,12 @@ import socket
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from p4reduce.protocol import constants as C
-from p4reduce.protocol.wire import (
-    Layout,
-    bitmap_of,
-    encode_subblocks,
-    pack_header,
-    read_subblocks,
-    unpack_header,
-    with_flags,
-)
+from p4reduce.protocol.wire import Layout, with_flags
 
-from . import quantize as qz
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
-
-NONE = C.NEXT_NONE
+from .streams import StreamWindow
 
 
 @dataclass
@@ -96,21 +86,45 @@ class StreamStats:
     rtt_samples: int = 0      # rounds sent once whose round trip fed the RTO estimator
 
 
-def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first non-zero block of each stream or -1, next non-zero block on the same stream after
-    each block or -1), for blocks assigned round-robin to ``streams`` streams."""
-    nb = nonzero.size
-    rows = -(-nb // streams)
-    big = np.iinfo(np.int64).max
-    grid = np.full(rows * streams, big, np.int64)
-    grid[:nb] = np.where(nonzero, np.arange(nb), big)
-    grid = grid.reshape(rows, streams)
-    at_or_after = np.minimum.accumulate(grid[::-1], axis=0)[::-1]  # smallest non-zero b' >= b on the stream
-    after = np.full_like(at_or_after, big)
-    after[:-1] = at_or_after[1:]
-    first = at_or_after[0]
-    after = after.reshape(-1)[:nb]
-    return np.where(first == big, -1, first), np.where(after == big, -1, after)
+class RoundTimers:
+    """Retransmission timing of one call's open rounds, per slot: when its packet last left, when
+    the stream last moved on, its timer (backed off on timeouts) and how often it was resent."""
+
+    def __init__(self, slots: int, retry: RetryPolicy, estimator: RtoEstimator):
+        self.retry, self.est = retry, estimator
+        self.sent_at = [0.0] * slots
+        self.progress = [0.0] * slots
+        self.rto = [retry.timeout] * slots
+        self.retries = [0] * slots
+
+    def opened(self, s: int, now: float) -> None:
+        self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
+        self.retries[s], self.sent_at[s], self.progress[s] = 0, now, now
+
+    def answered(self, s: int, now: float) -> bool:
+        """The round of `s` got its result; True when its round trip fed the RTO estimate (Karn:
+        a retransmitted round's result is ambiguous)."""
+        if self.retry.adaptive and self.retries[s] == 0:
+            self.est.sample(now - self.sent_at[s])
+            return True
+        return False
+
+    def next_expiry(self, open_rounds: list[bytes]) -> float:
+        """When the first open round's timer runs out."""
+        return min((self.sent_at[s] + self.rto[s] for s, p in enumerate(open_rounds) if p),
+                   default=time.monotonic())
+
+    def expired(self, open_rounds: list[bytes], now: float) -> list[int]:
+        return [s for s, p in enumerate(open_rounds) if p and now >= self.sent_at[s] + self.rto[s]]
+
+    def retransmitted(self, s: int, now: float) -> None:
+        """Back off this slot's timer (and, adaptive, the shared RTO once per level)."""
+        self.sent_at[s] = now
+        self.retries[s] += 1
+        if self.retry.adaptive:
+            self.rto[s] = self.est.timed_out(self.rto[s])
+        else:
+            self.rto[s] = min(self.rto[s] * self.retry.backoff, self.retry.max_timeout)
 
 
 class UdpReducer(Reducer):
@@ -156,146 +170,66 @@ class UdpReducer(Reducer):
 
     # ---- one aggregation ------------------------------------------------------------------
     def aggregate(self, source: BlockSource):
-        job, L = self.job, self.lanes
-        nb = source.n_blocks
-        float_mode = source.proposals is not None
-        sums = np.zeros((nb, L), np.int32)
-        exps = np.full(nb, qz.EXP_MIN, np.int8) if float_mode else None
-        if nb == 0:
-            return sums, exps
-        if nb * L >= NONE:
-            raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
-                             "split it into several allreduces")
-        S = min(job.slot_count, nb)
-        sparse = job.sparse
-        full = self.layout.full_bitmap
-        if sparse:
-            first_nz, after_nz = next_nonzero(np.asarray(source.nonzero, bool), S)
-        props = source.proposals.astype(np.int64) + C.EXP_BIAS if float_mode else None
-        zeros = np.zeros(L, np.int32)
-
-        # per-stream state
-        block = [0] * S          # block of the outstanding round; -1 = exponent pre-round
-        agreed = [0] * S         # exponent used to encode the outstanding block
-        payload = [b""] * S
-        sent_at = [0.0] * S
-        rto = [self.retry.timeout] * S   # each slot's current timer (backed off on timeouts)
-        adaptive = self.retry.adaptive
-        est = self.rto_estimator
-        progress = [0.0] * S
-        retries = [0] * S
-        ver = [0] * S
-        active = S
-
-        def proposal_code(b: int) -> int:
-            return int(props[b]) if (float_mode and b >= 0) else 0
-
-        def send(s: int, b: int, e: int | None, now: float) -> None:
-            """Start the round of stream s for block b (-1: pre-round) with agreed exponent e."""
-            v = 1 - self._last_ver[s]
-            self._last_ver[s] = v
-            if b < 0:  # pre-round: agree on the first block's exponent (and start, in sparse mode)
-                offset = s * L
-                if sparse:
-                    nxt_b = int(first_nz[s])
-                    lanes, bitmap = zeros, 0
-                else:
-                    nxt_b, lanes, bitmap = s, zeros, full
-            else:
-                offset = b * L
-                lanes = source.take(np.array([b]), None if e is None else np.array([e], np.int8), L)[0]
-                if sparse:
-                    nxt_b = int(after_nz[b])
-                    bitmap = int(bitmap_of(lanes, self.layout))
-                else:
-                    nxt_b = b + S if b + S < nb else -1
-                    bitmap = full
-            nxt = nxt_b * L if nxt_b >= 0 else NONE
-            flags = C.Flags.EOT if nxt == NONE else 0
-            hdr = pack_header(C.MsgType.CONTRIB, flags, job.job_id, job.rank, 0, v, s, offset, nxt,
-                              proposal_code(nxt_b), 0, bitmap)
-            body = encode_subblocks(lanes, bitmap, self.layout)
-            block[s], agreed[s], ver[s] = b, (e if e is not None else 0), v
-            payload[s] = hdr + body
-            rto[s] = est.rto if adaptive else self.retry.timeout
-            retries[s] = 0
-            sent_at[s] = now
-            progress[s] = now
-            self._send(payload[s])
-
+        """Stream `source` through the switch (worker/streams.py schedules the rounds); this loop
+        sends, waits for results and retransmits. Returns (sums, agreed exponents or None)."""
+        win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
+                           self.layout, self._last_ver)
+        if win.n_blocks == 0:
+            return win.sums, win.exps
+        timers = RoundTimers(win.S, self.retry, self.rto_estimator)
         self._drain()  # late results of earlier calls must not be taken for this call's rounds
         now = time.monotonic()
-        for s in range(S):
-            if float_mode:
-                send(s, -1, None, now)
-            else:
-                send(s, s, None, now)
+        for s, b in enumerate(win.first_blocks()):
+            self._open(win, timers, s, b, None, now)
+        buf = bytearray(C.HEADER_BYTES + win.L * C.LANE_BYTES + 64)
+        while win.active:
+            wait = timers.next_expiry(win.payload) - time.monotonic()
+            if wait <= 0 or select.select([self.sock], [], [], wait)[0]:
+                for n in self._received(buf):
+                    self._take(win, timers, buf, n)
+            self._retransmit_expired(win, timers, time.monotonic())
+        return win.sums, win.exps
 
-        buf = bytearray(C.HEADER_BYTES + L * C.LANE_BYTES + 64)
-        while active:
-            now = time.monotonic()
-            wait = min((sent_at[s] + rto[s] for s in range(S) if payload[s]), default=now) - now
-            if wait > 0:
-                ready, _, _ = select.select([self.sock], [], [], wait)
-            else:
-                ready = True
-            if ready:
-                while True:
-                    try:
-                        n = self.sock.recv_into(buf)
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    except OSError:  # e.g. ICMP port unreachable reported on the socket: like a loss
-                        self.stats.send_errors += 1
-                        break
-                    if n < C.HEADER_BYTES:
-                        self.stats.ignored += 1
-                        continue
-                    (mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap) = unpack_header(buf)
-                    if (mt != C.MsgType.RESULT or job_id != job.job_id or s >= S or not payload[s]
-                            or v != ver[s] or offset != (s * L if block[s] < 0 else block[s] * L)):
-                        self.stats.ignored += 1
-                        continue
-                    present = self.layout.present(bitmap)
-                    if n != C.HEADER_BYTES + len(present) * self.layout.subblock * C.LANE_BYTES:
-                        self.stats.ignored += 1
-                        continue
-                    self.stats.results += 1
-                    b = block[s]
-                    if b >= 0:
-                        read_subblocks(buf, present, sums[b].reshape(self.layout.num_subblocks, -1), self.layout)
-                        if float_mode:
-                            exps[b] = agreed[s]
-                    t = time.monotonic()
-                    if adaptive and retries[s] == 0:  # Karn: a retransmitted round's result is ambiguous
-                        est.sample(t - sent_at[s])
-                        self.stats.rtt_samples += 1
-                    if nxt == NONE:
-                        payload[s] = b""
-                        active -= 1
-                        continue
-                    nb_next = nxt // L
-                    if nxt % L or nb_next >= nb or nb_next % S != s or nb_next < max(b, 0) or (b >= 0 and nb_next == b):
-                        raise AggregationError(
-                            f"{job.describe()}: slot {s}: the switch named next offset {nxt} after offset "
-                            f"{offset}, which is not a later block of this stream (tensor of {nb} blocks, "
-                            f"{S} streams): workers disagree on the tensor size or the switch is misconfigured")
-                    e = None
-                    if float_mode:
-                        e = max(ecode - C.EXP_BIAS, qz.EXP_MIN)
-                    send(s, nb_next, e, t)
-            now = time.monotonic()
-            for s in range(S):
-                if payload[s] and now >= sent_at[s] + rto[s]:
-                    if now - progress[s] > self.retry.deadline:
-                        self._fail(s, block[s], ver[s], retries[s], now - progress[s])
-                    self._resend(s, payload, now, sent_at)
-                    retries[s] += 1
-                    if adaptive:  # back off this slot's timer, and the shared RTO once per level
-                        rto[s] = est.timed_out(rto[s])
-                    else:
-                        rto[s] = min(rto[s] * self.retry.backoff, self.retry.max_timeout)
-        return sums, exps
+    def _open(self, win: StreamWindow, timers: RoundTimers, s: int, b: int, e: int | None, now: float) -> None:
+        self._send(win.open_round(s, b, e))
+        timers.opened(s, now)
+
+    def _take(self, win: StreamWindow, timers: RoundTimers, buf: bytearray, n: int) -> None:
+        """One datagram: a result that closes a round opens the stream's next one (or ends it)."""
+        answer = win.take_result(buf, n, self.job.describe())
+        if answer is None:
+            self.stats.ignored += 1
+            return
+        self.stats.results += 1
+        now = time.monotonic()
+        if timers.answered(answer.slot, now):
+            self.stats.rtt_samples += 1
+        if answer.next_block is None:
+            win.close(answer.slot)
+        else:
+            self._open(win, timers, answer.slot, answer.next_block, answer.exponent, now)
+
+    def _retransmit_expired(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
+        """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too long."""
+        for s in timers.expired(win.payload, now):
+            if now - timers.progress[s] > self.retry.deadline:
+                self._fail(s, win.block[s], win.ver[s], timers.retries[s], now - timers.progress[s])
+            win.payload[s] = with_flags(win.payload[s], C.Flags.RETX)
+            self.stats.retransmissions += 1
+            self._send(win.payload[s])
+            timers.retransmitted(s, now)
+
+    def _received(self, buf: bytearray):
+        """The length of each datagram waiting on the socket, read into `buf` one at a time."""
+        while True:
+            try:
+                n = self.sock.recv_into(buf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # e.g. ICMP port unreachable reported on the socket: like a loss
+                self.stats.send_errors += 1
+                return
+            yield n
 
     def _drain(self) -> None:
         while True:
@@ -316,12 +250,6 @@ class UdpReducer(Reducer):
             self.stats.send_errors += 1
         self.stats.packets_sent += 1
         self.bytes_sent += len(data) + C.FRAME_HEADER_BYTES
-
-    def _resend(self, s: int, payload: list, now: float, sent_at: list) -> None:
-        data = payload[s] = with_flags(payload[s], C.Flags.RETX)
-        sent_at[s] = now
-        self.stats.retransmissions += 1
-        self._send(data)
 
     def _fail(self, s: int, b: int, v: int, retries: int, waited: float) -> None:
         offset = s * self.lanes if b < 0 else b * self.lanes

@@ -13,7 +13,8 @@ from p4reduce.protocol import wire
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.reducer import AggregationError
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer, next_nonzero
+from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streams import next_nonzero
 from testbed.fakeswitch import FakeSwitch, Impairments
 from testbed.loopback import loopback_reducers
 

@@ -1,17 +1,24 @@
 """The job API: HTTP/JSON over the standard library's http.server, run in a thread.
 
 Routes requests to the JobManager; every failure becomes a JSON error with a stable code and an
-HTTP status (docs/job-api.md). Request bodies are validated field by field; unknown fields are
-rejected so typos do not pass silently.
+HTTP status (docs/job-api.md), including what http.server itself refuses (unknown methods,
+malformed request lines). Request bodies are validated field by field; unknown fields are rejected
+so typos do not pass silently. Changes to a job need a bearer token (controller/auth.py).
+
+Everything is bounded, since any caller may be hostile: connections at once, the time a request
+may take to arrive (a slow sender is cut off), the header and body sizes, and the numbers in a body.
 """
+import hmac
 import json
 import logging
 import re
+import socket
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
+from p4reduce.controller.auth import Caller
 from p4reduce.controller.errors import BadRequest, ControllerError, NotFound
 from p4reduce.protocol.job_api import DEFAULT_PORT
 
@@ -19,10 +26,16 @@ log = logging.getLogger("p4reduce.controller.api")
 
 API_VERSION = "1"
 MAX_BODY = 64 * 1024
+IDLE_TIMEOUT_S = 10.0         # the longest wait for any read of a request (or between requests)
+REQUEST_DEADLINE_S = 20.0     # the longest a whole request may take to arrive, however it trickles
+MAX_CONNECTIONS = 256         # connections served at once; more are answered 503 and closed
+DRAIN_LIMIT = 4 * MAX_BODY     # what is read (and dropped) of a refused body before closing
+DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 
 CREATE_FIELDS = {"name", "workers", "mode", "slots", "lease_s"}
 JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots", "switch_port"}
 RANK_FIELDS = {"rank"}
+BEARER = re.compile(r"Bearer +(\S+)\s*", re.IGNORECASE)
 
 
 def _fields(body, allowed, required=()):
@@ -39,122 +52,227 @@ class JobApi:
     """Routing table from (method, path) to JobManager calls; independent of HTTP plumbing."""
 
     ROUTES: ClassVar[list[tuple[str, re.Pattern, str]]] = [
-        ("GET", re.compile(r"^/v1/health$"), "health"),
-        ("GET", re.compile(r"^/v1/jobs$"), "list_jobs"),
-        ("POST", re.compile(r"^/v1/jobs$"), "create_job"),
-        ("GET", re.compile(r"^/v1/jobs/(?P<name>[^/]+)$"), "get_job"),
-        ("DELETE", re.compile(r"^/v1/jobs/(?P<name>[^/]+)$"), "end_job"),
-        ("POST", re.compile(r"^/v1/jobs/(?P<name>[^/]+)/join$"), "join"),
-        ("POST", re.compile(r"^/v1/jobs/(?P<name>[^/]+)/heartbeat$"), "heartbeat"),
-        ("POST", re.compile(r"^/v1/jobs/(?P<name>[^/]+)/leave$"), "leave"),
+        ("GET", re.compile(r"/v1/health"), "health"),
+        ("GET", re.compile(r"/v1/jobs"), "list_jobs"),
+        ("POST", re.compile(r"/v1/jobs"), "create_job"),
+        ("GET", re.compile(r"/v1/jobs/(?P<name>[^/]+)"), "get_job"),
+        ("DELETE", re.compile(r"/v1/jobs/(?P<name>[^/]+)"), "end_job"),
+        ("POST", re.compile(r"/v1/jobs/(?P<name>[^/]+)/join"), "join"),
+        ("POST", re.compile(r"/v1/jobs/(?P<name>[^/]+)/heartbeat"), "heartbeat"),
+        ("POST", re.compile(r"/v1/jobs/(?P<name>[^/]+)/leave"), "leave"),
     ]
 
-    def __init__(self, manager, switches=()):
+    def __init__(self, manager, switches=(), admin_token=None):
         self.manager = manager
         self.switches = list(switches)  # SwitchConnection objects, for /health
+        self.admin_token = admin_token  # None: no admin; job tokens only
 
-    def dispatch(self, method, path, body, peer_ip):
+    def caller(self, authorization):
+        """The Caller of a request from its Authorization header (None if absent)."""
+        if authorization is None:
+            return Caller()
+        match = BEARER.fullmatch(authorization)
+        if not match:
+            raise ControllerError("header 'Authorization': expected 'Bearer TOKEN'", code="bad_token",
+                                  http_status=401)
+        token = match.group(1)
+        admin = self.admin_token is not None and hmac.compare_digest(token.encode(), self.admin_token.encode())
+        return Caller(token, admin)
+
+    def dispatch(self, method, path, body, peer_ip, authorization=None):
         """(status, json_object) for one request."""
         path = path.split("?", 1)[0].rstrip("/") or "/"
         allowed = []
         for m, pattern, handler in self.ROUTES:
-            match = pattern.match(path)
+            match = pattern.fullmatch(path)
             if match:
                 if m != method:
                     allowed.append(m)
                     continue
-                params = {k: urllib.parse.unquote(v) for k, v in match.groupdict().items()}
-                return getattr(self, handler)(body, peer_ip, **params)
+                try:
+                    params = {k: urllib.parse.unquote(v, errors="strict") for k, v in match.groupdict().items()}
+                except UnicodeDecodeError:
+                    raise BadRequest(f"the job name in {path[:100]!r} is not UTF-8", field="name") from None
+                return getattr(self, handler)(body, peer_ip, self.caller(authorization), **params)
         if allowed:
             raise ControllerError(f"{method} is not allowed on {path} (use {', '.join(allowed)})",
                                   code="method_not_allowed", http_status=405)
         raise NotFound(f"no such endpoint: {method} {path} (see docs/job-api.md)")
 
-    def health(self, body, peer):
+    def health(self, body, peer, caller):
         pool = self.manager.pool
         return 200, {"ok": True,
                      "switches": [{"name": c.name, "grpc_addr": c.grpc_addr, "primary": c.primary}
                                   for c in self.switches],
                      "slots": {"total": pool.total, "free": pool.free}}
 
-    def list_jobs(self, body, peer):
+    def list_jobs(self, body, peer, caller):
         return 200, {"jobs": self.manager.list()}
 
-    def create_job(self, body, peer):
+    def create_job(self, body, peer, caller):
         _fields(body, CREATE_FIELDS, required=("name",))
-        job, created = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
-                                           body.get("slots"), body.get("lease_s"))
+        job, created, token = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
+                                                  body.get("slots"), body.get("lease_s"), caller=caller)
+        if token is not None:
+            job = dict(job, token=token)
         return (201 if created else 200), job
 
-    def get_job(self, body, peer, name):
+    def get_job(self, body, peer, caller, name):
         return 200, self.manager.status(name)
 
-    def end_job(self, body, peer, name):
-        return 200, self.manager.end(name)
+    def end_job(self, body, peer, caller, name):
+        return 200, self.manager.end(name, caller=caller)
 
-    def join(self, body, peer, name):
+    def join(self, body, peer, caller, name):
         _fields(body, JOIN_FIELDS)
-        rank, job = self.manager.join(name, ip=body.get("ip"), udp_port=body.get("udp_port"),
-                                      mac=body.get("mac"), rank=body.get("rank"), workers=body.get("workers"),
-                                      mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer,
-                                      switch_port=body.get("switch_port"))
-        return 200, {"rank": rank, "job": job}
+        rank, job, token = self.manager.join(
+            name, ip=body.get("ip"), udp_port=body.get("udp_port"), mac=body.get("mac"), rank=body.get("rank"),
+            workers=body.get("workers"), mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer,
+            switch_port=body.get("switch_port"), caller=caller)
+        answer = {"rank": rank, "job": job}
+        if token is not None:
+            answer["token"] = token
+        return 200, answer
 
-    def heartbeat(self, body, peer, name):
+    def heartbeat(self, body, peer, caller, name):
         _fields(body, RANK_FIELDS, required=("rank",))
-        return 200, self.manager.heartbeat(name, body["rank"])
+        return 200, self.manager.heartbeat(name, body["rank"], caller=caller)
 
-    def leave(self, body, peer, name):
+    def leave(self, body, peer, caller, name):
         _fields(body, RANK_FIELDS, required=("rank",))
-        return 200, self.manager.leave(name, body["rank"])
+        return 200, self.manager.leave(name, body["rank"], caller=caller)
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_body(raw: bytes):
+    """A request body as a JSON object; BadRequest (code bad_json) for anything else."""
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:   # also: integers past Python's digit limit, deep nesting
+        raise BadRequest(f"request body is not valid JSON: {str(e)[:200]}", code="bad_json") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}", code="bad_json")
+    return body
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "p4reduce-controller"
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT_S      # socket timeout: every read of a request is bounded
+    deadline = REQUEST_DEADLINE_S
 
-    def _answer(self, status, obj):
+    def _answer(self, status, obj, close=False):
         data = (json.dumps(obj, indent=None) + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-P4reduce-Api", API_VERSION)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="p4reduce job API"')
+        if status == 405 and isinstance(obj, dict) and obj.get("allow"):
+            self.send_header("Allow", obj.pop("allow"))
+        if close:
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def send_error(self, code, message=None, explain=None):
+        """What http.server refuses by itself (bad request line, unknown method, headers too long)
+        answers JSON like everything else, and ends the connection."""
+        if self.request_version == "HTTP/0.9":   # a request line too broken to say: answer HTTP/1.1
+            self.request_version = "HTTP/1.1"
+        if code == 501:   # a method http.server has no do_X for
+            code, err = 405, "method_not_allowed"
+            message = f"method {self.command!r} is not allowed (the job API takes GET, POST and DELETE)"
+        else:
+            err = {400: "bad_request", 408: "timeout", 414: "too_large", 431: "too_large"}.get(code, "bad_request")
+        try:
+            self._answer(code, {"error": {"code": err, "message": message or explain or "bad request"}},
+                         close=True)
+        except OSError:
+            self.close_connection = True
 
     def _body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            raise ControllerError("chunked request bodies are not accepted: send Content-Length",
+                                  code="bad_length", http_status=411)
         length = self.headers.get("Content-Length")
         if length is None:
             return {}
-        try:
-            length = int(length)
-        except ValueError:
-            raise BadRequest("bad Content-Length header", code="bad_json") from None
-        if length > MAX_BODY:
-            self.rfile.read(min(length, 4 * MAX_BODY))
-            raise ControllerError(f"request body of {length} bytes is over the {MAX_BODY}-byte limit",
+        if not length.strip().isdigit():
+            raise BadRequest(f"header 'Content-Length': must be a non-negative integer, got "
+                             f"{length[:40]!r}", code="bad_length")
+        if len(length.strip()) > 12 or int(length) > MAX_BODY:
+            raise ControllerError(f"request body of {length.strip()[:40]} bytes is over the {MAX_BODY}-byte limit",
                                   code="too_large", http_status=413)
+        length = int(length)
         raw = self.rfile.read(length)
-        if not raw.strip():
-            return {}
+        if len(raw) < length:
+            raise ControllerError(f"request body ended after {len(raw)} of {length} bytes", code="bad_length",
+                                  http_status=400)
+        return parse_body(raw)
+
+    def handle_one_request(self):
+        """One request, however slowly it arrives, within REQUEST_DEADLINE_S: then the socket is shut."""
+        timer = threading.Timer(self.deadline, self._cut_off)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise BadRequest(f"request body is not valid JSON: {e}", code="bad_json") from None
-        if not isinstance(body, dict):
-            raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}", code="bad_json")
-        return body
+            super().handle_one_request()
+        except TimeoutError:
+            self.close_connection = True
+        finally:
+            timer.cancel()
+
+    def _cut_off(self):
+        log.info("job API: %s took over %g s to send a request; connection closed",
+                 self.client_address[0], self.deadline)
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _handle(self, method):
+        close = False
         try:
             body = self._body() if method in ("POST", "DELETE") else {}
-            status, obj = self.server.api.dispatch(method, self.path, body, self.client_address[0])
+            self._timer.cancel()   # the request has arrived whole; answering is not bounded by it
+            status, obj = self.server.api.dispatch(method, self.path, body, self.client_address[0],
+                                                   self.headers.get("Authorization"))
+        except TimeoutError:
+            status, obj, close = 408, {"error": {"code": "timeout", "message": "the request body did not "
+                                                 f"arrive within {self.timeout:g} s"}}, True
         except ControllerError as e:
             status, obj = e.http_status, e.to_json()
+            close = e.code in ("too_large", "bad_length")   # the rest of the body was not read
         except Exception as e:  # a bug must still answer JSON, and be logged with its traceback
             log.exception("job API: %s %s failed", method, self.path)
             status, obj = 500, {"error": {"code": "internal", "message": f"{type(e).__name__}: {e}"}}
-        self._answer(status, obj)
+        try:
+            self._answer(status, obj, close=close)
+            if close:
+                self._drain()
+        except OSError:
+            self.close_connection = True
+
+    def _drain(self):
+        """Read (and drop) what the client still sends of a refused body, briefly, so closing
+        does not reset the connection before the client has read the answer."""
+        self.connection.settimeout(1.0)
+        left = DRAIN_LIMIT
+        while left > 0:
+            chunk = self.connection.recv(min(left, 65536))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     def do_GET(self):
         self._handle("GET")
@@ -168,21 +286,62 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PUT(self):
         self._handle("PUT")
 
+    def do_HEAD(self):
+        self._handle("HEAD")
+
     def log_message(self, fmt, *args):
         log.debug("%s %s", self.client_address[0], fmt % args)
 
 
-class _BackloggedHTTPServer(ThreadingHTTPServer):
-    """A whole job's workers join at once: the default listen backlog (5) would drop their SYNs."""
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most MAX_CONNECTIONS at once. A whole job's workers join at
+    once, so the listen backlog is deep (the default 5 would drop their SYNs)."""
     request_queue_size = 128
+    daemon_threads = True
+
+    def __init__(self, address, handler, max_connections=MAX_CONNECTIONS):
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(max_connections)
+        self.max_connections = max_connections
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            _refuse_busy(request, self.max_connections)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
+def _refuse_busy(sock, limit):
+    body = json.dumps({"error": {"code": "busy", "message": f"the job API serves {limit} connections at "
+                                 f"once; try again"}}).encode() + b"\n"
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: "
+            f"{len(body)}\r\nX-P4reduce-Api: {API_VERSION}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(head.encode() + body)
+    except OSError:
+        pass
 
 
 class JobApiServer:
-    """The HTTP server in a daemon thread. `address` is (host, port); port 0 picks a free one."""
+    """The HTTP server in a daemon thread. `address` is (host, port); port 0 picks a free one.
+    It listens on loopback unless told otherwise."""
 
-    def __init__(self, api, address=("0.0.0.0", DEFAULT_PORT)):
-        self.httpd = _BackloggedHTTPServer(address, _Handler)
-        self.httpd.daemon_threads = True
+    def __init__(self, api, address=DEFAULT_ADDRESS, max_connections=MAX_CONNECTIONS,
+                 idle_timeout_s=IDLE_TIMEOUT_S, request_deadline_s=REQUEST_DEADLINE_S):
+        handler = type("JobApiHandler", (_Handler,), {"timeout": idle_timeout_s, "deadline": request_deadline_s})
+        self.httpd = _BoundedHTTPServer(address, handler, max_connections)
         self.httpd.api = api
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="job-api", daemon=True)
 

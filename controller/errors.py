@@ -53,3 +53,17 @@ class SwitchError(ControllerError):
 
     code = "switch_unavailable"
     http_status = 503
+
+
+class Unauthorized(ControllerError):
+    """The request needs a token it did not present (HTTP 401)."""
+
+    code = "token_required"
+    http_status = 401
+
+
+class Forbidden(ControllerError):
+    """The request presented a token that does not open this job (HTTP 403)."""
+
+    code = "bad_token"
+    http_status = 403

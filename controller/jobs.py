@@ -4,16 +4,21 @@ The JobManager is the single owner of job state. It takes slots from the SlotPoo
 JobProgrammer (controller/job_programmer.py), installs and removes the switch state of each job; with
 no programmer it keeps the bookkeeping only (`serve --no-switch`, handy for testing worker agents
 without a switch). Every change that the switch refuses is rolled back, so state and switch agree.
+
+Every change to an existing job needs its job token or the admin token (controller/auth.py): the
+caller of each request is passed in as a Caller; in-process callers use auth.TRUSTED. A worker's
+binding (IP and UDP port, MAC, switch port) belongs to one rank of one job at a time.
 """
 import threading
 import time
 
 from p4reduce.controller import defaults
+from p4reduce.controller.auth import TRUSTED, Caller, new_token, token_digest
 from p4reduce.controller.codec import parse_ipv4, parse_mac
-from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, NotFound
+from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Forbidden, NotFound, Unauthorized
 from p4reduce.controller.job_entries import JobSpec
 from p4reduce.protocol.constants import Mode
-from p4reduce.protocol.job_api import JOB_NAME
+from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE
 
 MODES = ("dense", "sparse")
 
@@ -40,6 +45,7 @@ class Job:
         self.created_at = wall
         self.last_activity = now  # join/leave/heartbeat: a memberless job expires from here
         self.state = "waiting"
+        self.token_digest: str | None = None  # SHA-256 of the job token (None: admin only)
 
     @property
     def spec(self) -> JobSpec:
@@ -63,8 +69,11 @@ class Job:
 
     def descriptor(self):
         """What the switch must remember to resume this job after a controller restart."""
-        return {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
+        desc = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
                 "slots": self.slots.to_json()}
+        if self.token_digest:
+            desc["token_sha256"] = self.token_digest
+        return desc
 
 
 def _check_int(value, field, lo, hi):
@@ -120,8 +129,18 @@ class JobManager:
     @staticmethod
     def _check_name(name):
         if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
-            raise BadRequest(f"field 'name': must match [A-Za-z0-9_.-]{{1,64}}, got {name!r}", field="name")
+            raise BadRequest(f"field 'name': must be {JOB_NAME_RULE}, got {name!r}", field="name")
         return name
+
+    @staticmethod
+    def _authorize(job, caller: Caller, what: str):
+        """Unauthorized without a token, Forbidden with one that does not open `job`."""
+        if caller.may_change(job.token_digest):
+            return
+        if caller.token is None:
+            raise Unauthorized(f"{what} job {job.name!r} needs its job token (header 'Authorization: "
+                               f"Bearer TOKEN'; the token is returned when the job is created)")
+        raise Forbidden(f"the token presented does not open job {job.name!r}")
 
     def _free_job_id(self):
         used = {j.job_id for j in self.jobs.values()}
@@ -151,8 +170,10 @@ class JobManager:
             return [j.to_json(now, self.switch_info) for _, j in sorted(self.jobs.items())]
 
     # -- create --------------------------------------------------------------------------------
-    def create(self, name, workers=None, mode=None, slots=None, lease_s=None):
-        """Create a job (idempotent for identical parameters). Returns (job_json, created)."""
+    def create(self, name, workers=None, mode=None, slots=None, lease_s=None, caller: Caller = TRUSTED):
+        """Create a job (idempotent for identical parameters and the job's own token).
+
+        Returns (job_json, created, token): the new job's token, or None when it existed."""
         self._check_name(name)
         if workers is None:
             workers = self.default_workers
@@ -166,16 +187,21 @@ class JobManager:
         with self.lock:
             existing = self.jobs.get(name)
             if existing is not None:
+                if not caller.may_change(existing.token_digest):
+                    raise Conflict(f"job {name!r} exists (creating it again needs its job token)",
+                                   code="job_exists")
                 if (existing.workers, existing.mode, existing.slots.count, existing.lease_s) != \
                         (workers, mode, slots, lease_s):
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
                         f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
-                return existing.to_json(self.clock(), self.switch_info), False
+                return existing.to_json(self.clock(), self.switch_info), False, None
             job_id = self._free_job_id()
             rng = self.pool.allocate(name, slots)
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
+            token = new_token()
+            job.token_digest = token_digest(token)
             try:
                 if self.programmer is not None:
                     self.programmer.install_job(job)
@@ -187,16 +213,17 @@ class JobManager:
             self._changed()
             self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
                      f"[{rng.base}, {rng.end}))")
-            return job.to_json(now, self.switch_info), True
+            return job.to_json(now, self.switch_info), True, token
 
     # -- join ----------------------------------------------------------------------------------
     def join(self, name, ip=None, udp_port=None, mac=None, rank=None, workers=None, mode=None, slots=None,
-             peer_ip=None, switch_port=None):
-        """Admit a worker (creating the job if needed). Returns (rank, job_json)."""
+             peer_ip=None, switch_port=None, caller: Caller = TRUSTED):
+        """Admit a worker (creating the job if needed). Returns (rank, job_json, token): the job
+        token when this join created the job, else None."""
         self._check_name(name)
         if ip is None and peer_ip is not None:
-            caller = self.topology.host_by_source(peer_ip) if self.topology is not None else None
-            ip = caller.ip if caller is not None else peer_ip
+            calling_host = self.topology.host_by_source(peer_ip) if self.topology is not None else None
+            ip = calling_host.ip if calling_host is not None else peer_ip
         if ip is None:
             raise BadRequest("field 'ip': required (could not tell the worker's address)", field="ip")
         try:
@@ -224,10 +251,16 @@ class JobManager:
                              field="switch_port")
         with self.lock:
             created_here = name not in self.jobs
+            token = None
             if created_here:
-                self.create(name, workers, mode, slots)
+                if name in self.ended:   # never silently re-create a job its workers saw end
+                    self.get(name)       # raises 409 job_ended with the reason
+                _, _, token = self.create(name, workers, mode, slots, caller=caller)
+            else:
+                self._authorize(self.jobs[name], caller, "joining")
             try:
-                return self._admit(self.jobs[name], ip, udp_port, mac, port, rank, workers, mode, slots)
+                rank, job = self._admit(self.jobs[name], ip, udp_port, mac, port, rank, workers, mode, slots)
+                return rank, job, token
             except ControllerError:
                 if created_here:  # a job made for a join that failed must not linger
                     self.end(name, "its first join failed")
@@ -244,13 +277,20 @@ class JobManager:
                                code="job_exists", field=field)
         same = [m for m in job.members.values() if (m.ip, m.udp_port) == (ip, udp_port)]
         if same and (rank is None or rank == same[0].rank):
-            rank = same[0].rank  # a restarted worker keeps its rank
-            old = job.members.pop(rank)
+            old = same[0]
+            if (old.mac, old.port) != (mac, port):
+                raise Conflict(f"rank {old.rank} of job {name!r} is live at {ip}:{udp_port} with MAC {old.mac} "
+                               f"on switch port {old.port}; a re-join must keep them (asked for MAC {mac} "
+                               f"on port {port})", code="rank_taken", field="rank")
+            rank = old.rank  # a restarted worker keeps its rank
+            job.members.pop(rank)
             self._apply(job, lambda: self.programmer.remove_member(job, old),
                         undo=lambda: job.members.__setitem__(rank, old))
         elif same:
             raise Conflict(f"worker {ip}:{udp_port} already holds rank {same[0].rank} of job {name!r}",
                            code="rank_taken", field="rank")
+        else:
+            self._check_binding(job, ip, udp_port, mac, port)
         if rank is None:
             free = [r for r in range(job.workers) if r not in job.members]
             if not free:
@@ -273,6 +313,36 @@ class JobManager:
         self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
         return rank, job.to_json(now, self.switch_info)
 
+    def _check_binding(self, job, ip, udp_port, mac, port):
+        """409 if the new worker's address, MAC or switch port is bound to a worker of another host
+        (any job), or its address to another rank or job: results must not be redirected."""
+        shared = self._shared_ports()
+        for other in self.jobs.values():
+            for m in other.members.values():
+                where = f"rank {m.rank} of job {other.name!r}"
+                if (m.ip, m.udp_port) == (ip, udp_port):
+                    raise Conflict(f"address {ip}:{udp_port} is bound to {where}", code="address_taken",
+                                   field="udp_port")
+                if m.mac == mac and m.ip != ip:
+                    raise Conflict(f"MAC {mac} is bound to {where} at {m.ip}", code="mac_taken", field="mac")
+                if m.ip == ip and mac is not None and m.mac not in (None, mac):
+                    raise Conflict(f"{ip} is bound to MAC {m.mac} by {where}, not {mac}", code="mac_taken",
+                                   field="mac")
+                if port is not None and m.port == port and m.ip != ip and port not in shared:
+                    raise Conflict(f"switch port {port} is bound to {where} at {m.ip}", code="port_taken",
+                                   field="switch_port")
+                if m.ip == ip and port is not None and m.port not in (None, port):
+                    raise Conflict(f"{ip} is bound to switch port {m.port} by {where}, not {port}",
+                                   code="port_taken", field="switch_port")
+
+    def _shared_ports(self):
+        """Ports of the aggregating switch that lead to other switches: many hosts arrive by them."""
+        topo = self.topology
+        if topo is None or not topo.links:
+            return set()
+        agg = topo.aggregation_switch.name
+        return {ap for a, ap, _b, _bp in topo.links if a == agg} | {bp for _a, _ap, b, bp in topo.links if b == agg}
+
     def _apply(self, job, action, undo):
         if self.programmer is None:
             return
@@ -289,17 +359,19 @@ class JobManager:
             raise NotFound(f"job {job.name!r} has no worker with rank {rank}", code="no_such_rank", field="rank")
         return job.members[rank]
 
-    def heartbeat(self, name, rank):
+    def heartbeat(self, name, rank, caller: Caller = TRUSTED):
         with self.lock:
             job = self.get(name)
+            self._authorize(job, caller, "a heartbeat for")
             member = self._member(job, rank)
             member.last_seen = job.last_activity = self.clock()
             return {"state": job.state, "lease_s": job.lease_s, "joined": len(job.members),
                     "workers": job.workers}
 
-    def leave(self, name, rank):
+    def leave(self, name, rank, caller: Caller = TRUSTED):
         with self.lock:
             job = self.get(name)
+            self._authorize(job, caller, "leaving")
             member = self._member(job, rank)
             del job.members[member.rank]
             self._apply(job, lambda: self.programmer.remove_member(job, member),
@@ -315,10 +387,11 @@ class JobManager:
                 return {"left": member.rank, "job": snapshot}
             return {"left": member.rank, "job": job.to_json(self.clock(), self.switch_info)}
 
-    def end(self, name, reason="ended by request"):
+    def end(self, name, reason="ended by request", caller: Caller = TRUSTED):
         """Free the job's entries, multicast group and slots (slot registers reset)."""
         with self.lock:
             job = self.get(name)
+            self._authorize(job, caller, "ending")
             if self.programmer is not None:
                 self.programmer.remove_job(job)  # best effort inside: never leaves half a job
             self.pool.release(name)

@@ -32,6 +32,7 @@ def resume_jobs(manager, programmer, state):
         if rec["name"].startswith("job-") and desc:
             rec["name"] = desc["name"]
             rec.setdefault("lease_s", desc.get("lease_s"))
+            rec.setdefault("token_sha256", desc.get("token_sha256"))
         if rec.get("lease_s") is None:
             rec.pop("lease_s", None)
     adopt_jobs(manager, recovered)
@@ -48,6 +49,7 @@ def adopt_jobs(manager, recovered):
             rng = manager.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
             job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
                       rec.get("lease_s", manager.default_lease_s), now, time.time())
+            job.token_digest = rec.get("token_sha256")   # None: only the admin token opens it
             for m in rec.get("members", []):
                 mac, port = m.get("mac"), m.get("port")
                 host = topology.host_by_ip(m["ip"]) if topology is not None else None

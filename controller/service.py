@@ -53,14 +53,15 @@ class StateFile:
 
 class Controller:
     def __init__(self, topology, p4info=None, device_config=None, election_id=1, connect_timeout=30.0,
-                 api_address=("0.0.0.0", DEFAULT_PORT), state_file=None, default_workers=None, default_mode="dense",
+                 api_address=("127.0.0.1", DEFAULT_PORT), state_file=None, default_workers=None, default_mode="dense",
                  default_slots=None, lease_s=10.0, join_timeout_s=120.0, reset_registers=True,
-                 require_primary=True, watch_switches=True, report=None):
+                 require_primary=True, watch_switches=True, report=None, admin_token=None):
         self.topology = topology
         self.p4info, self.device_config = p4info, device_config
         self.election_id = election_id
         self.connect_timeout = connect_timeout
         self.api_address = api_address
+        self.admin_token = admin_token   # None: the job API has job tokens only
         self.state = StateFile(state_file)
         self.manager_args = dict(default_workers=default_workers, default_mode=default_mode,
                                  default_slots=default_slots, default_lease_s=lease_s,
@@ -114,7 +115,7 @@ class Controller:
         if self.watch_switches:
             self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
         if serve_api:
-            api = JobApi(self.manager, self.connections.values())
+            api = JobApi(self.manager, self.connections.values(), admin_token=self.admin_token)
             self.api_server = JobApiServer(api, self.api_address).start()
             self.report(f"job API listening on http://{self.api_server.address}/v1")
         return self

@@ -2,15 +2,22 @@
 agents, the topology tools, the controller's own CLI and shell, and scripts.
 
     client = JobApiClient("10.0.0.100:8090")
+    job = client.create("resnet-1", 4)      # the Job, with its job token: job["token"]
     info = client.join("resnet-1")          # {"rank": 0, "job": {...}}
     client.wait_running("resnet-1")
     client.heartbeat("resnet-1", info["rank"])
+
+Changing a job needs its job token (or the controller's admin token), sent as
+`Authorization: Bearer TOKEN` (docs/job-api.md, "Security model"). A client presents the token it
+was given (`token=`, e.g. the admin token or a job token handed to a worker), and remembers the
+token of every job it creates, so the creator needs nothing more; `tokens` maps names to them.
 
 Errors from the controller raise JobApiError with the API's `code`, `message`, `field` and HTTP
 `status`; an unreachable controller raises JobApiError with code "unreachable".
 """
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import time
@@ -20,7 +27,10 @@ import urllib.request
 from typing import Any
 
 DEFAULT_PORT = 8090
-JOB_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # a job name, whole (JOB_NAME.fullmatch)
+MAX_ANSWER = 32 << 20        # the largest answer read from a controller
+# a job name, whole (JOB_NAME.fullmatch): no "." or "..", nothing a path or a log line could misread
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+JOB_NAME_RULE = "1 to 64 characters [A-Za-z0-9_.-], the first a letter or a digit"
 
 
 class JobApiError(RuntimeError):
@@ -28,8 +38,18 @@ class JobApiError(RuntimeError):
     or could not answer (code "unreachable", status None)."""
 
     def __init__(self, status: int | None, code: str, message: str, field: str | None = None):
+        code, message = _printable(code, 64), _printable(message, 1000)
+        field = None if field is None else _printable(field, 64)
         super().__init__(f"{code}: {message}" + (f" (HTTP {status})" if status is not None else ""))
         self.status, self.code, self.message, self.field = status, code, message, field
+
+
+def _printable(text: object, limit: int) -> str:
+    """What a controller said, safe to print: control characters (terminal escapes) replaced, and
+    cut to `limit` characters."""
+    text = str(text)
+    cut = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return cut + ("..." if len(text) > limit else "")
 
 
 def _quoted(name: str) -> str:
@@ -38,35 +58,65 @@ def _quoted(name: str) -> str:
 
 
 class JobApiClient:
-    def __init__(self, address: str, timeout: float = 10.0):
-        """`address`: HOST:PORT, HOST (port 8090) or an http:// URL."""
+    def __init__(self, address: str, timeout: float = 10.0, token: str | None = None):
+        """`address`: HOST:PORT, HOST (port 8090) or an http:// URL; `token`: presented for every
+        job this client has no token of its own for (a job token, or the admin token)."""
         url = urllib.parse.urlsplit(address if "://" in address else f"http://{address}")
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"controller address {address!r}: expected HOST:PORT or http://HOST:PORT")
         host = f"[{url.hostname}]" if ":" in url.hostname else url.hostname
-        self.base = f"http://{host}:{url.port or DEFAULT_PORT}/v1"
+        try:
+            port = url.port or DEFAULT_PORT
+        except ValueError:
+            raise ValueError(f"controller address {address!r}: the port must be a number in 1..65535") from None
+        self.base = f"http://{host}:{port}/v1"
         self.timeout = timeout
+        self.token = token
+        self.tokens: dict[str, str] = {}   # job name -> the job token this client was given
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def token_for(self, name: str) -> str | None:
+        return self.tokens.get(name, self.token)
+
+    def _remember(self, name: str, answer: Any) -> Any:
+        if isinstance(answer, dict) and isinstance(answer.get("token"), str):
+            self.tokens[name] = answer["token"]
+        return answer
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                token: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                status, raw = resp.status, resp.read()
+                status, raw = resp.status, resp.read(MAX_ANSWER + 1)
         except urllib.error.HTTPError as e:
             try:
-                err = json.loads(e.read()).get("error", {})
-            except (ValueError, AttributeError):
+                err = json.loads(e.read(MAX_ANSWER)).get("error", {})
+                if not isinstance(err, dict):
+                    err = {}
+            except (ValueError, AttributeError, OSError):
                 err = {}
             raise JobApiError(e.code, err.get("code", "http_error"), err.get("message", str(e)),
                               err.get("field")) from None
         except (urllib.error.URLError, OSError) as e:
             raise JobApiError(None, "unreachable", f"controller at {self.base}: {e}") from None
+        except http.client.HTTPException as e:   # something answered, but not HTTP
+            raise JobApiError(None, "bad_answer", f"{method} {self.base}{path}: the answer is not HTTP "
+                              f"({type(e).__name__}: {str(e)[:100]})") from None
+        if len(raw) > MAX_ANSWER:
+            raise JobApiError(status, "bad_answer", f"{method} {self.base}{path}: the answer is over "
+                              f"{MAX_ANSWER} bytes")
         try:
-            return json.loads(raw or b"{}")
-        except ValueError:
+            answer = json.loads(raw or b"{}")
+        except (ValueError, RecursionError):
             raise JobApiError(status, "bad_answer", f"{method} {self.base}{path}: the answer is not JSON") from None
+        if not isinstance(answer, dict):
+            raise JobApiError(status, "bad_answer", f"{method} {self.base}{path}: the answer is not a JSON "
+                              f"object but {type(answer).__name__}")
+        return answer
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/health")
@@ -78,22 +128,23 @@ class JobApiClient:
                lease_s: float | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"name": name, "workers": workers}
         body.update({k: v for k, v in (("mode", mode), ("slots", slots), ("lease_s", lease_s)) if v is not None})
-        return self.request("POST", "/jobs", body)
+        return self._remember(name, self.request("POST", "/jobs", body, self.token_for(name)))
 
     def job(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/jobs/{_quoted(name)}")
 
     def join(self, name: str, **fields: Any) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/join", {k: v for k, v in fields.items() if v is not None})
+        body = {k: v for k, v in fields.items() if v is not None}
+        return self._remember(name, self.request("POST", f"/jobs/{_quoted(name)}/join", body, self.token_for(name)))
 
     def heartbeat(self, name: str, rank: int) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank})
+        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank}, self.token_for(name))
 
     def leave(self, name: str, rank: int) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank})
+        return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank}, self.token_for(name))
 
     def end(self, name: str) -> dict[str, Any]:
-        return self.request("DELETE", f"/jobs/{_quoted(name)}")
+        return self.request("DELETE", f"/jobs/{_quoted(name)}", token=self.token_for(name))
 
     def wait_running(self, name: str, timeout: float = 60.0, poll: float = 0.2) -> dict[str, Any]:
         """The job's status once every rank has joined (JobApiError code 'timeout' otherwise)."""

@@ -172,7 +172,7 @@ def test_lease_expiry_reclaims_the_job(served):
     client.create("other", 1, slots=16)
     client.join("j", ip="10.0.0.2")
     client.join("j", ip="127.0.0.1")
-    client.join("other", ip="10.0.0.2")
+    client.join("other", ip="10.0.0.2", udp_port=5000)  # an address serves one job at a time
     clock.t += 3
     client.heartbeat("j", 0)
     client.heartbeat("other", 0)
@@ -237,7 +237,7 @@ def test_concurrent_joins_and_creates_never_collide():
 
     def join(i):
         try:
-            results.append(JobApiClient(server.address).join("big", ip=f"10.0.1.{i}")["rank"])
+            results.append(JobApiClient(server.address, token=token).join("big", ip=f"10.0.1.{i}")["rank"])
         except JobApiError as e:
             errors.append(e)
 
@@ -248,7 +248,7 @@ def test_concurrent_joins_and_creates_never_collide():
             errors.append(e)
 
     try:
-        JobApiClient(server.address).create("big", 16, slots=64)
+        token = JobApiClient(server.address).create("big", 16, slots=64)["token"]
         threads = [threading.Thread(target=join, args=(i,)) for i in range(1, 17)]
         threads += [threading.Thread(target=create, args=(i,)) for i in range(12)]
         for t in threads:

@@ -1,33 +1,85 @@
 """Joining a job through the controller's job API (docs/job-api.md) and keeping the lease.
 
-A worker needs only the controller's address and the job name; :class:`JobSession` joins (creating
-the job if the controller allows it), waits until every rank has joined, turns the job description
-into :class:`~worker.streaming.JobParams`, heartbeats every ``lease_s / 3`` seconds in the
-background, and leaves on :meth:`close`.
+A worker needs the controller's address, the job name and the job's token (``token=``, else the
+environment's ``P4REDUCE_JOB_TOKEN``; inside a Mininet topology the job-API relay adds it for the
+hosts the job was granted to). :class:`JobSession` joins (creating the job if the controller allows
+it), waits until every rank has joined -- renewing its lease while it waits, so peers may start
+late -- turns the job description into :class:`~worker.streaming.JobParams`, heartbeats every
+``lease_s / 3`` seconds in the background, and leaves on :meth:`close`.
 """
 from __future__ import annotations
 
+import ipaddress
+import os
 import threading
+import time
 
-from p4reduce.protocol.job_api import JOB_NAME, JobApiClient, JobApiError
+from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient, JobApiError
 
 from .streaming import JobParams
+
+TOKEN_ENV = "P4REDUCE_JOB_TOKEN"   # where a worker finds its job token when not given one
 
 
 class JobJoinError(RuntimeError):
     """The worker could not join (or stay in) the job; the message says why and where."""
 
 
+def _answer_int(answer: dict, field: str) -> int:
+    value = answer.get(field)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise JobJoinError(f"the controller's answer has no integer {field!r}: {answer!r}")
+    return value
+
+
+def _lease(job: dict) -> float:
+    try:
+        lease = float(job.get("lease_s", 10.0))
+    except (TypeError, ValueError):
+        lease = float("nan")
+    if not 0.05 <= lease <= 86400:
+        raise JobJoinError(f"the controller's job description has an unusable lease_s: {job.get('lease_s')!r}")
+    return lease
+
+
 def job_params(job: dict, rank: int, switch_addr: tuple[str, int] | None = None) -> JobParams:
-    """JobParams from a job-API Job object (``switch_addr`` overrides where packets go)."""
+    """JobParams from a job-API Job object (``switch_addr`` overrides where packets go); a
+    description a worker cannot run (no slots, no workers, a rank outside the job, a bad address)
+    is a JobJoinError naming the field."""
+    if not isinstance(job, dict):
+        raise JobJoinError(f"the controller's job description is not a JSON object: {job!r}")
     try:
         ip, port = switch_addr or (job["switch"]["ip"], int(job["switch"]["udp_port"]))
-        return JobParams(job_id=int(job["job_id"]), rank=int(rank), n_workers=int(job["workers"]),
-                         slot_count=int(job["slots"]["count"]), switch_ip=ip, switch_port=int(port),
-                         sparse=job.get("mode", "dense") == "sparse", lanes=int(job.get("lanes", 32)),
-                         name=str(job["name"]))
+        params = JobParams(job_id=int(job["job_id"]), rank=int(rank), n_workers=int(job["workers"]),
+                           slot_count=int(job["slots"]["count"]), switch_ip=ip, switch_port=int(port),
+                           sparse=job.get("mode", "dense") == "sparse", lanes=int(job.get("lanes", 32)),
+                           name=str(job["name"]))
     except (KeyError, TypeError, ValueError) as e:
         raise JobJoinError(f"the controller's job description lacks or garbles {e}: {job!r}") from None
+    _check_params(params)
+    return params
+
+
+def _check_params(p: JobParams) -> None:
+    def bad(field, value, want):
+        raise JobJoinError(f"the controller's job description is unusable: {field} is {value!r}, "
+                           f"expected {want}")
+    if not 0 <= p.job_id <= 0xFFFF:
+        bad("job_id", p.job_id, "0..65535")
+    if not 1 <= p.n_workers <= 255:
+        bad("workers", p.n_workers, "1..255")
+    if not 0 <= p.rank < p.n_workers:
+        bad("rank", p.rank, f"0..{p.n_workers - 1}")
+    if not 1 <= p.slot_count <= 0x7FFF:
+        bad("slots.count", p.slot_count, "1..32767 (a job needs at least one slot)")
+    if not 1 <= p.switch_port <= 65535:
+        bad("switch.udp_port", p.switch_port, "1..65535")
+    if p.lanes < 1:
+        bad("lanes", p.lanes, "a positive number")
+    try:
+        ipaddress.IPv4Address(p.switch_ip)
+    except (ipaddress.AddressValueError, ValueError):
+        bad("switch.ip", p.switch_ip, "an IPv4 address")
 
 
 class JobSession:
@@ -35,29 +87,51 @@ class JobSession:
 
     def __init__(self, controller: str, name: str, udp_port: int | None = None, ip: str | None = None,
                  rank: int | None = None, workers: int | None = None, mode: str | None = None,
-                 slots: int | None = None, wait_timeout: float = 60.0, timeout: float = 10.0):
+                 slots: int | None = None, wait_timeout: float = 60.0, timeout: float = 10.0,
+                 token: str | None = None):
         if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
-            raise JobJoinError(f"job name {name!r} is invalid: it must match [A-Za-z0-9_.-]{{1,64}}")
+            raise JobJoinError(f"job name {name!r} is invalid: it must be {JOB_NAME_RULE}")
         self.controller = controller
         self.name = name
-        self.client = JobApiClient(controller, timeout=timeout)
+        try:
+            self.client = JobApiClient(controller, timeout=timeout,
+                                       token=token or os.environ.get(TOKEN_ENV) or None)
+        except ValueError as e:
+            raise JobJoinError(str(e)) from None
         try:
             info = self.client.join(name, rank=rank, ip=ip, udp_port=udp_port, workers=workers,
                                     mode=mode, slots=slots)
-            self.rank = int(info["rank"])
-            job = info["job"]
+            self.rank = _answer_int(info, "rank")
+            job = info.get("job")
+            if not isinstance(job, dict):
+                raise JobJoinError(f"the controller's join answer has no job description: {info!r}")
+            self.lease_s = _lease(job)
             if job.get("state") != "running":
-                job = self.client.wait_running(name, timeout=wait_timeout)
+                job = self._wait_running(wait_timeout)
         except JobApiError as e:
             where = f" (field {e.field!r})" if e.field else ""
             raise JobJoinError(f"cannot join job {name!r} at controller {controller}: {e.code}{where}: "
                                f"{e.message}") from None
         self.job = job
-        self.lease_s = float(job.get("lease_s", 10.0))
+        self.lease_s = _lease(job)
         self.ended: str | None = None
         self._stop = threading.Event()
         self._hb = threading.Thread(target=self._heartbeat, name=f"heartbeat-{name}-{self.rank}", daemon=True)
         self._hb.start()
+
+    def _wait_running(self, timeout: float, poll: float = 0.2) -> dict:
+        """The job's description once every rank has joined. Waiting renews this rank's lease
+        (the heartbeat is the poll), so a peer that starts later than the lease finds the job."""
+        deadline = time.monotonic() + timeout
+        period = min(poll, self.lease_s / 3)
+        while True:
+            beat = self.client.heartbeat(self.name, self.rank)
+            if beat.get("state") == "running":
+                return self.client.job(self.name)
+            if time.monotonic() >= deadline:
+                raise JobApiError(None, "timeout", f"job {self.name!r}: {beat.get('joined', '?')}/"
+                                  f"{beat.get('workers', '?')} workers joined after {timeout:g} s")
+            time.sleep(period)
 
     def params(self, switch_addr: tuple[str, int] | None = None) -> JobParams:
         return job_params(self.job, self.rank, switch_addr)

@@ -1,6 +1,8 @@
-"""Agents join a job by name through the real job API (controller in bookkeeping mode, no switch)
-and allreduce through testbed.switch_model served as a fake switch; join errors are explicit; the CLI."""
+"""Agents join a job by name and its token through the real job API (controller in bookkeeping mode,
+no switch) and allreduce through testbed.switch_model served as a fake switch; join errors are
+explicit; the CLI (token from P4REDUCE_JOB_TOKEN)."""
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -33,6 +35,12 @@ def controller():
     server.stop()
 
 
+def _create(addr, name, workers, mode="dense"):
+    """Create the job as its owner would; returns the job token its workers need."""
+    from p4reduce.protocol.job_api import JobApiClient
+    return JobApiClient(addr).create(name, workers, mode)["token"]
+
+
 def _program_when_running(client_addr, name, sw):
     """What the controller does for a real switch: the job and its members, once all joined."""
     from p4reduce.protocol.job_api import JobApiClient, JobApiError
@@ -56,11 +64,12 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
     addr, _ = controller
     n = 4
     results, errors = {}, []
+    token = _create(addr, "demo", n, mode)
     with FakeSwitch(impair=Impairments(0.02, 0.02, 0.02, 0.02, seed=1)) as sw:
         def body():
             try:
                 with Agent(addr, "demo", switch_addr=sw.addr, bind_ip="127.0.0.1", mode=mode, workers=n,
-                           retry=RetryPolicy(timeout=0.02, deadline=5)) as ag:
+                           retry=RetryPolicy(timeout=0.02, deadline=5), token=token) as ag:
                     ints = [tensor_for(0, ag.rank, i, 3000, "int32") for i in range(3)]
                     futs = [ag.allreduce_async(x) for x in ints]          # async, in order
                     f = ag.allreduce(tensor_for(0, ag.rank, 9, 1000, "float32").reshape(10, 100), average=True)
@@ -94,9 +103,12 @@ def test_join_errors_name_the_problem(controller):
     with pytest.raises(JobJoinError, match=r"job name 'bad name!' is invalid"):
         Agent(addr, "bad name!", bind_ip="127.0.0.1")
     # a job of 1 worker: the second join is refused
-    with Agent(addr, "solo", bind_ip="127.0.0.1", workers=1):
-        with pytest.raises(JobJoinError, match="job_full"):
+    with Agent(addr, "solo", bind_ip="127.0.0.1", workers=1) as first:  # created by its join
+        token = first.session.client.tokens["solo"]
+        with pytest.raises(JobJoinError, match="token_required"):
             Agent(addr, "solo", bind_ip="127.0.0.1", workers=1)
+        with pytest.raises(JobJoinError, match="job_full"):
+            Agent(addr, "solo", bind_ip="127.0.0.1", workers=1, token=token)
 
 
 def test_waiting_for_missing_ranks_times_out_clearly(controller):
@@ -113,7 +125,9 @@ def test_cli_allreduce_checks_results(controller):
         cmd = [sys.executable, "-m", "p4reduce.worker", "allreduce", "--controller", addr, "--job", "cli", "--workers", "2",
                "--bind", "127.0.0.1", "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "3", "--size", "5000",
                "--check", "--deadline", "5"]
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        env = dict(os.environ, P4REDUCE_JOB_TOKEN=_create(addr, "cli", 2))
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for _ in range(2)]
         _program_when_running(addr, "cli", sw)
         outs = [p.communicate(timeout=60) for p in procs]
     for p, (out, err) in zip(procs, outs):

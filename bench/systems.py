@@ -80,6 +80,7 @@ class P4Reduce(System):
         """One bench.p4reduce_worker per worker host, all joining one fresh job."""
         mode = "dense" if density >= 1.0 else "sparse"
         job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
+        bn.p4.session.create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its token
         return [HostJob(h, "p4reduce.bench.p4reduce_worker",
                         ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
                          "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),

@@ -9,14 +9,28 @@ Mininet, and management traffic never crosses (or disturbs) the P4 switch.
 
 The forwarded connection leaves from a per-host loopback source address (`api_source` in the
 topology description, 127.100.0.<host index>), so the controller can tell which host is calling.
+
+Tokens (docs/job-api.md, "Security model"): a request that carries its own `Authorization` header
+passes through untouched. The tooling that created a job may *grant* it to some hosts
+(`grant(job, token, hosts)`): a request from such a host for that job (`/v1/jobs/NAME/...`) that
+carries no token gets the job's token added, so workers started in those hosts need only the job's
+name, as before; hosts without a grant get nothing added (the API answers them 401). The relay
+never holds or adds the admin token. Every connection is bounded: the request head must arrive
+within HEAD_TIMEOUT_S and HEAD_LIMIT bytes, and a host may hold MAX_CONNECTIONS_PER_HOST at once.
 """
 import ctypes
 import os
 import socket
 import threading
+import urllib.parse
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
+
+HEAD_LIMIT = 16 * 1024          # request line + headers
+HEAD_TIMEOUT_S = 10.0
+MAX_CONNECTIONS_PER_HOST = 64
+ALL_HOSTS = None
 
 
 class RelayError(RuntimeError):
@@ -83,8 +97,50 @@ def _pump(src: socket.socket, dst: socket.socket):
                 pass
 
 
+def read_head(sock: socket.socket, limit: int = HEAD_LIMIT) -> bytes | None:
+    """Bytes up to and including the end of the request head (and whatever followed in the same
+    reads), or None if the head is over `limit` bytes or the client stops sending."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > limit:
+            return None
+        chunk = sock.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    head_end = data.index(b"\r\n\r\n")
+    return data if head_end <= limit else None
+
+
+def job_of_request(head: bytes) -> str | None:
+    """The job name a request head is about (`/v1/jobs/NAME[/...]`), or None."""
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split(" ")
+    if len(parts) != 3:
+        return None
+    path = parts[1].split("?", 1)[0].split("/")
+    if len(path) < 4 or path[:3] != ["", "v1", "jobs"] or not path[3]:
+        return None
+    try:
+        return urllib.parse.unquote(path[3], errors="strict")
+    except UnicodeDecodeError:
+        return None
+
+
+def has_authorization(head: bytes) -> bool:
+    lines = head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+    return any(line.split(b":", 1)[0].strip().lower() == b"authorization" for line in lines)
+
+
+def with_token(head: bytes, token: str) -> bytes:
+    """The request with an Authorization header added after its request line."""
+    line, rest = head.split(b"\r\n", 1)
+    return line + b"\r\nAuthorization: Bearer " + token.encode("ascii") + b"\r\n" + rest
+
+
 class ApiRelay:
-    """relay = ApiRelay(("127.0.0.1", 8090)); relay.add_host(netns, index); ...; relay.close()."""
+    """relay = ApiRelay(("127.0.0.1", 8090)); relay.add_host(netns, index); relay.grant(job, token,
+    [index, ...]); ...; relay.close()."""
 
     def __init__(self, controller_addr: tuple[str, int], listen_addr: tuple[str, int] | None = None):
         self.controller_addr = controller_addr
@@ -92,32 +148,92 @@ class ApiRelay:
         self._listeners: dict[str, socket.socket] = {}
         self._threads: list[threading.Thread] = []
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._grants: dict[int | None, dict[str, str]] = {}   # host index (None: all) -> job -> token
+        self._busy: dict[int, threading.BoundedSemaphore] = {}
 
     def add_host(self, netns_path: str, index: int):
         sock = listen_in_netns(netns_path, self.listen_addr)
         self._listeners[netns_path] = sock
-        thread = threading.Thread(target=self._accept, args=(sock, api_source(index)),
+        self._busy[index] = threading.BoundedSemaphore(MAX_CONNECTIONS_PER_HOST)
+        thread = threading.Thread(target=self._accept, args=(sock, index),
                                   name=f"p4reduce-relay-{index}", daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def _accept(self, listener: socket.socket, source: str):
+    def grant(self, job: str, token: str, hosts=ALL_HOSTS):
+        """Requests for `job` from `hosts` (host indices; None: every host) that carry no token
+        get `token` added."""
+        with self._lock:
+            for index in ([ALL_HOSTS] if hosts is ALL_HOSTS else list(hosts)):
+                self._grants.setdefault(index, {})[job] = token
+
+    def revoke(self, job: str):
+        with self._lock:
+            for grants in self._grants.values():
+                grants.pop(job, None)
+
+    def token_for(self, index: int, job: str | None) -> str | None:
+        if job is None:
+            return None
+        with self._lock:
+            return self._grants.get(index, {}).get(job) or self._grants.get(ALL_HOSTS, {}).get(job)
+
+    def _accept(self, listener: socket.socket, index: int):
+        busy = self._busy[index]
         while not self._closed.is_set():
             try:
                 client, _ = listener.accept()
             except OSError:
                 return
-            try:
-                upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                upstream.bind((source, 0))
-                upstream.settimeout(5)
-                upstream.connect(self.controller_addr)
-                upstream.settimeout(None)
-            except OSError:
-                client.close()       # the controller is not up: the worker sees a refused call
+            if not busy.acquire(blocking=False):
+                client.close()      # this host holds MAX_CONNECTIONS_PER_HOST already
                 continue
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._serve, args=(client, index, busy), daemon=True).start()
+
+    def _serve(self, client: socket.socket, index: int, busy: threading.BoundedSemaphore):
+        upstream = None
+        try:
+            upstream = self._open(client, index)
+            if upstream is None:
+                return
+            forward = threading.Thread(target=_pump, args=(client, upstream), daemon=True)
+            forward.start()
+            _pump(upstream, client)
+            try:        # the controller is done: stop waiting for more from the client
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            forward.join()
+        finally:
+            _close(client, upstream)
+            busy.release()
+
+    def _open(self, client: socket.socket, index: int) -> socket.socket | None:
+        """Read the request head (bounded), add the granted token, connect to the controller and
+        send the head: the upstream socket, or None (the client's connection is then closed)."""
+        try:
+            client.settimeout(HEAD_TIMEOUT_S)
+            head = read_head(client)
+            if head is None:
+                return None
+            token = None if has_authorization(head) else self.token_for(index, job_of_request(head))
+            if token is not None:
+                head = with_token(head, token)
+            upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except OSError:
+            return None
+        try:
+            upstream.bind((api_source(index), 0))
+            upstream.settimeout(5)
+            upstream.connect(self.controller_addr)
+            upstream.sendall(head)
+            upstream.settimeout(None)
+            client.settimeout(None)
+            return upstream
+        except OSError:      # the controller is not up: the worker sees a closed connection
+            upstream.close()
+            return None
 
     def close(self):
         self._closed.set()
@@ -128,3 +244,12 @@ class ApiRelay:
                 pass
             sock.close()
         self._listeners.clear()
+
+
+def _close(*socks):
+    for s in socks:
+        if s is not None:
+            try:
+                s.close()
+            except OSError:
+                pass

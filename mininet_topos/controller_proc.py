@@ -29,11 +29,15 @@ def health(api_addr: str, timeout: float = 1.0) -> dict | None:
 class ControllerProcess:
     def __init__(self, topology: str, p4info: str | None, bmv2_json: str | None,
                  api_addr: str = f"127.0.0.1:{DEFAULT_PORT}", log_dir: str = "logs",
-                 extra: list[str] | None = None, start_timeout: float = 60.0):
+                 extra: list[str] | None = None, start_timeout: float = 60.0,
+                 admin_token_file: str | Path | None = None):
         self.api_addr = api_addr
         self.log_path = Path(log_dir) / "controller.log"
+        self.admin_token_file = admin_token_file
         self.argv = [sys.executable, "-m", "p4reduce.controller", "serve", "--topology", str(topology),
                      "--api-addr", api_addr]
+        if admin_token_file is not None:   # read there, or created there (0600) by the controller
+            self.argv += ["--admin-token-file", str(admin_token_file)]
         if p4info:
             self.argv += ["--p4info", str(p4info)]
         if bmv2_json:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
-from p4reduce.protocol.job_api import JobApiClient
 
 
 @dataclass
@@ -139,7 +138,7 @@ def main(args) -> int:
                              for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):
-            JobApiClient(session.api_addr).create(phase.name, args.workers, phase.mode, slots=args.slots)
+            session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)
             progress = Progress(phase, args.workers, quiet)
             t0 = time.monotonic()
             runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),

@@ -6,13 +6,13 @@ from mininet.cli import CLI
 
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
-from p4reduce.protocol.job_api import JobApiClient
 
 BANNER = """\
 p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
   topology description   {description}
   controller job API     http://{api}/v1   (also at this address inside every host)
-  default job            {job!r}: {workers} workers, {mode}
+  default job            {job!r}: {workers} workers, {mode} (the relay gives its token to every host)
+  job API admin token    {admin} (mode 0600; opens every job)
 Run the workers from this CLI, e.g.:
   h1 .venv/bin/python -m p4reduce.worker allreduce --controller {api} --job {job} --check &
   ... the same on h2 .. h{workers}; each prints a JSON report when the job's workers are all in.
@@ -39,11 +39,11 @@ def main(args) -> int:
             print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,
                                      switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches)))
         else:
-            JobApiClient(session.api_addr).create(args.job, args.workers, args.mode)
+            session.create_job(args.job, args.workers, args.mode)
             print(BANNER.format(topo=args.topo, workers=args.workers,
                             switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,
-                            mode=args.mode))
+                            mode=args.mode, admin=session.admin_token_path))
         sys.stdout.flush()
         if sys.stdin.isatty() or args.cli:
             CLI(session.network.net)

@@ -2,7 +2,6 @@
 import sys
 
 from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
-from p4reduce.protocol.job_api import JobApiClient
 
 
 def by_index(hosts):
@@ -14,7 +13,7 @@ def run_job(session, hosts, job, kind="dense", elements=4096, tensors=2, density
     """Run one job on `hosts`; returns the HostRun list (events, result, error) once all finished."""
     mode = "sparse" if kind == "sparse" else "dense"
     if create:
-        JobApiClient(session.api_addr).create(job, len(hosts), mode, slots=slots)
+        session.create_job(job, len(hosts), mode, slots=slots, hosts=hosts)
 
     def command(host):
         return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", kind, "--controller", session.api_addr,

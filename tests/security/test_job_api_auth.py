@@ -1,0 +1,206 @@
+"""Who may change a job: creating one returns its token; joining, heartbeats, leaving and ending
+need it or the admin token; a wrong token, another job's token or none changes nothing. A join can
+neither take a live rank nor an address, MAC or switch port bound to another rank or job. The
+admin token comes from a private file or is generated; the API listens on loopback by default."""
+import inspect
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from p4reduce.controller.api_server import JobApiServer
+from p4reduce.controller.cli import build_parser
+from p4reduce.controller.service import Controller
+from p4reduce.mininet_topos.ports import free_port
+from p4reduce.protocol.job_api import JobApiClient, JobApiError
+from p4reduce.protocol.tokens import TokenFileError, load_or_create_token_file, read_token_file
+
+from .conftest import ADMIN, exchange, request
+
+
+def refused(call, status, code):
+    with pytest.raises(JobApiError) as e:
+        call()
+    assert (e.value.status, e.value.code) == (status, code), e.value
+    return e.value
+
+
+def test_create_returns_a_token_that_is_never_shown_again(api):
+    address, _ = api
+    owner = JobApiClient(address)
+    job = owner.create("j", 2)
+    assert len(job["token"]) >= 40 and owner.tokens["j"] == job["token"]
+    outsider = JobApiClient(address)
+    for shown in (outsider.job("j"), outsider.jobs()[0], outsider.health()):
+        assert job["token"] not in repr(shown)
+    # creating it again: only its owner gets the idempotent answer, and no token comes back
+    again = owner.create("j", 2)
+    assert again["job_id"] == job["job_id"] and "token" not in again
+    refused(lambda: outsider.create("j", 2), 409, "job_exists")
+
+
+@pytest.mark.parametrize("token, status, code", [(None, 401, "token_required"),
+                                                 ("not-the-token-0123456789", 403, "bad_token")])
+def test_without_the_token_nothing_changes(api, token, status, code):
+    address, mgr = api
+    owner = JobApiClient(address)
+    owner.create("victim", 2, slots=8)
+    owner.join("victim", ip="10.0.0.2")
+    owner.create("other", 1)          # the attacker's own job: its token opens nothing else
+    before = owner.job("victim")
+    before_seen = mgr.jobs["victim"].members[0].last_seen
+    for attacker in (JobApiClient(address, token=token), JobApiClient(address, token=owner.tokens["other"])):
+        want = (status, code) if attacker.token == token else (403, "bad_token")
+        for call in (lambda a=attacker: a.join("victim", ip="10.0.0.3"),               # take the free rank
+                     lambda a=attacker: a.join("victim", ip="10.0.0.2"),               # re-join as rank 0
+                     lambda a=attacker: a.heartbeat("victim", 0),
+                     lambda a=attacker: a.leave("victim", 0),
+                     lambda a=attacker: a.end("victim")):
+            refused(call, *want)
+    after = owner.job("victim")
+    binding = [(m["rank"], m["ip"], m["udp_port"], m["mac"], m["port"]) for m in before["members"]]
+    assert [(m["rank"], m["ip"], m["udp_port"], m["mac"], m["port"]) for m in after["members"]] == binding
+    assert after["state"] == "waiting" and after["joined"] == 1
+    assert mgr.jobs["victim"].members[0].last_seen <= before_seen       # no heartbeat counted
+    assert mgr.jobs["victim"].members[0].ip == "10.0.0.2"
+
+
+def test_a_bad_authorization_header_is_a_401(api):
+    address, _ = api
+    JobApiClient(address).create("j", 1)
+    for header in ("Basic dXNlcjpwYXNz", "Bearer", "token xyz"):
+        status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/heartbeat", {"rank": 0},
+                                                         extra=f"Authorization: {header}\r\n"))
+        assert status == 401 and obj["error"]["code"] == "bad_token"
+        assert headers["www-authenticate"].startswith("Bearer")
+
+
+def test_the_job_token_and_the_admin_token_open_the_job(api):
+    address, mgr = api
+    owner = JobApiClient(address)
+    owner.create("j", 2)
+    worker = JobApiClient(address, token=owner.tokens["j"])       # a worker given the job token
+    assert worker.join("j", ip="10.0.0.2")["rank"] == 0
+    assert worker.heartbeat("j", 0)["joined"] == 1
+    admin = JobApiClient(address, token=ADMIN)
+    assert admin.join("j", ip="10.0.0.3")["rank"] == 1
+    assert admin.create("j", 2)["job_id"] == mgr.jobs["j"].job_id
+    assert admin.leave("j", 1)["left"] == 1
+    assert admin.end("j") == {"ended": "j"}
+
+
+def test_a_join_that_creates_the_job_returns_its_token(api):
+    address, _ = api
+    first = JobApiClient(address)
+    answer = first.join("fresh", ip="10.0.0.2")
+    assert answer["rank"] == 0 and answer["token"] == first.tokens["fresh"]
+    refused(lambda: JobApiClient(address).join("fresh", ip="10.0.0.3"), 401, "token_required")
+    assert JobApiClient(address, token=answer["token"]).join("fresh", ip="10.0.0.3")["rank"] == 1
+
+
+def test_bindings_belong_to_one_rank_of_one_job(api):
+    """A member (it has the token) still cannot redirect another rank's results."""
+    address, _ = api
+    owner = JobApiClient(address)
+    owner.create("a", 3)
+    owner.create("b", 2)
+    owner.join("a", ip="10.0.0.2", udp_port=5000)
+    # a live rank keeps its binding: the same address with another MAC or switch port is refused
+    e = refused(lambda: owner.join("a", ip="10.0.0.2", udp_port=5000, mac="00:00:00:00:00:66"), 409, "rank_taken")
+    assert "live" in e.message
+    refused(lambda: owner.join("a", ip="10.0.0.2", udp_port=5000, switch_port=7), 409, "rank_taken")
+    refused(lambda: owner.join("a", ip="10.0.0.3", rank=0), 409, "rank_taken")
+    # another host's MAC, or another host's switch port
+    refused(lambda: owner.join("a", ip="10.0.0.3", mac="00:00:00:00:00:02"), 409, "mac_taken")
+    refused(lambda: owner.join("a", ip="10.0.0.3", switch_port=2), 409, "port_taken")
+    # the address (IP and UDP port) is bound to a rank of job a: not usable by job b
+    refused(lambda: owner.join("b", ip="10.0.0.2", udp_port=5000), 409, "address_taken")
+    refused(lambda: owner.join("b", ip="10.0.0.2", udp_port=5001, mac="00:00:00:00:00:03"), 409, "mac_taken")
+    # the same host with another UDP port (a second worker there) and the same re-join are fine
+    assert owner.join("a", ip="10.0.0.2", udp_port=5001)["rank"] == 1
+    assert owner.join("a", ip="10.0.0.2", udp_port=5000)["rank"] == 0
+    assert owner.join("b", ip="10.0.0.2", udp_port=5002)["rank"] == 0
+
+
+def test_token_digests_survive_in_the_descriptor(api):
+    """What the switch keeps of a job (its descriptor) has the token's digest, never the token."""
+    address, mgr = api
+    token = JobApiClient(address).create("j", 1)["token"]
+    desc = mgr.jobs["j"].descriptor()
+    assert token not in repr(desc) and len(desc["token_sha256"]) == 64
+
+
+def test_admin_token_file_must_be_private(tmp_path):
+    path = tmp_path / "sub" / "admin-token"
+    token, created = load_or_create_token_file(path)
+    assert created and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert load_or_create_token_file(path) == (token, False)
+    path.chmod(0o644)
+    with pytest.raises(TokenFileError, match=r"mode 0644.*chmod 600"):
+        read_token_file(path)
+    link = tmp_path / "link"
+    link.symlink_to(path)
+    path.chmod(0o600)
+    with pytest.raises(TokenFileError, match="cannot open"):
+        read_token_file(link)
+    bad = tmp_path / "bad"
+    bad.write_text("short\n")
+    bad.chmod(0o600)
+    with pytest.raises(TokenFileError, match="one token"):
+        read_token_file(bad)
+
+
+def test_the_api_listens_on_loopback_by_default():
+    assert build_parser().parse_args(["serve"]).api_addr.startswith("127.0.0.1:")
+    assert inspect.signature(JobApiServer).parameters["address"].default[0] == "127.0.0.1"
+    assert inspect.signature(Controller).parameters["api_address"].default[0] == "127.0.0.1"
+
+
+def test_serve_creates_the_admin_token_file_and_honours_it(tmp_path):
+    port = free_port()
+    token_file = tmp_path / "run" / "admin-token"
+    proc = subprocess.Popen([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
+                             f"127.0.0.1:{port}", "--default-workers", "1", "--admin-token-file", str(token_file),
+                             "--state-file", ""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                JobApiClient(f"127.0.0.1:{port}", timeout=1).health()
+                break
+            except JobApiError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.1)
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        admin = JobApiClient(f"127.0.0.1:{port}", token=read_token_file(token_file))
+        JobApiClient(f"127.0.0.1:{port}").create("someone", 1)
+        assert admin.end("someone") == {"ended": "someone"}
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert read_token_file(token_file) not in err          # never logged, only its file named
+    # with no file, a fresh token is printed on stderr at start
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
+                             f"127.0.0.1:{port}", "--state-file", ""],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert line.startswith("job API admin token (this run only): ")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def test_a_world_readable_admin_token_file_stops_serve(tmp_path):
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("x" * 43 + "\n")
+    os.chmod(token_file, 0o644)
+    p = subprocess.run([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
+                        f"127.0.0.1:{free_port()}", "--admin-token-file", str(token_file)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "mode 0644" in p.stderr and "Traceback" not in p.stderr

@@ -106,6 +106,9 @@ def build_parsers():
     target.add_argument("--grpc-server-addr", type=_address, default="0.0.0.0:9559")
     target.add_argument("--cpu-port", type=_port_number, default=None)
     target.add_argument("--drop-port", type=_port_number, default=511)
+    target.add_argument("--role", action="append", default=[], metavar="NAME=OBJECT[,OBJECT...]",
+                        help="a P4Runtime role besides the default one, confined to these P4Info "
+                             "objects (and 'multicast', 'clone'); other roles are refused")
     target.add_argument("--grpc-server-ssl", action="store_true", help=argparse.SUPPRESS)
     target.add_argument("--dp-grpc-server-addr", help=argparse.SUPPRESS)
     target.add_argument("--load-modules", help=argparse.SUPPRESS)
@@ -146,6 +149,11 @@ def parse_args(argv):
             raise UsageError(f"-i {port}@{interface}: port {port} is the CPU port")
         ports[port], interfaces[interface] = interface, port
     options.ports = ports
+    from p4reduce.p4sim.runtime.roles import RoleConfigError, Roles, parse_role
+    try:
+        target_options.roles = Roles(parse_role(text) for text in target_options.role)
+    except RoleConfigError as exc:
+        raise UsageError(str(exc)) from None
     return options, target_options
 
 
@@ -265,7 +273,7 @@ def run(options, target, ready=None, stop_event=None):
     log = logging.getLogger("p4reduce.p4sim.switch")
     stop_event = stop_event or threading.Event()
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
-                             target.drop_port)
+                             target.drop_port, roles=getattr(target, "roles", None))
     trace = TraceSink(trace_streams()) if tracing else None
     if trace is not None:
         def attach_trace(engine):

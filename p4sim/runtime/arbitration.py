@@ -2,7 +2,11 @@
 
 Per role, the connected stream with the highest election id is the primary; every other stream
 of that role is a backup. Writes and SetForwardingPipelineConfig must carry the primary's
-election id. Every change of primary is announced to all streams of the role.
+election id. Every change of primary is announced to all streams of the role. Only the default
+role and the roles configured on the device can be arbitrated for (roles.py).
+
+Streams are bounded (StreamLimits): each one holds a server thread for its whole life, so idle
+streams must never take the threads unary RPCs (Write, Read, pipeline) need.
 """
 import itertools
 import logging
@@ -12,7 +16,8 @@ import threading
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from .errors import failed_precondition, invalid, not_found, permission_denied
+from .errors import failed_precondition, invalid, not_found, permission_denied, resource_exhausted, unimplemented
+from .roles import Roles
 
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
@@ -60,9 +65,48 @@ class StreamSession:
                     pass
 
 
+def client_of(peer: str) -> str:
+    """The client host of a gRPC peer string ('ipv4:127.0.0.1:5000' -> 'ipv4:127.0.0.1')."""
+    if peer.startswith(("ipv4:", "ipv6:")):
+        return peer.rsplit(":", 1)[0]
+    return peer
+
+
+class StreamLimits:
+    """At most `per_client` open StreamChannels per client host and `total` in all; past either,
+    a new stream ends at once with RESOURCE_EXHAUSTED saying which limit."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client, self.total = per_client, total
+        self.lock = threading.Lock()
+        self.open: dict[str, int] = {}
+
+    def acquire(self, peer: str):
+        client = client_of(peer)
+        with self.lock:
+            mine, everyone = self.open.get(client, 0), sum(self.open.values())
+            if mine >= self.per_client:
+                raise resource_exhausted(f"StreamChannel: client {client} already has {mine} open streams, "
+                                         f"the most one client may have; close one first")
+            if everyone >= self.total:
+                raise resource_exhausted(f"StreamChannel: the device already serves {everyone} streams, "
+                                         f"the most it keeps open at once")
+            self.open[client] = mine + 1
+
+    def release(self, peer: str):
+        client = client_of(peer)
+        with self.lock:
+            left = self.open.get(client, 0) - 1
+            if left > 0:
+                self.open[client] = left
+            else:
+                self.open.pop(client, None)
+
+
 class Arbitration:
-    def __init__(self, device_id: int):
+    def __init__(self, device_id: int, roles: Roles | None = None):
         self.device_id = device_id
+        self.roles = roles or Roles()
         self.lock = threading.Lock()
         self.sessions: list[StreamSession] = []
         self.primary: dict[str, StreamSession] = {}
@@ -74,6 +118,12 @@ class Arbitration:
             raise not_found(f"MasterArbitrationUpdate: device_id {update.device_id} is not this "
                             f"device ({self.device_id})")
         role = update.role.name if update.HasField("role") else ""
+        if update.role.id:
+            raise unimplemented("MasterArbitrationUpdate: role.id is deprecated, name the role (role.name)")
+        self.roles.check_known(role, "MasterArbitrationUpdate")
+        if update.role.HasField("config"):
+            raise invalid(f"MasterArbitrationUpdate: role '{role}': role.config must be unset; this "
+                          f"device's roles are configured on the device (p4sim-switch --role)")
         election = election_value(update.election_id) if update.HasField("election_id") else None
         with self.lock:
             if session.role is not None and session.role != role:
@@ -162,9 +212,11 @@ class Arbitration:
         with self.lock:
             return session.role is not None and self.primary.get(session.role) is session
 
-    def primaries(self) -> list[StreamSession]:
+    def primaries(self, role: str = "") -> list[StreamSession]:
+        """The primary of `role` (default: the default role), as a list of zero or one."""
         with self.lock:
-            return list(self.primary.values())
+            primary = self.primary.get(role)
+            return [primary] if primary is not None else []
 
     def close_all(self):
         with self.lock:

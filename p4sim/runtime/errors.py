@@ -66,22 +66,53 @@ def rpc_code(code: grpc.StatusCode) -> int:
     return code.value[0]
 
 
+# The status travels in trailing metadata (grpc-status-details-bin, base64: 4/3 of its size, and
+# grpc-message), and gRPC clients by default read at most 8 KiB of metadata: the details are kept
+# within DETAILS_BUDGET bytes and each per-update message within ERROR_MESSAGE_LIMIT characters.
+DETAILS_BUDGET = 4096
+ERROR_MESSAGE_LIMIT = 300
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def write_status(results):
-    """google.rpc.Status for a failed Write batch: code UNKNOWN, one p4.v1.Error per update.
+    """google.rpc.Status for a failed Write batch: code UNKNOWN, one p4.v1.Error per update, in
+    update order, as the spec asks, for as many updates as fit in what a default gRPC client can
+    read; the message then says how many updates (and failures) are not listed, and the first
+    failure among them.
 
     `results` holds None (the update succeeded) or a P4RuntimeError, in update order.
     """
-    status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+    status = status_pb2.Status(code=code_pb2.UNKNOWN)
+    size = 0
     for result in results:
         error = p4runtime_pb2.Error()
         if result is None:
             error.canonical_code = code_pb2.OK
         else:
             error.canonical_code = rpc_code(result.code)
-            error.message = result.message
+            error.message = _cut(result.message, ERROR_MESSAGE_LIMIT)
         detail = any_pb2.Any()
         detail.Pack(error)
+        cost = detail.ByteSize() + 4          # + the field's tag and length
+        if size + cost > DETAILS_BUDGET:
+            break
         status.details.append(detail)
+        size += cost
+    listed = len(status.details)
+    failed = sum(r is not None for r in results)
+    if listed == len(results):
+        status.message = "Write failure."
+        return status
+    rest = results[listed:]
+    first = next((i for i, r in enumerate(rest, listed) if r is not None), None)
+    status.message = _cut(
+        f"Write failure: {failed} of {len(results)} updates failed; details list updates 0..{listed - 1}, "
+        f"{len(rest)} more are not listed ({sum(r is not None for r in rest)} of them failed"
+        + (f", the first: update {first}: {results[first]}" if first is not None else "") + ")",
+        2 * ERROR_MESSAGE_LIMIT)
     return status
 
 

@@ -2,8 +2,13 @@
 engine that runs it.
 
 P4Info objects are matched to JSON objects by their fully qualified names (what p4c writes in both
-files), so a P4Info from real p4c works with JSON from real p4c or from p4sim-compile. Anything in
-the P4Info that the JSON lacks is an INVALID_ARGUMENT naming the object.
+files), so a P4Info from real p4c works with JSON from real p4c or from p4sim-compile. The two
+must describe the same program, both ways: anything in the P4Info that the JSON lacks or sizes
+differently (a table's keys, match kinds, widths and size; an action's parameters and widths; a
+register's, counter's or meter's size and width), and anything a controller could program in the
+JSON that the P4Info lacks (a table with keys or a choice of actions, a register, counter, meter or
+value set), is an INVALID_ARGUMENT naming the first mismatch. (The tables p4c synthesises for
+statements outside any table, `tbl_*` with no key and one constant action, are in no P4Info.)
 """
 import json
 from dataclasses import dataclass, field
@@ -48,6 +53,13 @@ def parse_device_config(data: bytes) -> dict:
     return program
 
 
+def _same(what: str, quantity: str, p4info_value, json_value):
+    """INVALID_ARGUMENT when the P4Info and the JSON disagree on a number (0 in the P4Info, None in
+    the JSON: not said)."""
+    if json_value is not None and p4info_value and p4info_value != json_value:
+        raise invalid(f"{what} has {quantity} {p4info_value}, the BMv2 JSON {json_value}")
+
+
 class Pipeline:
     """Bound program. Construction checks everything; `engine` is built by `build_engine`."""
 
@@ -76,16 +88,22 @@ class Pipeline:
             action = json_actions_by_name.get(info.name)
             if action is None:
                 raise invalid(f"P4Info action '{info.name}' has no action of that name in the BMv2 JSON")
-            names = [rd["name"] for rd in action.get("runtime_data", [])]
+            runtime_data = action.get("runtime_data", [])
+            names = [rd["name"] for rd in runtime_data]
+            widths = {rd["name"]: rd.get("bitwidth") for rd in runtime_data}
+            if len(names) != len(info.params):
+                raise invalid(f"P4Info action '{info.name}' has {len(info.params)} parameters, the JSON "
+                              f"action {len(names)}")
             params = {}
             for position, (param_id, param) in enumerate(info.params.items()):
                 if param.name in names:
                     params[param_id] = param.name
-                elif len(names) == len(info.params):
-                    params[param_id] = names[position]
                 else:
-                    raise invalid(f"P4Info action '{info.name}' param '{param.name}' is not a "
-                                  f"runtime parameter of the JSON action")
+                    params[param_id] = names[position]
+                width = widths[params[param_id]]
+                if width is not None and param.bitwidth != width:
+                    raise invalid(f"P4Info action '{info.name}' param '{param.name}' is {param.bitwidth} "
+                                  f"bits wide, the JSON's {width}")
             self.actions[action_id] = ActionBinding(info.name, params)
 
         json_tables = {}
@@ -103,6 +121,7 @@ class Pipeline:
             if info.name not in counters or counters[info.name].get("is_direct"):
                 raise invalid(f"P4Info counter '{info.name}' has no indirect counter array of that "
                               f"name in the BMv2 JSON")
+            _same(f"P4Info counter '{info.name}'", "size", info.size, counters[info.name].get("size"))
             self.counters[counter_id] = info.name
         for counter_id, info in self.index.direct_counters.items():
             table = self.index.tables.get(info.table_id)
@@ -115,6 +134,7 @@ class Pipeline:
             if info.name not in meters or meters[info.name].get("is_direct"):
                 raise invalid(f"P4Info meter '{info.name}' has no indirect meter array of that name "
                               f"in the BMv2 JSON")
+            _same(f"P4Info meter '{info.name}'", "size", info.size, meters[info.name].get("size"))
             self.meters[meter_id] = info.name
         value_sets = {v["name"] for v in self.program.get("parse_vsets", [])}
         for value_set_id, info in self.index.value_sets.items():
@@ -122,24 +142,65 @@ class Pipeline:
                 raise invalid(f"P4Info value set '{info.name}' has no parse_vsets entry of that "
                               f"name in the BMv2 JSON")
             self.value_sets[value_set_id] = info.name
-        registers = {r["name"] for r in self.program.get("register_arrays", [])}
+        registers = {r["name"]: r for r in self.program.get("register_arrays", [])}
         for register_id, info in self.index.registers.items():
             if info.name not in registers:
                 raise invalid(f"P4Info register '{info.name}' has no register array of that name "
                               f"in the BMv2 JSON")
+            _same(f"P4Info register '{info.name}'", "size", info.size, registers[info.name].get("size"))
+            _same(f"P4Info register '{info.name}'", "bit width", info.bitwidth, registers[info.name].get("bitwidth"))
             self.registers[register_id] = info.name
+        self._check_json_in_p4info(json_tables, counters, meters, registers, value_sets)
+
+    def _check_json_in_p4info(self, json_tables, counters, meters, registers, value_sets):
+        """Everything a controller could program in the JSON must be in the P4Info."""
+        index = self.index
+        p4info_tables = {t.name for t in index.tables.values()}
+        for name, table in json_tables.items():
+            controllable = (table.get("key") or len(table.get("action_ids", [])) > 1
+                            or not (table.get("default_entry") or {}).get("action_const", False))
+            if controllable and name not in p4info_tables:
+                raise invalid(f"BMv2 JSON table '{name}' is not in the P4Info (the P4Info is of another "
+                              f"program, or empty)")
+        direct_tables = {index.tables[d.table_id].name for d in index.direct_counters.values()
+                         if d.table_id in index.tables}
+        for kind, objects, known in (
+                ("register array", registers, {r.name for r in index.registers.values()}),
+                ("counter array", {n: c for n, c in counters.items() if not c.get("is_direct")},
+                 {c.name for c in index.counters.values()}),
+                ("direct counter", {n: c for n, c in counters.items() if c.get("is_direct")}, None),
+                ("meter array", {n: m for n, m in meters.items() if not m.get("is_direct")},
+                 {m.name for m in index.meters.values()}),
+                ("parser value set", dict.fromkeys(value_sets), {v.name for v in index.value_sets.values()})):
+            for name, obj in objects.items():
+                if known is None:   # a direct counter: its table must have it in the P4Info
+                    if obj.get("binding") in p4info_tables and obj.get("binding") not in direct_tables:
+                        raise invalid(f"BMv2 JSON direct counter '{name}' of table '{obj.get('binding')}' "
+                                      f"is not in the P4Info")
+                elif name not in known:
+                    raise invalid(f"BMv2 JSON {kind} '{name}' is not in the P4Info")
 
     def _bind_table(self, info: TableInfo, table: dict, json_actions_by_id) -> TableBinding:
-        json_keys = [k.get("name") or ".".join(k.get("target", [])) for k in table.get("key", [])]
+        keys = table.get("key", [])
+        json_keys = [k.get("name") or ".".join(k.get("target", [])) for k in keys]
+        what = f"P4Info table '{info.name}'"
+        if len(json_keys) != len(info.match_fields):
+            raise invalid(f"{what} has {len(info.match_fields)} match fields, the JSON table {len(json_keys)} keys")
+        if not (info.is_const or table.get("entries")):   # p4c sizes a const table by its entries in the JSON
+            _same(what, "size", info.size, table.get("max_size"))
         key_names = {}
         for position, (field_id, mf) in enumerate(info.match_fields.items()):
-            if mf.name in json_keys:
-                key_names[field_id] = mf.name
-            elif len(json_keys) == len(info.match_fields):
-                key_names[field_id] = json_keys[position]
-            else:
-                raise invalid(f"P4Info table '{info.name}' match field '{mf.name}' is not a key of "
-                              f"the JSON table")
+            at = json_keys.index(mf.name) if mf.name in json_keys else position
+            key_names[field_id] = json_keys[at]
+            key = keys[at]
+            kind = key.get("match_type")
+            if kind != mf.match_type and not (mf.match_type == "optional" and kind == "ternary"):
+                raise invalid(f"{what} match field '{mf.name}' is {mf.match_type}, the JSON key "
+                              f"'{json_keys[at]}' {kind}")
+            width = self._field_width(key)
+            if width is not None and key.get("mask") is None and width != mf.bitwidth:
+                raise invalid(f"{what} match field '{mf.name}' is {mf.bitwidth} bits wide, the JSON "
+                              f"key '{json_keys[at]}' {width}")
         binding = TableBinding(table["name"], key_names)
         default = table.get("default_entry")
         if default is not None:
@@ -154,6 +215,21 @@ class Pipeline:
             binding.const_entries.append(
                 self._const_entry(info, binding, entry, position, len(table["entries"]), json_actions_by_id))
         return binding
+
+    def _field_width(self, key) -> int | None:
+        """Bit width of the header field a JSON table key matches on (None if it cannot be told)."""
+        target = key.get("target")
+        if not isinstance(target, list) or len(target) != 2:
+            return None
+        if target[1] == "$valid$":
+            return 1
+        if not hasattr(self, "_field_widths"):
+            types = {t["name"]: {f[0]: f[1] for f in t.get("fields", []) if len(f) >= 2}
+                     for t in self.program.get("header_types", [])}
+            self._field_widths = {h["name"]: types.get(h.get("header_type"), {})
+                                  for h in self.program.get("headers", [])}
+        width = self._field_widths.get(target[0], {}).get(target[1])
+        return width if isinstance(width, int) else None
 
     def _p4info_action_id(self, name):
         try:

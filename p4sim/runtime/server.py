@@ -5,9 +5,10 @@ from concurrent import futures
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from .arbitration import Arbitration
+from .arbitration import Arbitration, StreamLimits
 from .device import Device
 from .packet_io import PacketPath
+from .roles import Roles
 from .service import P4RuntimeService
 
 log = logging.getLogger("p4reduce.p4sim.runtime")
@@ -21,12 +22,21 @@ class P4RuntimeServer:
     """Owns the P4Runtime side of a switch. `start()` listens, `stop()` ends streams and RPCs."""
 
     def __init__(self, address: str = "0.0.0.0:9559", device_id: int = 0,
-                 cpu_port: int | None = None, drop_port: int = 511, max_workers: int = 32):
+                 cpu_port: int | None = None, drop_port: int = 511, max_workers: int = 32,
+                 roles: Roles | None = None, streams_per_client: int = 8, max_streams: int | None = None):
+        """Each StreamChannel holds one of the `max_workers` threads for its whole life: at most
+        `max_streams` (default half of them) are open at once, `streams_per_client` per client
+        host, so unary RPCs always find a thread. `roles`: the non-default roles (roles.py)."""
         self.address = address
         self.device = Device(device_id, cpu_port, drop_port)
-        self.arbitration = Arbitration(device_id)
+        self.arbitration = Arbitration(device_id, roles)
         self.packet_path = PacketPath(self.device, self.arbitration)
-        self.service = P4RuntimeService(self.device, self.packet_path, self.arbitration)
+        total = max_streams if max_streams is not None else max(1, max_workers // 2)
+        if total >= max_workers:
+            raise ValueError(f"max_streams ({total}) must leave threads for unary RPCs (max_workers "
+                             f"{max_workers})")
+        self.service = P4RuntimeService(self.device, self.packet_path, self.arbitration,
+                                        StreamLimits(min(streams_per_client, total), total))
         # no SO_REUSEPORT: a second switch on the same address must fail, not share the port
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                               thread_name_prefix="p4rt"),

@@ -1,12 +1,13 @@
-"""The p4.v1.P4Runtime gRPC servicer: request checks (device id, arbitration, atomicity) and
-dispatch to the device, the arbitration state and the packet path."""
+"""The p4.v1.P4Runtime gRPC servicer: request checks (device id, roles, arbitration, atomicity) and
+dispatch to the device, the arbitration state and the packet path. StreamChannels are bounded
+(arbitration.StreamLimits) so that they never take every server thread."""
 import logging
 import threading
 
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from .arbitration import Arbitration, StreamSession
+from .arbitration import Arbitration, StreamLimits, StreamSession
 from .errors import (
     P4RuntimeError,
     abort_with_status,
@@ -25,10 +26,11 @@ READ_CHUNK = 1000  # entities per ReadResponse message
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, device, packet_path, arbitration: Arbitration):
+    def __init__(self, device, packet_path, arbitration: Arbitration, stream_limits: StreamLimits | None = None):
         self.device = device
         self.packet_path = packet_path
         self.arbitration = arbitration
+        self.stream_limits = stream_limits or StreamLimits(per_client=8, total=16)
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_device(self, device_id, what):
@@ -39,7 +41,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     @staticmethod
     def _abort(context, error: P4RuntimeError):
         log.debug("RPC failed: %s", error)
-        context.abort(error.code, error.message)
+        message = error.message if len(error.message) <= 2000 else error.message[:1997] + "..."
+        context.abort(error.code, message)   # a default client reads 8 KiB of metadata at most
 
     # -- RPCs ----------------------------------------------------------------------------------
     def Capabilities(self, request, context):
@@ -48,8 +51,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):
         try:
             self._check_device(request.device_id, "SetForwardingPipelineConfig")
+            self.arbitration.roles.check_known(request.role, "SetForwardingPipelineConfig")
             self.arbitration.check_primary(request.election_id, request.role,
                                            "SetForwardingPipelineConfig")
+            self.arbitration.roles.check_default(request.role, "SetForwardingPipelineConfig")
             self.device.set_pipeline(request)
         except P4RuntimeError as error:
             self._abort(context, error)
@@ -67,7 +72,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id, "Write")
             if request.role_id:
                 raise unimplemented("Write: role_id is deprecated, use role (a name)")
+            self.arbitration.roles.check_known(request.role, "Write")
             self.arbitration.check_primary(request.election_id, request.role, "Write")
+            pipeline = self.device.pipeline
+            self.arbitration.roles.check_write(request.role, request.updates,
+                                               pipeline.index if pipeline is not None else None)
             atomic = request.atomicity in (p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                                            p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
             if not atomic and request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
@@ -93,7 +102,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._abort(context, error)
 
     def StreamChannel(self, request_iterator, context):
-        session = StreamSession(context.peer())
+        peer = context.peer()
+        try:
+            self.stream_limits.acquire(peer)
+        except P4RuntimeError as error:
+            log.warning("%s", error.message)
+            self._abort(context, error)
+            return
+        try:
+            yield from self._stream(request_iterator, context, peer)
+        finally:
+            self.stream_limits.release(peer)
+
+    def _stream(self, request_iterator, context, peer):
+        session = StreamSession(peer)
         reader = threading.Thread(target=self._read_stream, args=(session, request_iterator),
                                   name=f"p4rt-stream-{session.id}", daemon=True)
         reader.start()
@@ -134,8 +156,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _packet_out(self, session, packet):
         try:
-            if not self.arbitration.is_primary(session):
-                raise permission_denied("PacketOut: only the primary client may send packets")
+            if not self.arbitration.is_primary(session) or session.role:
+                raise permission_denied("PacketOut: only the primary client of the default role may "
+                                        "send packets")
             self.packet_path.packet_out(packet)
         except P4RuntimeError as error:
             self._stream_error(session, error, packet)

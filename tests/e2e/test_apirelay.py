@@ -1,4 +1,6 @@
-"""Inside a Mininet host, 127.0.0.1:API_PORT reaches the root namespace's job API, out of band."""
+"""Inside a Mininet host, 127.0.0.1:API_PORT reaches the root namespace's job API, out of band;
+the relay adds a job's token only for the hosts the job was granted to, and passes any other
+token through untouched."""
 import http.server
 import json
 import threading
@@ -18,7 +20,8 @@ class EchoPeer(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        answer = json.dumps({"peer": self.client_address[0], "body": body.decode()}).encode()
+        answer = json.dumps({"peer": self.client_address[0], "body": body.decode(),
+                             "authorization": self.headers.get("Authorization")}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(answer)))
         self.end_headers()
@@ -49,6 +52,22 @@ def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix, t
             answer = json.loads(out)
             assert answer["peer"] == api_source(index)
             assert answer["body"] == big
+        # Tokens: job j is granted to h1 only; a request's own token always passes untouched.
+        relay.grant("j", "token-of-job-j-0123456789", [1])
+
+        def auth(host, path, header=""):
+            extra = f"-H 'Authorization: {header}'" if header else ""
+            out = host.cmd(f"curl -s -m 5 -XPOST {extra} -d '{{}}' http://127.0.0.1:{port}{path}")
+            return json.loads(out)["authorization"]
+        assert auth(h1, "/v1/jobs/j/join") == "Bearer token-of-job-j-0123456789"
+        assert auth(h1, "/v1/jobs/j/heartbeat") == "Bearer token-of-job-j-0123456789"
+        assert auth(h2, "/v1/jobs/j/join") is None                  # not granted to h2
+        assert auth(h1, "/v1/jobs/other/join") is None              # nor another job
+        assert auth(h1, "/v1/jobs") is None
+        assert auth(h2, "/v1/jobs/j/join", "Bearer mine-0123456789abcdef") == "Bearer mine-0123456789abcdef"
+        assert auth(h1, "/v1/jobs/j/join", "Bearer mine-0123456789abcdef") == "Bearer mine-0123456789abcdef"
+        relay.revoke("j")
+        assert auth(h1, "/v1/jobs/j/join") is None
         # Nothing listens on that port in a namespace the relay was not given.
         assert h1.cmd(f"curl -s -m 2 -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port + 1}/") == "000"
     finally:

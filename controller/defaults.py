@@ -13,10 +13,6 @@ def udp_port():
     return constants.AGG_UDP_PORT
 
 
-def lanes():
-    return constants.LANES
-
-
 def max_workers():
     return constants.MAX_WORKERS
 

@@ -28,6 +28,7 @@ from p4reduce.controller.job_entries import (
     slot_registers,
 )
 from p4reduce.protocol import constants, p4names
+from p4reduce.protocol.wire import Layout, WireError
 
 log = logging.getLogger("p4reduce.controller.jobs")
 
@@ -37,6 +38,18 @@ def slot_pool_size(index):
     if index.has("register", p4names.SEEN):
         return index.get("register", p4names.SEEN).size // 2
     return defaults.num_slots()
+
+
+def program_layout(index):
+    """The packet layout (LANES, SUBBLOCK) compiled into the program, from its lane registers
+    (docs/protocol.md section 1), so the job description tells workers what the switch really
+    parses. Raises ValueError naming the problem when the program has no lane-register grid."""
+    names = [r.preamble.name for r in index.all("register")]
+    num_subblocks, subblock = p4names.lane_layout(names)
+    try:
+        return Layout(num_subblocks * subblock, subblock)
+    except WireError as e:
+        raise ValueError(f"the program's lane registers give an unusable layout: {e}") from None
 
 
 class JobProgrammer:

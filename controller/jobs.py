@@ -19,6 +19,7 @@ from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Fo
 from p4reduce.controller.job_entries import JobSpec
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE
+from p4reduce.protocol.wire import DEFAULT_LAYOUT
 
 MODES = ("dense", "sparse")
 
@@ -57,10 +58,11 @@ class Job:
         if self.state != "ended":
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
-    def to_json(self, now, switch_info):
+    def to_json(self, now, switch_info, layout=DEFAULT_LAYOUT):
         return {
             "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
-            "workers": self.workers, "joined": len(self.members), "lanes": defaults.lanes(),
+            "workers": self.workers, "joined": len(self.members),
+            "lanes": layout.lanes, "subblock": layout.subblock,
             "slots": self.slots.to_json(), "multicast_group": self.spec.multicast_group,
             "lease_s": self.lease_s, "switch": switch_info,
             "members": [m.to_json(now) for _, m in sorted(self.members.items())],
@@ -93,8 +95,11 @@ class JobManager:
 
     def __init__(self, pool, programmer=None, topology=None, default_workers=None, default_mode="dense",
                  default_slots=None, default_lease_s=10.0, join_timeout_s=120.0, clock=time.monotonic,
-                 switch_info=None, log=None):
+                 switch_info=None, log=None, layout=DEFAULT_LAYOUT):
         self.pool = pool
+        # the packet layout of the program the switch runs (controller.job_programmer.program_layout),
+        # handed to workers in every job description
+        self.layout = layout
         self.programmer = programmer
         self.topology = topology
         self.default_workers = default_workers
@@ -162,12 +167,12 @@ class JobManager:
 
     def status(self, name):
         with self.lock:
-            return self.get(name).to_json(self.clock(), self.switch_info)
+            return self.get(name).to_json(self.clock(), self.switch_info, self.layout)
 
     def list(self):
         with self.lock:
             now = self.clock()
-            return [j.to_json(now, self.switch_info) for _, j in sorted(self.jobs.items())]
+            return [j.to_json(now, self.switch_info, self.layout) for _, j in sorted(self.jobs.items())]
 
     # -- create --------------------------------------------------------------------------------
     def create(self, name, workers=None, mode=None, slots=None, lease_s=None, caller: Caller = TRUSTED):
@@ -195,7 +200,7 @@ class JobManager:
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
                         f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
-                return existing.to_json(self.clock(), self.switch_info), False, None
+                return existing.to_json(self.clock(), self.switch_info, self.layout), False, None
             job_id = self._free_job_id()
             rng = self.pool.allocate(name, slots)
             now = self.clock()
@@ -213,7 +218,7 @@ class JobManager:
             self._changed()
             self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
                      f"[{rng.base}, {rng.end}))")
-            return job.to_json(now, self.switch_info), True, token
+            return job.to_json(now, self.switch_info, self.layout), True, token
 
     # -- join ----------------------------------------------------------------------------------
     def join(self, name, ip=None, udp_port=None, mac=None, rank=None, workers=None, mode=None, slots=None,
@@ -311,7 +316,7 @@ class JobManager:
         job.update_state()
         self._changed()
         self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
-        return rank, job.to_json(now, self.switch_info)
+        return rank, job.to_json(now, self.switch_info, self.layout)
 
     def _check_binding(self, job, ip, udp_port, mac, port):
         """409 if the new worker's address, MAC or switch port is bound to a worker of another host
@@ -381,11 +386,11 @@ class JobManager:
             self._changed()
             self.log(f"job {name}: rank {member.rank} left")
             if not job.members:
-                snapshot = job.to_json(self.clock(), self.switch_info)
+                snapshot = job.to_json(self.clock(), self.switch_info, self.layout)
                 self.end(name, "all workers left")
                 snapshot["state"] = "ended"
                 return {"left": member.rank, "job": snapshot}
-            return {"left": member.rank, "job": job.to_json(self.clock(), self.switch_info)}
+            return {"left": member.rank, "job": job.to_json(self.clock(), self.switch_info, self.layout)}
 
     def end(self, name, reason="ended by request", caller: Caller = TRUSTED):
         """Free the job's entries, multicast group and slots (slot registers reset)."""

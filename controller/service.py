@@ -14,7 +14,7 @@ from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.connection import SwitchConnection
 from p4reduce.controller.errors import SwitchError
 from p4reduce.controller.forwarding import install_forwarding
-from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
+from p4reduce.controller.job_programmer import JobProgrammer, program_layout, slot_pool_size
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.recovery import SwitchWatchdog, resume_jobs
@@ -107,8 +107,14 @@ class Controller:
         agg = self.topology.aggregation_switch
         conn = self.connections[agg.name]
         programmer = JobProgrammer(conn, self._open_registers())
+        try:
+            layout = program_layout(conn.index)
+        except ValueError as e:
+            raise SwitchError(f"switch {agg.name} does not run a p4reduce program: {e}") from None
+        self.report(f"switch {agg.name}: {layout.lanes} lanes per packet "
+                    f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
         self.manager = JobManager(SlotPool(slot_pool_size(conn.index)), programmer, self.topology,
-                                  log=self.report, **self.manager_args)
+                                  log=self.report, layout=layout, **self.manager_args)
         self.resumed = resume_jobs(self.manager, programmer, self.state)
         self.manager.on_change = lambda: self.state.save(self.manager)
         self.reaper = LeaseReaper(self.manager).start()

@@ -28,39 +28,41 @@ def emit(**event):
     print(json.dumps(event), flush=True)
 
 
-def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float) -> np.ndarray:
+def demo_tensor(seed: int, rank: int, index: int, elements: int, density: float, lanes: int) -> np.ndarray:
     """Gradient-like int32 tensor; with density < 1 only that fraction of its packet-sized blocks
-    is non-zero (as in embedding-table gradients, where few rows are touched per step)."""
+    (`lanes` elements, the switch's layout) is non-zero (as in embedding-table gradients, where
+    few rows are touched per step)."""
     rng = np.random.default_rng([seed, rank, index])
     x = rng.integers(-2**20, 2**20, elements, dtype=np.int32)
     if density < 1.0:
-        n_blocks = -(-elements // C.LANES)
-        keep = np.repeat(rng.random(n_blocks) < density, C.LANES)[:elements]
+        n_blocks = -(-elements // lanes)
+        keep = np.repeat(rng.random(n_blocks) < density, lanes)[:elements]
         x[~keep] = 0
     return x
 
 
-def dense_bytes(elements: int, tensors: int) -> int:
+def dense_bytes(elements: int, tensors: int, lanes: int) -> int:
     """What dense (SwitchML) streaming puts on the wire for these tensors."""
-    blocks = -(-elements // C.LANES)
-    return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * C.LANES)
+    blocks = -(-elements // lanes)
+    return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * lanes)
 
 
 def run_allreduce(agent, args, density: float):
-    n, rank = agent.n_workers, agent.rank
+    n, rank, lanes = agent.n_workers, agent.rank, agent.params.lanes
     exact = True
     for i in range(args.tensors):
-        mine = demo_tensor(args.seed, rank, i, args.elements, density)
+        mine = demo_tensor(args.seed, rank, i, args.elements, density, lanes)
         got = agent.allreduce(mine)
-        want = np.sum([demo_tensor(args.seed, r, i, args.elements, density).astype(np.int64)
+        want = np.sum([demo_tensor(args.seed, r, i, args.elements, density, lanes).astype(np.int64)
                        for r in range(n)], axis=0)
         ok = bool(np.array_equal(got.astype(np.int64), want))
         exact &= ok
         emit(event="progress", message=f"tensor {i + 1}/{args.tensors} {'exact' if ok else 'WRONG'}")
     stats = agent.reducer.stats
     return {"tensors": args.tensors, "elements": args.elements, "exact": exact,
-            "bytes_sent": agent.reducer.bytes_sent, "bytes_dense": dense_bytes(args.elements, args.tensors),
-            "packets_sent": stats.packets_sent, "retransmissions": stats.retransmissions}
+            "bytes_sent": agent.reducer.bytes_sent, "bytes_dense": dense_bytes(args.elements, args.tensors, lanes),
+            "packets_sent": stats.packets_sent, "retransmissions": stats.retransmissions,
+            "lanes": lanes, "subblock": agent.params.subblock}
 
 
 def run_training(agent, args):

@@ -15,6 +15,7 @@ import threading
 import time
 
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient, JobApiError
+from p4reduce.protocol.wire import Layout, WireError
 
 from .streaming import JobParams
 
@@ -50,10 +51,11 @@ def job_params(job: dict, rank: int, switch_addr: tuple[str, int] | None = None)
         raise JobJoinError(f"the controller's job description is not a JSON object: {job!r}")
     try:
         ip, port = switch_addr or (job["switch"]["ip"], int(job["switch"]["udp_port"]))
+        # the packet layout the controller read from the program the switch runs
         params = JobParams(job_id=int(job["job_id"]), rank=int(rank), n_workers=int(job["workers"]),
                            slot_count=int(job["slots"]["count"]), switch_ip=ip, switch_port=int(port),
-                           sparse=job.get("mode", "dense") == "sparse", lanes=int(job.get("lanes", 32)),
-                           name=str(job["name"]))
+                           sparse=job.get("mode", "dense") == "sparse", lanes=int(job["lanes"]),
+                           subblock=int(job["subblock"]), name=str(job["name"]))
     except (KeyError, TypeError, ValueError) as e:
         raise JobJoinError(f"the controller's job description lacks or garbles {e}: {job!r}") from None
     _check_params(params)
@@ -74,8 +76,10 @@ def _check_params(p: JobParams) -> None:
         bad("slots.count", p.slot_count, "1..32767 (a job needs at least one slot)")
     if not 1 <= p.switch_port <= 65535:
         bad("switch.udp_port", p.switch_port, "1..65535")
-    if p.lanes < 1:
-        bad("lanes", p.lanes, "a positive number")
+    try:
+        Layout(p.lanes, p.subblock)
+    except WireError as e:
+        bad("lanes/subblock", (p.lanes, p.subblock), f"a packet layout the protocol allows ({e})")
     try:
         ipaddress.IPv4Address(p.switch_ip)
     except (ipaddress.AddressValueError, ValueError):

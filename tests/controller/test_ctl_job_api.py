@@ -63,7 +63,7 @@ def test_join_with_only_a_name(served):
     assert job["members"][0]["ip"] == "127.0.0.1" and job["members"][0]["mac"] == "00:00:00:00:00:01"
     assert job["members"][0]["udp_port"] == constants.AGG_UDP_PORT and job["members"][0]["port"] == 1
     assert job["switch"] == {"ip": "10.0.0.254", "udp_port": constants.AGG_UDP_PORT, "mac": "00:00:00:00:01:fe"}
-    assert job["slots"]["count"] == 64 and job["lanes"] == constants.LANES
+    assert job["slots"]["count"] == 64 and (job["lanes"], job["subblock"]) == (constants.LANES, constants.SUBBLOCK)
     # a restarted worker (same ip and port) gets its rank back
     assert client.join("demo")["rank"] == 0
     second = client.join("demo", ip="10.0.0.2")

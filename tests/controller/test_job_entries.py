@@ -2,6 +2,8 @@
 and EngineJobWriter (p4sim's in-process engine) leave the same state on a switch."""
 import time
 
+import pytest
+
 from p4reduce.controller.connection import SwitchConnection
 from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import (
@@ -82,3 +84,23 @@ def test_p4runtime_and_engine_writers_leave_the_same_switch_state(p4rt_server, p
     for engine in (by_grpc, in_process):
         for name in stale:
             assert [engine.register_read(name, i) for i in range(16, 24)] == [0] * 8
+
+
+@pytest.mark.parametrize("lanes,subblock", [(64, 8), (48, 16)])
+def test_program_layout_is_read_from_the_loaded_programs_p4info(tmp_path, lanes, subblock):
+    """The layout workers are told is the one compiled into the program, not a Python constant."""
+    from p4reduce.controller.job_programmer import program_layout
+    from p4reduce.controller.p4info import P4InfoIndex
+    from p4reduce.protocol.program import compile_program
+    built = compile_program(tmp_path, defines=[f"LANES={lanes}", f"SUBBLOCK={subblock}"])
+    layout = program_layout(P4InfoIndex(str(built.p4info_path)))
+    assert (layout.lanes, layout.subblock) == (lanes, subblock)
+
+
+def test_a_program_without_lane_registers_has_no_layout():
+    from p4.config.v1 import p4info_pb2
+
+    from p4reduce.controller.job_programmer import program_layout
+    from p4reduce.controller.p4info import P4InfoIndex
+    with pytest.raises(ValueError, match="no lane registers"):
+        program_layout(P4InfoIndex(p4info_pb2.P4Info()))

@@ -2,6 +2,7 @@
 import pytest
 
 from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.protocol.program import compile_program
 
 from .workers import assert_exact, by_index, run_job
 
@@ -49,3 +50,19 @@ def test_two_tier_allreduce_is_exact_across_leaves(session_factory):
     topo_hosts = {h.name: h for h in session.network.hosts}
     assert len(session.network.switches) == 3 and len(topo_hosts) == 4
     assert_exact(run_job(session, session.network.hosts, "e2e-two-tier", "dense", elements=4096, tensors=2))
+
+
+@pytest.mark.parametrize("lanes,subblock", [(64, 8), (128, 32)])
+def test_unchanged_workers_follow_the_layout_the_switch_was_built_with(session_factory, tmp_path,
+                                                                        lanes, subblock):
+    """The controller reads the layout from the program it loaded and hands it to workers in the
+    job description: the same worker code is exact on a switch built with another layout."""
+    built = compile_program(tmp_path / "build", defines=[f"LANES={lanes}", f"SUBBLOCK={subblock}"])
+    session = session_factory(workers=2, program=str(built.json_path))
+    hosts = session.network.hosts
+    for kind in ("dense", "sparse"):
+        runs = run_job(session, hosts, f"e2e-layout-{lanes}-{kind}", kind, elements=5000, tensors=2, density=0.3)
+        assert_exact(runs)
+        assert all((r.result["lanes"], r.result["subblock"]) == (lanes, subblock) for r in runs)
+        if kind == "dense":   # every packet carried `lanes` lanes: blocks of the switch's size on the wire
+            assert all(r.result["packets_sent"] >= 2 * -(-5000 // lanes) for r in runs)

@@ -5,9 +5,11 @@ with other LANES/SUBBLOCK values can be spoken to as well. Three levels, one def
 
 * `Header`, `encode`, `decode`: checked, for everything that is not a hot loop;
 * the fast path for per-packet loops (worker streaming, traffic generators, stand-ins):
-  `pack_header` / `unpack_header` (the header as a struct, slot and version split out of their
-  16-bit word by `slot_ver` / `split_slot_ver`), `with_flags`, `Layout.present`,
-  `encode_subblocks` / `read_subblocks`; no range checks;
+  `pack_header` / `pack_header_into` / `unpack_header` (the header as a struct, slot and version
+  split out of their 16-bit word by `slot_ver` / `split_slot_ver`), `with_flags` / `FLAGS_OFFSET`,
+  `Layout.present`, `encode_subblocks` / `read_subblocks`; no range checks. Code that builds
+  frames in place takes the header's size and field positions from here (`HEADER_BYTES`,
+  `FLAGS_OFFSET`), so a new header field is a change to this module only;
 * `encode_batch` / `decode_batch`: vectorized over many packets (HEADER_DTYPE arrays).
 """
 from __future__ import annotations
@@ -55,6 +57,15 @@ def pack_header(msg_type: int, flags: int, job_id: int, rank: int, count: int, v
     struct.error, nothing else is checked)."""
     return HEADER_STRUCT.pack(msg_type, flags, job_id, rank, count, ver << SLOT_BITS | slot, offset,
                               next_offset, exponent, reserved, bitmap)
+
+
+def pack_header_into(buf: bytearray | memoryview, offset: int, msg_type: int, flags: int, job_id: int,
+                     rank: int, count: int, ver: int, slot: int, first_offset: int, next_offset: int,
+                     exponent: int, reserved: int, bitmap: int) -> None:
+    """pack_header, written into `buf` at `offset` (no allocation: the worker's preallocated
+    frames); `first_offset` is the header's `offset` field."""
+    HEADER_STRUCT.pack_into(buf, offset, msg_type, flags, job_id, rank, count, ver << SLOT_BITS | slot,
+                            first_offset, next_offset, exponent, reserved, bitmap)
 
 
 def unpack_header(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, ...]:

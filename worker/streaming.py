@@ -5,8 +5,12 @@ Implements the worker side of docs/protocol.md (section 7) as a :class:`~worker.
 sends, waits and retransmits):
 
 * block ``b`` of a tensor runs on slot ``b mod S`` (``S`` = the job's slot count, or fewer for
-  small tensors); each slot has one packet outstanding, and its result releases the slot for the
-  next block (SwitchML's self-clocking: the switch never waits for a worker that has work);
+  small tensors); each slot has at most one packet outstanding, and its result releases the slot
+  for the next block (SwitchML's self-clocking); how many slots are in flight at once is the
+  congestion window (worker/window.py: AIMD on timeouts), which persists across calls;
+* results are received in batches into a preallocated ring and decoded together; packets are
+  built in preallocated frames (worker/streams.py), so the per-packet path allocates no buffers
+  and calls no numpy;
 * float data: the exponent for a block rides in the previous round's packet; the first block of
   each stream is preceded by a pre-round that only agrees on its exponent (and, in sparse mode,
   on where the stream starts);
@@ -27,11 +31,12 @@ import time
 from dataclasses import dataclass
 
 from p4reduce.protocol import constants as C
-from p4reduce.protocol.wire import Layout, with_flags
+from p4reduce.protocol.wire import Layout
 
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
 from .streams import StreamWindow
+from .window import CongestionWindow
 
 
 @dataclass
@@ -88,18 +93,20 @@ class StreamStats:
 
 class RoundTimers:
     """Retransmission timing of one call's open rounds, per slot: when its packet last left, when
-    the stream last moved on, its timer (backed off on timeouts) and how often it was resent."""
+    it first left, when the stream last moved on, its timer (backed off on timeouts) and how
+    often it was resent."""
 
     def __init__(self, slots: int, retry: RetryPolicy, estimator: RtoEstimator):
         self.retry, self.est = retry, estimator
         self.sent_at = [0.0] * slots
+        self.first_sent = [0.0] * slots
         self.progress = [0.0] * slots
         self.rto = [retry.timeout] * slots
         self.retries = [0] * slots
 
     def opened(self, s: int, now: float) -> None:
         self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
-        self.retries[s], self.sent_at[s], self.progress[s] = 0, now, now
+        self.retries[s], self.sent_at[s], self.first_sent[s], self.progress[s] = 0, now, now, now
 
     def answered(self, s: int, now: float) -> bool:
         """The round of `s` got its result; True when its round trip fed the RTO estimate (Karn:
@@ -109,13 +116,14 @@ class RoundTimers:
             return True
         return False
 
-    def next_expiry(self, open_rounds: list[bytes]) -> float:
+    def next_expiry(self, open_slots: set[int]) -> float:
         """When the first open round's timer runs out."""
-        return min((self.sent_at[s] + self.rto[s] for s, p in enumerate(open_rounds) if p),
-                   default=time.monotonic())
+        sent_at, rto = self.sent_at, self.rto
+        return min((sent_at[s] + rto[s] for s in open_slots), default=time.monotonic())
 
-    def expired(self, open_rounds: list[bytes], now: float) -> list[int]:
-        return [s for s, p in enumerate(open_rounds) if p and now >= self.sent_at[s] + self.rto[s]]
+    def expired(self, open_slots: set[int], now: float) -> list[int]:
+        sent_at, rto = self.sent_at, self.rto
+        return [s for s in open_slots if now >= sent_at[s] + rto[s]]
 
     def retransmitted(self, s: int, now: float) -> None:
         """Back off this slot's timer (and, adaptive, the shared RTO once per level)."""
@@ -128,10 +136,16 @@ class RoundTimers:
 
 
 class UdpReducer(Reducer):
-    """One worker's aggregation over UDP, to a p4reduce switch (or testbed.switch_model behind UDP)."""
+    """One worker's aggregation over UDP, to a p4reduce switch (or testbed.switch_model behind UDP).
+
+    The socket is connected to the switch's aggregation address when there is a route to it, so
+    the kernel delivers only datagrams from there (results come from the address the worker sends
+    to, docs/protocol.md).
+    """
 
     def __init__(self, job: JobParams, sock: socket.socket | None = None,
-                 bind: tuple[str, int] = ("0.0.0.0", 0), retry: RetryPolicy | None = None):
+                 bind: tuple[str, int] = ("0.0.0.0", 0), retry: RetryPolicy | None = None,
+                 window: CongestionWindow | None = None):
         if not 1 <= job.slot_count <= C.SLOT_MAX + 1:
             raise ValueError(f"slot_count must be 1..{C.SLOT_MAX + 1}, got {job.slot_count}")
         if not 0 <= job.rank < job.n_workers:
@@ -148,17 +162,26 @@ class UdpReducer(Reducer):
         if sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.bind(bind)
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
+            except OSError:
+                pass
+        self.dest = (job.switch_ip, job.switch_port)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        except OSError:
-            pass
+            sock.connect(self.dest)
+            self._connected = True
+        except OSError:  # no route from the bound address (yet): send each datagram explicitly
+            self._connected = False
         sock.setblocking(False)
         self.sock = sock
-        self.dest = (job.switch_ip, job.switch_port)
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
         self._last_ver = [1] * job.slot_count   # per slot, persists across calls (docs/protocol.md 7)
-        # one RTO estimate for all slots (same path, same switch queue), kept across calls so the
-        # next tensor starts with the timeout the last one measured
+        # one RTO estimate and one window for all slots (same path, same switch queue), kept across
+        # calls so the next tensor starts with what the last one measured
         self.rto_estimator = self.retry.estimator()
+        self.window = window or CongestionWindow()
 
     @property
     def local_port(self) -> int:
@@ -170,66 +193,76 @@ class UdpReducer(Reducer):
 
     # ---- one aggregation ------------------------------------------------------------------
     def aggregate(self, source: BlockSource):
-        """Stream `source` through the switch (worker/streams.py schedules the rounds); this loop
-        sends, waits for results and retransmits. Returns (sums, agreed exponents or None)."""
+        """Stream `source` through the switch (worker/streams.py schedules the rounds and builds
+        the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
+        exponents or None)."""
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
                            self.layout, self._last_ver)
         if win.n_blocks == 0:
             return win.sums, win.exps
         timers = RoundTimers(win.S, self.retry, self.rto_estimator)
         self._drain()  # late results of earlier calls must not be taken for this call's rounds
-        now = time.monotonic()
-        for s, b in enumerate(win.first_blocks()):
-            self._open(win, timers, s, b, None, now)
-        buf = bytearray(C.HEADER_BYTES + win.L * C.LANE_BYTES + 64)
+        win.start()
+        self._open_ready(win, timers, time.monotonic())
+        describe = self.job.describe()
+        poll = self._poll.poll
         while win.active:
-            wait = timers.next_expiry(win.payload) - time.monotonic()
-            if wait <= 0 or select.select([self.sock], [], [], wait)[0]:
-                for n in self._received(buf):
-                    self._take(win, timers, buf, n)
-            self._retransmit_expired(win, timers, time.monotonic())
+            wait = timers.next_expiry(win.open) - time.monotonic()
+            if wait > 0:
+                poll(wait * 1000.0)
+            count = self._receive(win)
+            if count:
+                now = time.monotonic()
+                answers = win.take_results(count, describe)
+                for answer in answers:
+                    s = answer.slot
+                    if timers.answered(s, now):
+                        self.stats.rtt_samples += 1
+                    self.window.answered(timers.first_sent[s], win.S)
+                self.stats.results += len(answers)
+                self.stats.ignored += count - len(answers)
+            now = time.monotonic()
+            self._retransmit_expired(win, timers, now)
+            self._open_ready(win, timers, now)
         return win.sums, win.exps
 
-    def _open(self, win: StreamWindow, timers: RoundTimers, s: int, b: int, e: int | None, now: float) -> None:
-        self._send(win.open_round(s, b, e))
-        timers.opened(s, now)
-
-    def _take(self, win: StreamWindow, timers: RoundTimers, buf: bytearray, n: int) -> None:
-        """One datagram: a result that closes a round opens the stream's next one (or ends it)."""
-        answer = win.take_result(buf, n, self.job.describe())
-        if answer is None:
-            self.stats.ignored += 1
+    def _open_ready(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
+        """Open the rounds the window allows, one encode for all, and send them."""
+        rounds = win.to_open(self.window.limit(win.S))
+        if not rounds:
             return
-        self.stats.results += 1
-        now = time.monotonic()
-        if timers.answered(answer.slot, now):
-            self.stats.rtt_samples += 1
-        if answer.next_block is None:
-            win.close(answer.slot)
-        else:
-            self._open(win, timers, answer.slot, answer.next_block, answer.exponent, now)
+        win.open_rounds(rounds)
+        for s, _b, _e in rounds:
+            self._send(win.frame(s))
+            timers.opened(s, now)
 
     def _retransmit_expired(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
-        """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too long."""
-        for s in timers.expired(win.payload, now):
+        """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too
+        long. A timeout that is not an isolated loss halves the window (worker/window.py)."""
+        for s in timers.expired(win.open, now):
             if now - timers.progress[s] > self.retry.deadline:
                 self._fail(s, win.block[s], win.ver[s], timers.retries[s], now - timers.progress[s])
-            win.payload[s] = with_flags(win.payload[s], C.Flags.RETX)
+            self.window.timed_out(timers.sent_at[s], now)
+            win.mark_retransmission(s)
             self.stats.retransmissions += 1
-            self._send(win.payload[s])
+            self._send(win.frame(s))
             timers.retransmitted(s, now)
 
-    def _received(self, buf: bytearray):
-        """The length of each datagram waiting on the socket, read into `buf` one at a time."""
-        while True:
+    def _receive(self, win: StreamWindow) -> int:
+        """Read the datagrams waiting on the socket into the window's ring (at most one ring's
+        worth); returns how many."""
+        recv_into, slots, lengths = self.sock.recv_into, win.ring_slots, win.ring_len
+        count = 0
+        for view in slots:
             try:
-                n = self.sock.recv_into(buf)
+                lengths[count] = recv_into(view)
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError:  # e.g. ICMP port unreachable reported on the socket: like a loss
                 self.stats.send_errors += 1
-                return
-            yield n
+                break
+            count += 1
+        return count
 
     def _drain(self) -> None:
         while True:
@@ -241,9 +274,12 @@ class UdpReducer(Reducer):
             except OSError:
                 return
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: memoryview) -> None:
         try:
-            self.sock.sendto(data, self.dest)
+            if self._connected:
+                self.sock.send(data)
+            else:
+                self.sock.sendto(data, self.dest)
         except (BlockingIOError, InterruptedError):  # socket buffer full: the timeout will resend
             self.stats.send_errors += 1
         except OSError:

@@ -2,26 +2,44 @@
 carries, the packet of each open round, and which result closes it -- no sockets, no clocks
 (worker/streaming.py sends, waits and retransmits).
 
-Block ``b`` of a tensor runs on slot ``b mod S``; each slot has one round open. Float data needs
-the exponent of a block agreed before it is encoded: it rides in the previous round of the
+Block ``b`` of a tensor runs on slot ``b mod S``; each slot has at most one round open. Float data
+needs the exponent of a block agreed before it is encoded: it rides in the previous round of the
 stream, and a pre-round (block -1) agrees on each stream's first exponent (and, in sparse mode,
 on where the stream starts). Sparse streams name their next non-zero block in ``next_offset``;
 the switch's minimum over the workers says where every worker goes next.
+
+Speed: nothing here allocates or calls numpy per packet. Packets are built in preallocated frames
+(one per slot) with ``struct.pack_into``; the lanes of all rounds opened together are encoded by
+one call of the source and one byte-order conversion, and the results received in one batch are
+decoded by one gather into the sums.
+
+Which rounds to open: a worker's window (worker/window.py) may be smaller than its job's slots,
+and workers of one job may have different windows. Rounds are opened in the order of their key
+(the block; a stream's pre-round sorts before every block) while the window has room, and a ready
+round whose key is below every round this worker has in flight is opened even beyond the window.
+That keeps the job free of deadlock: the oldest incomplete round of the job is ready at every
+worker, and at a worker that has not opened it everything in flight is newer, so it opens it.
 """
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from p4reduce.protocol import constants as C
-from p4reduce.protocol.wire import Layout, bitmap_of, encode_subblocks, pack_header, read_subblocks, unpack_header
+from p4reduce.protocol.wire import FLAGS_OFFSET, Layout, bitmap_of, pack_header_into, unpack_header
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource
 
 NONE = C.NEXT_NONE
 PRE_ROUND = -1   # the block of a stream's exponent-agreement round
+RING = 64        # results received (and decoded) per batch
+
+assert C.HEADER_BYTES % C.LANE_BYTES == 0, "lanes are gathered as 32-bit words after the header"
+_HEADER_WORDS = C.HEADER_BYTES // C.LANE_BYTES
 
 
 def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,15 +67,20 @@ class Answer:
     exponent: int | None      # the agreed exponent for next_block (float data)
 
 
+def _subblock_mask(bitmaps: np.ndarray, num_subblocks: int) -> np.ndarray:
+    """bool (n, num_subblocks): which sub-blocks each bitmap names."""
+    return ((bitmaps.astype(np.uint32)[:, None] >> np.arange(num_subblocks, dtype=np.uint32)) & 1).astype(bool)
+
+
 class StreamWindow:
-    """The S streams of one aggregation call and the packet of each open round.
+    """The S streams of one aggregation call, their open rounds' packets and the results' batch.
 
     `last_ver` is the caller's per-slot version of the previous round (it persists across calls:
     a slot's copies alternate for ever); it is updated as rounds open.
     """
 
     def __init__(self, source: BlockSource, job_id: int, rank: int, slot_count: int, sparse: bool,
-                 layout: Layout, last_ver: list[int]):
+                 layout: Layout, last_ver: list[int], ring: int = RING):
         self.source, self.job_id, self.rank, self.sparse, self.layout = source, job_id, rank, sparse, layout
         self.L = L = layout.lanes
         self.n_blocks = nb = source.n_blocks
@@ -66,80 +89,203 @@ class StreamWindow:
                              "split it into several allreduces")
         self.float_mode = source.proposals is not None
         self.sums = np.zeros((nb, L), np.int32)
+        self._sums3 = self.sums.reshape(nb, layout.num_subblocks, layout.subblock)
         self.exps = np.full(nb, qz.EXP_MIN, np.int8) if self.float_mode else None
         self.S = S = min(slot_count, nb)
         self.last_ver = last_ver
+        self.first_nz: list[int] = []
+        self.after_nz: list[int] = []
         if sparse and nb:
-            self.first_nz, self.after_nz = next_nonzero(np.asarray(source.nonzero, bool), S)
-        self.props = source.proposals.astype(np.int64) + C.EXP_BIAS if source.proposals is not None else None
-        self._zeros = np.zeros(L, np.int32)
-        self.block = [0] * S           # block of the open round (PRE_ROUND: exponent agreement)
-        self.agreed = [0] * S          # exponent the open round's block was encoded with
+            first, after = next_nonzero(np.asarray(source.nonzero, bool), S)
+            self.first_nz, self.after_nz = first.tolist(), after.tolist()
+        self.props: list[int] | None = None
+        if source.proposals is not None:
+            self.props = (source.proposals.astype(np.int64) + C.EXP_BIAS).tolist()
+        # per slot: the open round (block, exponent it was encoded with, version, offset, order key)
+        self.block = [0] * S
+        self.agreed = [0] * S
         self.ver = [0] * S
-        self.payload = [b""] * S       # the open round's packet; b"" once the stream is done
-        self.active = S
+        self.offset = [0] * S
+        self.key = [0] * S
+        self.open: set[int] = set()      # slots with a round in flight
+        self.ready: list[tuple[int, int, int, int | None]] = []   # heap of (key, slot, block, exponent)
+        self.active = S                  # streams not done
+        # the open rounds' packets, one preallocated frame per slot
+        self.stride = C.HEADER_BYTES + L * C.LANE_BYTES
+        self.length = [0] * S
+        self.frames = bytearray(S * self.stride)
+        self._frames_np = np.frombuffer(self.frames, np.uint8).reshape(S, self.stride)
+        self._view = memoryview(self.frames)
+        self._full = layout.full_bitmap
+        self._subblock_bytes = layout.subblock * C.LANE_BYTES
+        # the receive ring: one batch of datagrams, decoded together; a slot one word longer than the
+        # largest result, so an oversize datagram shows as such
+        self.ring_stride = self.stride + C.LANE_BYTES
+        self.ring = bytearray(ring * self.ring_stride)
+        ring_view = memoryview(self.ring)
+        self.ring_slots = [ring_view[i * self.ring_stride:(i + 1) * self.ring_stride] for i in range(ring)]
+        self.ring_len = [0] * ring
+        self._ring32 = np.frombuffer(self.ring, ">i4").reshape(ring, self.ring_stride // C.LANE_BYTES)
 
-    def first_blocks(self) -> list[int]:
-        """The block each stream starts with (a pre-round for float data)."""
-        return [PRE_ROUND if self.float_mode else s for s in range(self.S)]
-
-    def open_round(self, s: int, b: int, e: int | None) -> bytes:
-        """Open the round of stream `s` for block `b` (PRE_ROUND: exponent agreement), encoded with
-        the agreed exponent `e`; returns its packet (also kept in payload[s])."""
-        L, nb, S, layout = self.L, self.n_blocks, self.S, self.layout
-        v = self.last_ver[s] = 1 - self.last_ver[s]
-        if b < 0:
-            offset = s * L
-            if self.sparse:
-                nxt_b, lanes, bitmap = int(self.first_nz[s]), self._zeros, 0
+    # ---- which rounds to open --------------------------------------------------------------
+    def start(self) -> None:
+        """Every stream's first round is ready (a pre-round for float data)."""
+        for s in range(self.S):
+            if self.float_mode:
+                self.ready.append((s - self.S, s, PRE_ROUND, None))
             else:
-                nxt_b, lanes, bitmap = s, self._zeros, layout.full_bitmap
-        else:
-            offset = b * L
-            lanes = self.source.take(np.array([b]), None if e is None else np.array([e], np.int8), L)[0]
+                self.ready.append((s, s, s, None))
+        heapq.heapify(self.ready)
+
+    def to_open(self, window: int) -> list[tuple[int, int, int | None]]:
+        """(slot, block, exponent) of the ready rounds to open now, with `window` rounds allowed in
+        flight (module docstring: key order, and the oldest round even beyond the window)."""
+        ready, key = self.ready, self.key
+        in_flight = len(self.open)
+        oldest = min((key[s] for s in self.open), default=math.inf)
+        out = []
+        while ready and (in_flight < window or ready[0][0] < oldest):
+            k, s, b, e = heapq.heappop(ready)
+            out.append((s, b, e))
+            in_flight += 1
+            if k < oldest:
+                oldest = k
+        return out
+
+    # ---- building packets ------------------------------------------------------------------
+    def open_rounds(self, rounds: list[tuple[int, int, int | None]]) -> None:
+        """Open the rounds (slot, block or PRE_ROUND, agreed exponent): encode their lanes (one call
+        for all), write their packets into the slots' frames (frame(s) is each one's packet)."""
+        L, S, nb, layout = self.L, self.S, self.n_blocks, self.layout
+        H, stride, full = C.HEADER_BYTES, self.stride, self._full
+        blocks = [b for _, b, _ in rounds if b >= 0]
+        bitmaps: list[int] = []
+        if blocks:
+            slots = np.fromiter((s for s, b, _ in rounds if b >= 0), np.intp, len(blocks))
+            exps = None
+            if self.float_mode:
+                exps = np.fromiter((e for _, b, e in rounds if b >= 0), np.int8, len(blocks))
+            lanes = self.source.take(np.asarray(blocks, np.int64), exps, L)
+            body = lanes.astype(">i4").view(np.uint8).reshape(len(blocks), L * C.LANE_BYTES)
             if self.sparse:
-                nxt_b, bitmap = int(self.after_nz[b]), int(bitmap_of(lanes, layout))
+                bm = bitmap_of(lanes, layout)
+                bitmaps = bm.tolist()
+                self._write_subblocks(slots, bm, body)
             else:
-                nxt_b, bitmap = (b + S if b + S < nb else -1), layout.full_bitmap
-        nxt = nxt_b * L if nxt_b >= 0 else NONE
-        proposal = int(self.props[nxt_b]) if self.props is not None and nxt_b >= 0 else 0
-        header = pack_header(C.MsgType.CONTRIB, C.Flags.EOT if nxt == NONE else 0, self.job_id, self.rank, 0,
-                             v, s, offset, nxt, proposal, 0, bitmap)
-        self.block[s], self.agreed[s], self.ver[s] = b, (e if e is not None else 0), v
-        self.payload[s] = header + encode_subblocks(lanes, bitmap, layout)
-        return self.payload[s]
+                bitmaps = [full] * len(blocks)
+                self._frames_np[slots, H:H + L * C.LANE_BYTES] = body
+        pre = [s for s, b, _ in rounds if b < 0]
+        if pre and not self.sparse:  # a dense job takes only full packets: the pre-round carries zeros
+            self._frames_np[pre, H:H + L * C.LANE_BYTES] = 0
+        i = 0
+        frames, sb_bytes = self.frames, self._subblock_bytes
+        for s, b, e in rounds:
+            v = self.last_ver[s] = 1 - self.last_ver[s]
+            if b < 0:
+                offset, key = s * L, s - S
+                if self.sparse:
+                    nxt_b, bitmap = self.first_nz[s], 0
+                else:
+                    nxt_b, bitmap = s, full
+            else:
+                offset, key, bitmap = b * L, b, bitmaps[i]
+                i += 1
+                if self.sparse:
+                    nxt_b = self.after_nz[b]
+                else:
+                    nxt_b = b + S if b + S < nb else -1
+            nxt = nxt_b * L if nxt_b >= 0 else NONE
+            proposal = self.props[nxt_b] if self.props is not None and nxt_b >= 0 else 0
+            pack_header_into(frames, s * stride, C.MsgType.CONTRIB, C.Flags.EOT if nxt == NONE else 0,
+                             self.job_id, self.rank, 0, v, s, offset, nxt, proposal, 0, bitmap)
+            self.length[s] = H + bitmap.bit_count() * sb_bytes
+            self.block[s], self.agreed[s], self.ver[s] = b, (e if e is not None else 0), v
+            self.offset[s], self.key[s] = offset, key
+            self.open.add(s)
 
-    def close(self, s: int) -> None:
-        """Stream `s` is done."""
-        self.payload[s] = b""
-        self.active -= 1
+    def _write_subblocks(self, slots: np.ndarray, bitmaps: np.ndarray, body: np.ndarray) -> None:
+        """Sparse packets: each frame gets its present sub-blocks, packed, after the header."""
+        nsb, sbb = self.layout.num_subblocks, self._subblock_bytes
+        mask = _subblock_mask(bitmaps, nsb)
+        if not mask.any():
+            return
+        position = np.cumsum(mask, axis=1) - 1                    # where each present one goes
+        rows = np.broadcast_to(slots[:, None], mask.shape)[mask]
+        cols = C.HEADER_BYTES + position[mask] * sbb
+        sub = body.reshape(len(slots), nsb, sbb)[mask]
+        self._frames_np[rows[:, None], cols[:, None] + np.arange(sbb)] = sub
 
-    def take_result(self, buf: bytes | bytearray, n: int, describe: str) -> Answer | None:
-        """Absorb the `n`-byte datagram in `buf`: None when it closes no open round (a late
-        duplicate, a stale copy, another job's packet, a bad length); else the Answer. A switch
-        naming an impossible next block raises AggregationError (`describe` names job and rank)."""
-        L = self.L
-        if n < C.HEADER_BYTES:
-            return None
-        mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap = unpack_header(buf)
-        if (mt != C.MsgType.RESULT or job_id != self.job_id or s >= self.S or not self.payload[s]
-                or v != self.ver[s] or offset != (s * L if self.block[s] < 0 else self.block[s] * L)):
-            return None
-        present = self.layout.present(bitmap)
-        if n != C.HEADER_BYTES + len(present) * self.layout.subblock * C.LANE_BYTES:
-            return None
-        b = self.block[s]
-        if b >= 0:
-            read_subblocks(buf, present, self.sums[b].reshape(self.layout.num_subblocks, -1), self.layout)
+    def frame(self, s: int) -> memoryview:
+        """The packet of slot `s`'s open round."""
+        start = s * self.stride
+        return self._view[start:start + self.length[s]]
+
+    def mark_retransmission(self, s: int) -> None:
+        """Flag slot `s`'s packet as a retransmission (Flags.RETX), in place."""
+        self.frames[s * self.stride + FLAGS_OFFSET] |= C.Flags.RETX
+
+    # ---- taking results --------------------------------------------------------------------
+    def take_results(self, count: int, describe: str) -> list[Answer]:
+        """Absorb the first `count` datagrams of the ring (lengths in ring_len): the Answers of
+        the rounds they close. Late duplicates, stale copies, other jobs' packets and bad lengths
+        close nothing. A switch naming an impossible next block raises AggregationError
+        (`describe` names job and rank)."""
+        L, S, nb, H, full = self.L, self.S, self.n_blocks, C.HEADER_BYTES, self._full
+        ring, rs, sb_bytes = self.ring, self.ring_stride, self._subblock_bytes
+        answers: list[Answer] = []
+        rows: list[int] = []
+        done_blocks: list[int] = []
+        done_bitmaps: list[int] = []
+        done_exps: list[int] = []
+        for i in range(count):
+            n = self.ring_len[i]
+            if n < H:
+                continue
+            mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap = unpack_header(ring, i * rs)
+            if (mt != C.MsgType.RESULT or job_id != self.job_id or s >= S or s not in self.open
+                    or v != self.ver[s] or offset != self.offset[s]):
+                continue
+            if bitmap & ~full or n != H + bitmap.bit_count() * sb_bytes:
+                continue
+            b = self.block[s]
+            self.open.discard(s)
+            if b >= 0:
+                rows.append(i)
+                done_blocks.append(b)
+                done_bitmaps.append(bitmap)
+                done_exps.append(self.agreed[s])
+            if nxt == NONE:
+                self.active -= 1
+                answers.append(Answer(s, None, None))
+                continue
+            nb_next = nxt // L
+            if nxt % L or nb_next >= nb or nb_next % S != s or nb_next < max(b, 0) or (b >= 0 and nb_next == b):
+                raise AggregationError(
+                    f"{describe}: slot {s}: the switch named next offset {nxt} after offset {offset}, which is "
+                    f"not a later block of this stream (tensor of {nb} blocks, {S} streams): workers disagree "
+                    "on the tensor size or the switch is misconfigured")
+            e = max(ecode - C.EXP_BIAS, qz.EXP_MIN) if self.float_mode else None
+            heapq.heappush(self.ready, (nb_next, s, nb_next, e))
+            answers.append(Answer(s, nb_next, e))
+        if rows:
+            self._store(rows, done_blocks, done_bitmaps)
             if self.exps is not None:
-                self.exps[b] = self.agreed[s]
-        if nxt == NONE:
-            return Answer(s, None, None)
-        nb, S = self.n_blocks, self.S
-        nb_next = nxt // L
-        if nxt % L or nb_next >= nb or nb_next % S != s or nb_next < max(b, 0) or (b >= 0 and nb_next == b):
-            raise AggregationError(
-                f"{describe}: slot {s}: the switch named next offset {nxt} after offset {offset}, which is "
-                f"not a later block of this stream (tensor of {nb} blocks, {S} streams): workers disagree "
-                "on the tensor size or the switch is misconfigured")
-        return Answer(s, nb_next, max(ecode - C.EXP_BIAS, qz.EXP_MIN) if self.float_mode else None)
+                self.exps[done_blocks] = done_exps
+        return answers
+
+    def _store(self, rows: list[int], blocks: list[int], bitmaps: list[int]) -> None:
+        """Copy the lanes of the ring's results `rows` into the sums of `blocks` (one gather)."""
+        hw, L = _HEADER_WORDS, self.L
+        if all(bm == self._full for bm in bitmaps):
+            self.sums[blocks] = self._ring32[rows, hw:hw + L]
+            return
+        nsb, sb = self.layout.num_subblocks, self.layout.subblock
+        mask = _subblock_mask(np.asarray(bitmaps), nsb)
+        if not mask.any():
+            return
+        position = np.cumsum(mask, axis=1) - 1
+        ring_rows = np.broadcast_to(np.asarray(rows)[:, None], mask.shape)[mask]
+        out_blocks = np.broadcast_to(np.asarray(blocks)[:, None], mask.shape)[mask]
+        out_sub = np.broadcast_to(np.arange(nsb)[None, :], mask.shape)[mask]
+        words = hw + position[mask][:, None] * sb + np.arange(sb)
+        self._sums3[out_blocks, out_sub] = self._ring32[ring_rows[:, None], words]

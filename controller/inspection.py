@@ -16,7 +16,7 @@ from p4reduce.controller.entities import (
     table_entry,
 )
 from p4reduce.controller.errors import SwitchError
-from p4reduce.controller.job_programmer import JobProgrammer, slot_pool_size
+from p4reduce.controller.job_programmer import JobProgrammer, program_layout, slot_pool_size
 from p4reduce.controller.registers import open_register_access, thrift_address
 from p4reduce.protocol import constants, p4names
 
@@ -118,6 +118,7 @@ class SwitchInspector:
         if not 0 <= absolute < total:
             raise ValueError(f"slot {absolute} is outside 0..{total - 1}")
         regs = self._need_registers()
+        layout = program_layout(self.index)   # the layout the program was built with
         copies = []
         for v in ((0, 1) if ver is None else (ver,)):
             i = p4names.register_index(absolute, 0, v)
@@ -126,18 +127,19 @@ class SwitchInspector:
                 if self.index.has("register", name):
                     state[name.split(".")[-1]] = regs.read(name, i)[i]
             lanes = []
-            for k in range(constants.NUM_SUBBLOCKS):
-                for lane in range(constants.SUBBLOCK):
+            for k in range(layout.num_subblocks):
+                for lane in range(layout.subblock):
                     name = p4names.lane_register(k, lane)
                     if self.index.has("register", name):
                         lanes.append(to_signed(regs.read(name, i)[i] & 0xFFFFFFFF, 32))
             seen = state.get("seen", 0)
             copies.append({"ver": v, "index": i, **state,
                            "seen_ranks": [r for r in range(constants.MAX_WORKERS) if seen >> r & 1],
-                           "union_subblocks": [k for k in range(constants.NUM_SUBBLOCKS)
+                           "union_subblocks": [k for k in range(layout.num_subblocks)
                                                if state.get("union_bitmap", 0) >> k & 1],
                            "lanes": lanes})
-        return {"slot": absolute, "job_slot": slot if job is not None else None, "job": job, "copies": copies}
+        return {"slot": absolute, "job_slot": slot if job is not None else None, "job": job,
+                "lanes": layout.lanes, "subblock": layout.subblock, "copies": copies}
 
     # -- counters ------------------------------------------------------------------------------
     def counters(self, name=None):

@@ -44,9 +44,9 @@ def slot_text(info):
         state = " ".join(f"{k}={c[k]}" for k in ("count", "round_offset", "min_next", "max_exp") if k in c)
         lines.append(f"  ver {c['ver']} (register index {c['index']}): seen={c.get('seen', 0):#x} "
                      f"ranks {c['seen_ranks']} union_bitmap={c.get('union_bitmap', 0):#x} {state}")
-        lanes = c["lanes"]
-        for k in range(0, len(lanes) // constants.SUBBLOCK):
-            chunk = lanes[k * constants.SUBBLOCK:(k + 1) * constants.SUBBLOCK]
+        lanes, sub = c["lanes"], info.get("subblock", constants.SUBBLOCK)
+        for k in range(0, len(lanes) // sub):
+            chunk = lanes[k * sub:(k + 1) * sub]
             mark = "*" if k in c["union_subblocks"] else " "
             lines.append(f"    sb{k}{mark} " + " ".join(f"{v:>11}" for v in chunk))
     return "\n".join(lines)

@@ -8,10 +8,10 @@
 #define P4REDUCE_CONFIG_P4
 
 #ifndef LANES
-#define LANES 32            /* int32 lanes per packet */
+#define LANES 256           /* int32 lanes per packet: 1 KiB of payload (docs/protocol.md 1) */
 #endif
 #ifndef SUBBLOCK
-#define SUBBLOCK 8          /* lanes per sub-block, the unit of sparsity */
+#define SUBBLOCK 16         /* lanes per sub-block, the unit of sparsity */
 #endif
 #ifndef SLOTS
 #define SLOTS 4096          /* aggregator slots shared by all jobs; each has 2 shadow copies */

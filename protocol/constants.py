@@ -2,8 +2,8 @@
 tests/protocol/test_protocol_constants.py keeps the two in step."""
 import enum
 
-LANES = 32                      # int32 lanes per packet
-SUBBLOCK = 8                    # lanes per sub-block (unit of sparsity)
+LANES = 256                     # int32 lanes per packet (1 KiB of payload: docs/protocol.md section 1)
+SUBBLOCK = 16                   # lanes per sub-block (unit of sparsity)
 NUM_SUBBLOCKS = LANES // SUBBLOCK
 SLOTS = 4096                    # aggregator slots shared by all jobs (each has 2 shadow copies)
 MAX_WORKERS = 32                # width of the per-slot seen bitmap

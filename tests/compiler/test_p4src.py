@@ -100,7 +100,7 @@ def test_the_warnings_p4src_avoids_are_reported(tmp_path):
     (("SUBBLOCK=33", "LANES=33"), "SUBBLOCK must be 1..32"),
     (("LANES=30",), "LANES must be a positive multiple of SUBBLOCK"),
     (("LANES=0",), "LANES must be a positive multiple of SUBBLOCK"),
-    (("LANES=136",), r"LANES / SUBBLOCK must be 1\.\.16"),
+    (("LANES=136", "SUBBLOCK=8"), r"LANES / SUBBLOCK must be 1\.\.16"),
     (("LANES=368", "SUBBLOCK=23"), "exceeds IPV4_MTU"),               # 1520-byte dense packet
     (("SLOTS=0",), "SLOTS must be"),
     (("MAX_WORKERS=256",), "MAX_WORKERS must be 1..255"),
@@ -136,7 +136,7 @@ def test_make_build_builds_the_layout_asked_for_and_rebuilds_when_it_changes(tmp
     assert "-DLANES" not in again.stdout and "64 lanes per packet" in again.stdout   # still says
     default = make_build(tmp_path, "SLOTS=64")                           # changed settings rebuild
     assert default.returncode == 0, default.stdout + default.stderr
-    assert "-DSLOTS=64 " in default.stdout and "32 lanes per packet (4 sub-blocks of 8), 64 slots" in default.stdout
+    assert "-DSLOTS=64 " in default.stdout and "256 lanes per packet (16 sub-blocks of 16), 64 slots" in default.stdout
     assert built_layout(tmp_path) == (4, 8)
 
 

@@ -87,8 +87,8 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     assert groups[job["multicast_group"]] == [{"port": 1, "instance": 0}, {"port": 2, "instance": 1}]
 
     # the entries make the switch aggregate: two contributions, one result per worker
-    a = np.arange(32, dtype=np.int64)
-    b = np.full(32, -7, dtype=np.int64)
+    a = np.arange(constants.LANES, dtype=np.int64)
+    b = np.full(constants.LANES, -7, dtype=np.int64)
     engine = server.device.engine
     trace = []
     engine.trace = trace.append
@@ -281,7 +281,7 @@ def test_watching_a_slot_shows_aggregation_progress(controller_factory, p4rt_ser
     job = client.create("w", 2, slots=2)
     client.join("w", ip="10.0.0.1", udp_port=40000)
     client.join("w", ip="10.0.0.2", udp_port=40001)
-    lanes = np.arange(32, dtype=np.int64) * 3
+    lanes = np.arange(constants.LANES, dtype=np.int64) * 3
     real_sleep = time.sleep
     pauses = []
 

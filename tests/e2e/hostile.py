@@ -12,8 +12,12 @@ import time
 
 from scapy.all import IP, UDP, Ether, Raw, conf
 
+from p4reduce.protocol import constants as C
 
-def contrib(job_id, rank, slot, offset, lanes=32, bitmap=0xF, value=0x01000000, ver=0):
+FULL = C.full_bitmap()
+
+
+def contrib(job_id, rank, slot, offset, lanes=C.LANES, bitmap=FULL, value=0x01000000, ver=0):
     # docs/protocol.md 2.1: type, flags, job, rank, count, ver|slot, offset, next, exponent, ...
     header = struct.pack("!BBHBBHIIBBH", 1, 0, job_id, rank, 0, (ver << 15) | (slot & 0x7FFF), offset,
                          0xFFFFFFFF, 128, 0, bitmap)

@@ -31,7 +31,7 @@ def test_scapy_dissects_codec_output():
 
 def test_scapy_builds_what_the_codec_decodes():
     block = np.zeros(C.LANES, np.int32)
-    block[C.SUBBLOCK * 3:] = np.arange(-4, C.SUBBLOCK - 4)
+    block[C.SUBBLOCK * 3:C.SUBBLOCK * 4] = np.arange(-4, C.SUBBLOCK - 4)
     pkt = from_block(dict(job_id=9, rank=2, slot=17, ver=1, offset=4096, next_offset=8192), block, 0b1000)
     h, got = decode(raw(pkt))
     assert (h.job_id, h.rank, h.slot, h.ver, h.offset, h.next_offset, h.bitmap) == (9, 2, 17, 1, 4096, 8192, 8)

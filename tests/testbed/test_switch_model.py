@@ -145,14 +145,15 @@ def test_other_copy_releases_and_stale_packets():
 def test_sparse_union_and_fill():
     model = make_model(3, mode=Mode.SPARSE)
     z = np.zeros(C.LANES, np.int32)
-    b0 = z.copy(); b0[0:8] = 1
-    b2 = z.copy(); b2[0:8] = 5; b2[24:32] = -2
+    b0 = z.copy(); b0[0:C.SUBBLOCK] = 1
+    sb = C.SUBBLOCK
+    b2 = z.copy(); b2[0:sb] = 5; b2[3 * sb:4 * sb] = -2
     send(model, 0, contrib(0, block=b0, bitmap=0b0001, nxt=320))
     send(model, 1, encode(Header(job_id=1, rank=1, bitmap=0, next_offset=160), None))
     out = send(model, 2, contrib(2, block=b2, bitmap=0b1001, nxt=C.NEXT_NONE))
     h, lanes = decode(out.deliveries[0].payload)
     assert h.bitmap == 0b1001 and h.next_offset == 160
-    want = z.copy(); want[0:8] = 6; want[24:32] = -2
+    want = z.copy(); want[0:sb] = 6; want[3 * sb:4 * sb] = -2
     np.testing.assert_array_equal(lanes, want)
     assert len(out.deliveries[0].payload) == 20 + 2 * C.SUBBLOCK_BYTES
 

@@ -3,6 +3,7 @@ residual update, and the advertised sparsity/bytes."""
 import numpy as np
 import pytest
 
+from p4reduce.protocol import constants as C
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import (
     COMPRESSORS,
@@ -106,13 +107,13 @@ def test_ternary_packing_round_trip_and_sum_without_carries():
 
 
 def test_ternary_sends_ten_values_per_lane_for_four_workers():
-    xs = _inputs(32 * 10 * 7, seed=1)
+    xs = _inputs(C.LANES * 10 * 7, seed=1)
     lanes = _one_step("terngrad", xs)[0][2]
-    assert lanes.shape == (7, 32)
+    assert lanes.shape == (7, C.LANES)
 
 
 def test_topk_all_workers_pick_the_same_blocks_by_aggregated_norm():
-    lanes = 32
+    lanes = C.LANES
     xs = [np.zeros(lanes * 20, np.float32) for _ in range(N)]
     # block 3 big on one worker only, block 7 medium on all, block 12 small everywhere
     xs[0][3 * lanes:4 * lanes] = 10.0
@@ -136,7 +137,7 @@ def test_randomk_uses_the_job_seed_and_rescales_unbiasedly():
     assert np.array_equal(comp_a.indices("w", 3, 100), comp_b.indices("w", 3, 100))
     assert not np.array_equal(comp_a.indices("w", 3, 100), comp_a.indices("w", 4, 100))
     assert not np.array_equal(comp_a.indices("w", 3, 100), RandomKBlocks(k=0.25, seed=43).indices("w", 3, 100))
-    xs = _inputs(32 * 16, seed=9)
+    xs = _inputs(C.LANES * 16, seed=9)
     exact = np.sum(xs, axis=0)
     trials = 400
 
@@ -227,17 +228,17 @@ def test_float_shapes_and_empty_arrays():
 
 def test_sparse_wire_cost_skips_zero_blocks():
     from p4reduce.worker.wirecost import WireCost
-    x = np.zeros((100, 32), np.int32)
+    x = np.zeros((100, C.LANES), np.int32)
     x[5, 3] = 1
     dense, sparse = WireCost(), WireCost(sparse=True, streams=4)
-    assert dense.bytes_for(x) == 100 * (62 + 128)
-    assert sparse.bytes_for(x) == (1 + 4) * 62 + 32
+    assert dense.bytes_for(x) == 100 * (62 + 4 * C.LANES)
+    assert sparse.bytes_for(x) == (1 + 4) * 62 + C.SUBBLOCK_BYTES   # headers, and one sub-block
 
 
 def test_mismatched_calls_are_a_clear_error():
     from p4reduce.worker.reducer import AggregationError
     with pytest.raises(AggregationError, match="different operations/sizes"):
-        run_workers(2, lambda red: red.sum_int32(np.zeros(10 + 40 * red.rank, np.int32)), timeout=5)
+        run_workers(2, lambda red: red.sum_int32(np.zeros(10 + 2 * C.LANES * red.rank, np.int32)), timeout=5)
 
 
 def test_unknown_compressor_name():

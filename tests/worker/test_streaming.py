@@ -151,8 +151,9 @@ def test_packets_follow_the_wire_format():
     sink.settimeout(2)
     job = JobParams(9, 1, 2, 4, "127.0.0.1", sink.getsockname()[1], sparse=True, name="fmt")
     red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.3, deadline=0.2))
-    x = np.zeros(32 * 10, np.int32)
-    x[32 * 6 + 9] = -5                       # block 6 (stream 2), sub-block 1
+    L = C.LANES
+    x = np.zeros(L * 10, np.int32)
+    x[L * 6 + C.SUBBLOCK + 1] = -5                       # block 6 (stream 2), sub-block 1
     def expect_failure():
         with pytest.raises(AggregationError):
             red.sum_int32(x)
@@ -169,12 +170,12 @@ def test_packets_follow_the_wire_format():
     sink.close()
     for s in range(4):
         h, lanes = got[s]
-        assert (h.msg_type, h.job_id, h.rank, h.ver, h.offset) == (C.MsgType.CONTRIB, 9, 1, 0, 32 * s)
-    assert got[2][0].next_offset == 32 * 6 and got[2][0].bitmap == 0
+        assert (h.msg_type, h.job_id, h.rank, h.ver, h.offset) == (C.MsgType.CONTRIB, 9, 1, 0, L * s)
+    assert got[2][0].next_offset == L * 6 and got[2][0].bitmap == 0
     # the scapy layer (debugging, pcaps) dissects the same bytes
     from p4reduce.protocol.scapy_layer import P4Reduce
     pkt = P4Reduce(raw[2])
-    assert (pkt.slot, pkt.next_offset, pkt.bitmap, pkt.job_id) == (2, 32 * 6, 0, 9)
+    assert (pkt.slot, pkt.next_offset, pkt.bitmap, pkt.job_id) == (2, L * 6, 0, 9)
     assert got[0][0].next_offset == C.NEXT_NONE and got[0][0].flags & C.Flags.EOT
 
 

@@ -131,5 +131,5 @@ def test_a_switch_naming_an_impossible_next_block_is_an_error():
                        layout=LAYOUT, last_ver=[1, 1])
     packet = open_one(win, 1, 1)
     bad = result_for(packet, np.ones(C.LANES), next_offset=2 * C.LANES)   # block 2 is slot 0's
-    with pytest.raises(AggregationError, match="slot 1: the switch named next offset 64 after offset 32"):
+    with pytest.raises(AggregationError, match=f"slot 1: the switch named next offset {2 * C.LANES} after offset {C.LANES}"):
         deliver(win, bad, describe="job j rank 0")

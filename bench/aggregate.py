@@ -75,6 +75,10 @@ def aggregate_cell(records: list[dict], *, tensor_bytes: int,
         "verified": all(r["verified"] for r in records),
         "mismatches": sum(r.get("mismatches", 0) for r in records),
     }
+    if all("retransmissions" in r and r.get("packets_sent") for r in records):   # p4reduce's own counts
+        sent = sum(r["packets_sent"] for r in records)
+        out["retransmissions_per_worker"] = statistics.fmean(r["retransmissions"] for r in records)
+        out["retransmitted_fraction"] = sum(r["retransmissions"] for r in records) / sent
     wrong = [{"rank": r["rank"], **r["first_mismatches"]} for r in records if r.get("first_mismatches")]
     if wrong:
         out["first_mismatches"] = wrong

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from p4reduce.bench import aggregate, counters, hostrun
+from p4reduce.bench import aggregate, bounds, counters, hostrun
 from p4reduce.bench.systems import System
 from p4reduce.bench.topology import BenchNet
 
@@ -42,6 +42,8 @@ def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
                                            server=servers[0] if servers else None)
     except aggregate.AggregationError as exc:
         return {**base, "status": "failed", "error": f"bad worker records: {exc}"}
+    add_link_bound(summary, system.name, bn.link.bw_mbps, size, density,
+                   lanes=workers[0].get("block") if workers else None)
     if summary["verified"]:
         return {**base, "status": "ok", **summary}
     first = summary.get("first_mismatches", [{}])[0]
@@ -49,6 +51,17 @@ def run_cell(bn: BenchNet, system: System, *, size: int, reps: int, warmup: int,
              f"rank {first.get('rank')} at {first.get('index')}: got {first.get('got')}, "
              f"expected {first.get('expected')}")
     return {**base, "status": "wrong-result", "error": error, **summary}
+
+
+def add_link_bound(summary: dict, system: str, bw_mbps: float | None, size: int, density: float,
+                   lanes: int | None) -> None:
+    """On a shaped link: the link-rate bound (bench/bounds.py) and the cell's time over it."""
+    if not bw_mbps or "time_s" not in summary:
+        return
+    kwargs = {"lanes": lanes} if lanes else {}
+    bound = bounds.link_bound_s(system, summary["workers"], size, bw_mbps, density=density, **kwargs)
+    summary["link_bound_s"] = bound
+    summary["time_over_link_bound"] = summary["time_s"]["median"] / bound
 
 
 def predicted_seconds(prev_cell: dict | None, size: int, reps: int, warmup: int) -> float | None:

@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt
 
 from p4reduce.bench.report import human_size
 
-STYLE = {"p4reduce": dict(color="tab:red", marker="o"), "gloo": dict(color="tab:blue", marker="s"),
+STYLE = {"p4reduce": dict(color="tab:red", marker="o"), "p4reduce-sparse": dict(color="tab:orange", marker="v"),
+         "gloo": dict(color="tab:blue", marker="s"),
          "ps-tcp": dict(color="tab:green", marker="^")}
 
 

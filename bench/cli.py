@@ -52,7 +52,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="python -m p4reduce.bench",
         description="p4reduce benchmarks: p4reduce vs gloo and a TCP parameter server in Mininet, "
-                    "sparsity sweep, switch packet rate, worker encode throughput. "
+                    "sparsity sweep, p4reduce under loss, switch packet rate, worker encode throughput. "
                     "Needs root for the Mininet sections. See docs/benchmarks.md.")
     p.add_argument("--quick", action="store_true",
                    help="smallest size, 4 workers, few repetitions (a test of the harness, minutes)")
@@ -87,7 +87,7 @@ def parse_args(argv):
     if args.links:
         grid.sparsity_links = tuple(l for l in grid.sparsity_links if l in args.links) or args.links[:1]
     if args.workers:
-        grid.sparsity_workers = args.workers[0]
+        grid.sparsity_workers = grid.loss_workers = grid.training_workers = args.workers[0]
     grid.switch = args.switch
     if args.program:
         grid.program = str(args.program.resolve())
@@ -95,7 +95,7 @@ def parse_args(argv):
         grid.validate()
     except ValueError as exc:
         p.error(str(exc))
-    needs_root = {"allreduce", "sparsity"} & set(grid.sections)
+    needs_root = {"allreduce", "sparsity", "loss", "training"} & set(grid.sections)
     if needs_root and os.geteuid() != 0:
         p.error(f"sections {', '.join(sorted(needs_root))} need root (Mininet); "
                 "run as root or pick --sections switch-rate,encode")

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from p4reduce.bench.links import LINKS
+from p4reduce.bench.links import GRID_LINKS, LINKS, LOSS_LINKS
 from p4reduce.bench.program import DEFAULT as DEFAULT_PROGRAM
 
 KI, MI = 1 << 10, 1 << 20
-FULL_SIZES = (64 * KI, 256 * KI, 1 * MI, 4 * MI, 16 * MI)
+FULL_SIZES = (1 * MI, 4 * MI, 16 * MI)
 DENSITIES = (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
-SYSTEMS = ("p4reduce", "gloo", "ps-tcp")
-SECTIONS = ("allreduce", "sparsity", "switch-rate", "encode")
+SYSTEMS = ("p4reduce", "p4reduce-sparse", "gloo", "ps-tcp")
+SECTIONS = ("allreduce", "sparsity", "loss", "training", "switch-rate", "encode")
 
 
 @dataclass
@@ -28,6 +28,11 @@ class Grid:
     sparsity_links: tuple[str, ...]
     cell_budget_s: float          # skip a cell whose predicted time exceeds this
     cell_timeout_s: float         # kill a cell that runs longer than this
+    loss_links: tuple[str, ...] = LOSS_LINKS   # p4reduce dense under loss, against the first (loss-free)
+    loss_workers: int = 4
+    loss_size: int = 1 * MI
+    training_workers: int = 4                   # the training section: gloo DDP vs p4reduce's hook
+    training_epochs: int = 8
     sections: tuple[str, ...] = SECTIONS
     switch: str = "auto"
     program: str = str(DEFAULT_PROGRAM)   # BMv2 JSON (P4Info beside it) of the aggregation program
@@ -42,7 +47,7 @@ class Grid:
         if any(s < 1 for s in self.sizes):
             problems.append(f"sizes must be positive: {self.sizes}")
         problems += [f"unknown link setting {l!r} (known: {', '.join(LINKS)})"
-                     for l in (*self.links, *self.sparsity_links) if l not in LINKS]
+                     for l in (*self.links, *self.sparsity_links, *self.loss_links) if l not in LINKS]
         problems += [f"unknown system {s!r} (known: {', '.join(SYSTEMS)})"
                      for s in self.systems if s not in SYSTEMS]
         problems += [f"unknown section {s!r} (known: {', '.join(SECTIONS)})"
@@ -57,14 +62,15 @@ class Grid:
 
 
 def full_grid() -> Grid:
-    return Grid(mode="full", workers=(4, 8), sizes=FULL_SIZES, links=tuple(LINKS), systems=SYSTEMS,
-                reps=5, warmup=1, densities=DENSITIES, sparsity_size=1 * MI, sparsity_workers=4,
-                sparsity_links=tuple(LINKS), cell_budget_s=900.0, cell_timeout_s=1800.0)
+    return Grid(mode="full", workers=(4, 8), sizes=FULL_SIZES, links=GRID_LINKS, systems=SYSTEMS,
+                reps=3, warmup=1, densities=DENSITIES, sparsity_size=1 * MI, sparsity_workers=4,
+                sparsity_links=GRID_LINKS, cell_budget_s=900.0, cell_timeout_s=1800.0)
 
 
 def quick_grid() -> Grid:
     """Smallest size, 4 workers, few repetitions: a test of the harness that CI can afford."""
-    return Grid(mode="quick", workers=(4,), sizes=(64 * KI,), links=tuple(LINKS), systems=SYSTEMS,
+    return Grid(mode="quick", workers=(4,), sizes=(64 * KI,), links=GRID_LINKS, systems=SYSTEMS,
                 reps=2, warmup=1, densities=(1.0, 0.25, 0.01), sparsity_size=64 * KI,
                 sparsity_workers=4, sparsity_links=("unshaped",), cell_budget_s=60.0,
-                cell_timeout_s=60.0)
+                cell_timeout_s=60.0, loss_links=("unshaped", "loss-5pct"), loss_size=64 * KI,
+                training_epochs=1)

@@ -14,7 +14,12 @@ QUEUE_LATENCY_MS = 10.0
 
 UNSHAPED = LinkOptions(name="unshaped")
 SHAPED = LinkOptions(name="100mbit-1ms", bw_mbps=100, delay="1ms", queue_ms=QUEUE_LATENCY_MS, delay_optional=True)
-LINKS = {s.name: s for s in (UNSHAPED, SHAPED)}
+# random loss on every host-switch link, each direction (netem, or nftables without it): the loss section
+LOSS_1 = LinkOptions(name="loss-1pct", loss_pct=1.0)
+LOSS_5 = LinkOptions(name="loss-5pct", loss_pct=5.0)
+LINKS = {s.name: s for s in (UNSHAPED, SHAPED, LOSS_1, LOSS_5)}
+GRID_LINKS = (UNSHAPED.name, SHAPED.name)          # the allreduce grid's settings
+LOSS_LINKS = (UNSHAPED.name, LOSS_1.name, LOSS_5.name)
 
 
 def parse_link(name: str) -> LinkOptions:

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from p4reduce.bench.aggregate import speedup
-from p4reduce.bench.report import human_bytes, human_size, human_time
+from p4reduce.bench.report import (
+    LOSS_HEADERS,
+    TRAINING_HEADERS,
+    human_bytes,
+    human_size,
+    human_time,
+    loss_rows,
+    time_ratio,
+    training_rows,
+)
 
 
 def _table(headers: Sequence[str], rows: list[Sequence]) -> list[str]:
@@ -38,14 +47,23 @@ def render(doc: dict) -> str:
         for c in ar["cells"]:
             if "time_s" not in c:
                 continue
-            ref = gloo.get((c["workers"], c["link"], c["size"]))
-            sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ref else None
+            ratio = time_ratio(c, gloo.get((c["workers"], c["link"], c["size"])))
             rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
                          human_time(c["time_s"]["median"]),
                          human_bytes(c["wire_tx_bytes_per_worker"]["mean"]),
-                         f"{c['tx_over_tensor']:.2f}", f"{sp:.2f}x" if sp else "-", _status(c)])
+                         f"{c['tx_over_tensor']:.2f}", f"{ratio:.2f}x" if ratio else "-",
+                         human_time(c["link_bound_s"]) if "link_bound_s" in c else "-",
+                         f"{c['time_over_link_bound']:.2f}x" if "time_over_link_bound" in c else "-",
+                         f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
+                         _status(c)])
+        lines += ["Per cell: time per allreduce (slowest worker, median), bytes sent per worker per "
+                  "allreduce (interface counters), time over gloo's ring on the same links (below 1x: "
+                  "faster than the ring), and on shaped links the link-rate bound (bytes that must "
+                  "cross the busiest link / link rate, bench/bounds.py) and the time over it; for p4reduce the "
+                  "packets it retransmitted (all spurious on loss-free links).", ""]
         lines += _table(["system", "workers", "link", "elements", "time/allreduce", "sent/worker",
-                         "sent/tensor", "vs gloo", "result"], rows) + [""]
+                         "sent/tensor", "time/gloo", "link bound", "time/bound", "retransmitted",
+                         "result"], rows) + [""]
     sp_cells = [c for c in sections.get("sparsity", {}).get("cells", []) if "time_s" in c]
     if sp_cells:
         dense = {c["link"]: c for c in sp_cells if c["density"] == 1.0}
@@ -62,6 +80,18 @@ def render(doc: dict) -> str:
                   f"{human_size(sp_cells[0]['size'])} elements):", ""]
         lines += _table(["link", "density", "time", "sent/worker", "time speed-up",
                          "bytes reduction", "ideal", "result"], rows) + [""]
+    loss = [c for c in sections.get("loss", {}).get("cells", [])]
+    if loss:
+        lines += [f"p4reduce dense under random loss on every link, each direction ({loss[0]['workers']} "
+                  f"workers; 'retransmitted': retransmissions / packets sent, whole run):", ""]
+        lines += _table(LOSS_HEADERS, loss_rows(loss)) + [""]
+    train = sections.get("training", {}).get("cells", [])
+    if train:
+        lines += [f"Training a {train[0].get('parameters', 0):,}-parameter MLP on digits, {train[0].get('workers')} "
+                  "workers, unshaped links: torch DDP with gloo's allreduce vs DDP with p4reduce's comm hook "
+                  "(fixed point through the switch); per iteration, slowest worker's medians; compute measured "
+                  "with gradient averaging off:", ""]
+        lines += _table(TRAINING_HEADERS, training_rows(train)) + [""]
     rate_rows = []
     for part in sections.get("switch-rate", {}).values():
         if isinstance(part, dict):

@@ -40,7 +40,7 @@ def parse_args(argv=None):
 
 
 def connect(args):
-    """(allreduce(array) -> array, barrier(), close(), lanes) from the worker package's Agent.
+    """(the worker package's Agent, barrier()).
 
     The barrier is a one-element allreduce through the switch: it returns once every worker has
     contributed, which is all the measurement loop needs.
@@ -56,28 +56,34 @@ def connect(args):
     def barrier():
         agent.allreduce(token)
 
-    return agent.allreduce, barrier, agent.close, int(agent.params.lanes)
+    return agent, barrier
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        allreduce_fn, barrier, close, block = connect(args)
+        agent, barrier = connect(args)
     except Exception as exc:
         sys.stderr.write(f"p4reduce worker rank {args.rank}: cannot join job {args.job!r} "
                          f"at {args.controller}: {exc}\n")
         return 1
+    block = int(agent.params.lanes)
     data = tensors.make_tensor(args.rank, args.size, density=args.density, block=block, dtype=np.int32)
     expected = tensors.expected_sum(args.world, args.size, density=args.density, block=block,
                                     dtype=np.int32)
     try:
         record = hostside.measure(
             system="p4reduce", rank=args.rank, world=args.world, iface=args.iface, size=args.size,
-            reps=args.reps, warmup=args.warmup, allreduce=lambda: allreduce_fn(data),
+            reps=args.reps, warmup=args.warmup, allreduce=lambda: agent.allreduce(data),
             barrier=barrier, expected=expected,
             extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job})
+        stats = agent.reducer.stats   # the whole run's (warm-up and barriers included)
+        record.update(packets_sent=stats.packets_sent, retransmissions=stats.retransmissions,
+                      window=agent.reducer.window.limit(agent.params.slot_count),
+                      window_decreases=agent.reducer.window.decreases,
+                      rto_ms=round(agent.reducer.rto_estimator.rto * 1e3, 2))
     finally:
-        close()
+        agent.close()
     hostside.emit(record)
     return 0
 

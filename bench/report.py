@@ -54,15 +54,26 @@ def allreduce_table(cells: list[dict]) -> str:
     for c in cells:
         ok = "time_s" in c  # measured (a wrong result still shows its time, flagged in status)
         ref = gloo.get((c["workers"], c["link"], c["size"]))
-        sp = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ok and ref else None
+        ratio = time_ratio(c, ref) if ok else None
         rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
                      human_time(c["time_s"]["median"]) if ok else "-",
                      human_bytes(c["wire_tx_bytes_per_worker"]["mean"]) if ok else "-",
                      human_bytes(c["wire_rx_bytes_per_worker"]["mean"]) if ok else "-",
                      f"{c['tx_over_tensor']:.2f}" if ok else "-",
-                     f"{sp:.2f}x" if sp else "-", _status(c)])
+                     f"{ratio:.2f}x" if ratio else "-",
+                     human_time(c["link_bound_s"]) if "link_bound_s" in c else "-",
+                     f"{c['time_over_link_bound']:.2f}x" if "time_over_link_bound" in c else "-",
+                     _status(c)])
     return format_table(["system", "N", "link", "elems", "time/allreduce", "tx/worker", "rx/worker",
-                         "tx/tensor", "vs gloo", "status"], rows)
+                         "tx/tensor", "time/gloo", "link bound", "time/bound", "status"], rows)
+
+
+def time_ratio(cell: dict, gloo_cell: dict | None) -> float | None:
+    """The cell's time over gloo's ring on the same workers, link and size (lower is faster)."""
+    if not gloo_cell or "time_s" not in cell:
+        return None
+    base = gloo_cell["time_s"]["median"]
+    return cell["time_s"]["median"] / base if base else None
 
 
 def sparsity_table(cells: list[dict]) -> str:
@@ -79,6 +90,38 @@ def sparsity_table(cells: list[dict]) -> str:
                      f"{sp:.2f}x" if sp else "-", f"{1 / c['density']:.0f}x", _status(c)])
     return format_table(["link", "density", "elems", "time", "tx/worker", "speed-up", "ideal",
                          "status"], rows)
+
+
+def loss_rows(cells: list[dict]) -> list[list[str]]:
+    """p4reduce under loss: time, against the loss-free cell (the first link), retransmissions."""
+    base = next((c for c in cells if c["link"] == "unshaped" and "time_s" in c), None)
+    rows = []
+    for c in cells:
+        ok = "time_s" in c
+        ratio = c["time_s"]["median"] / base["time_s"]["median"] if ok and base else None
+        rows.append([c["link"], human_size(c["size"]), human_time(c["time_s"]["median"]) if ok else "-",
+                     f"{ratio:.2f}x" if ratio else "-",
+                     f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
+                     _status(c)])
+    return rows
+
+
+def training_rows(cells: list[dict]) -> list[list[str]]:
+    """Training through the switch next to gloo DDP: time per iteration split, accuracy, bytes."""
+    rows = []
+    for c in cells:
+        if c.get("status") != "ok":
+            rows.append([c["system"], "-", "-", "-", "-", "-", "-", "-", _status(c)])
+            continue
+        rows.append([c["system"], f"{c['parameters']:,}", f"{c['iterations']}",
+                     human_time(c["iteration_s"]), human_time(c["compute_s"]), human_time(c["communication_s"]),
+                     f"{c['accuracy'] * 100:.2f} %", human_bytes(c["wire_tx_bytes_per_iteration"]), "ok"])
+    return rows
+
+
+TRAINING_HEADERS = ["system", "parameters", "iterations", "time/iteration", "compute", "communication",
+                    "test accuracy", "sent/worker/iteration", "result"]
+LOSS_HEADERS = ["link", "elements", "time/allreduce", "vs loss-free", "retransmitted", "result"]
 
 
 def _cell_text(value) -> str:
@@ -130,6 +173,10 @@ def render(doc: dict) -> str:
             out.append(allreduce_table(result["cells"]))
         elif section == "sparsity" and "cells" in result:
             out.append(sparsity_table(result["cells"]))
+        elif section == "training" and "cells" in result:
+            out.append(format_table(TRAINING_HEADERS, training_rows(result["cells"])))
+        elif section == "loss" and "cells" in result:
+            out.append(format_table(LOSS_HEADERS, loss_rows(result["cells"])))
         elif section == "switch-rate":
             for part, sub in result.items():
                 if isinstance(sub, dict):

@@ -6,7 +6,7 @@ import sys
 import time
 
 from p4reduce.bench import cells as cellmod
-from p4reduce.bench import extra_sections
+from p4reduce.bench import extra_sections, training
 from p4reduce.bench.grid import Grid
 from p4reduce.bench.links import LINKS
 from p4reduce.bench.machine import machine_info
@@ -14,6 +14,7 @@ from p4reduce.bench.systems import SYSTEMS
 from p4reduce.bench.topology import BenchNet
 
 SCHEMA = "p4reduce-bench/1"
+MININET_SECTIONS = ("allreduce", "sparsity", "loss", "training")
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -48,6 +49,10 @@ def _network_plan(grid: Grid) -> list[tuple]:
         plan += [(w, l) for w in grid.workers for l in grid.links]
     if "sparsity" in grid.sections:
         plan += [(grid.sparsity_workers, l) for l in grid.sparsity_links]
+    if "loss" in grid.sections:
+        plan += [(grid.loss_workers, l) for l in grid.loss_links]
+    if "training" in grid.sections:
+        plan += [(grid.training_workers, "unshaped")]
     return list(dict.fromkeys(plan))
 
 
@@ -60,11 +65,12 @@ def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> N
             system = SYSTEMS[name]
             reason = system.unavailable_reason(bn)
             if reason:
-                out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason, "allreduce", 1.0, tick)
+                out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason, "allreduce",
+                                                       system.density, tick)
                 continue
             out["allreduce"]["cells"] += cellmod.run_sizes(
                 bn, system, grid.sizes, reps=grid.reps, warmup=grid.warmup,
-                budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, tick=tick)
+                budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, density=system.density, tick=tick)
     if "sparsity" in out and workers == grid.sparsity_workers and link in grid.sparsity_links:
         out["sparsity"]["networks"].append(bn.describe())
         p4reduce = SYSTEMS["p4reduce"]
@@ -79,6 +85,24 @@ def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> N
                                     density=density, section="sparsity")
             out["sparsity"]["cells"].append(cell)
             tick(cell)
+    if "training" in out and workers == grid.training_workers and link == "unshaped":
+        out["training"]["networks"].append(bn.describe())
+        for cell in training.run(bn, grid.training_epochs, grid.cell_timeout_s):
+            cell.update(section="training", workers=workers, link=link, size=cell.get("parameters", 0),
+                        density=1.0)
+            out["training"]["cells"].append(cell)
+            tick(cell)
+    if "loss" in out and workers == grid.loss_workers and link in grid.loss_links:
+        out["loss"]["networks"].append(bn.describe())
+        p4reduce = SYSTEMS["p4reduce"]
+        reason = p4reduce.unavailable_reason(bn)
+        if reason:
+            out["loss"]["cells"] += _skip_all(p4reduce, bn, [grid.loss_size], reason, "loss", 1.0, tick)
+        else:
+            cell = cellmod.run_cell(bn, p4reduce, size=grid.loss_size, reps=grid.reps, warmup=grid.warmup,
+                                    timeout=grid.cell_timeout_s, section="loss")
+            out["loss"]["cells"].append(cell)
+            tick(cell)
 
 
 def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
@@ -87,12 +111,16 @@ def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
     One network per (workers, link) pair serves both sections, so each pair starts the P4
     switch and the controller once.
     """
-    out = {s: {"cells": [], "networks": []} for s in ("allreduce", "sparsity") if s in grid.sections}
+    out = {s: {"cells": [], "networks": []} for s in MININET_SECTIONS if s in grid.sections}
     total = 0
     if "allreduce" in out:
         total += len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
     if "sparsity" in out:
         total += len(grid.sparsity_links) * len(grid.densities)
+    if "loss" in out:
+        total += len(grid.loss_links)
+    if "training" in out:
+        total += len(training.SYSTEMS_TRAINED)
     try:
         with _progress(total, "benchmarks", progress) as bar:
             tick = _tick(bar)
@@ -120,7 +148,6 @@ def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
     return out
 
 
-MININET_SECTIONS = ("allreduce", "sparsity")
 
 
 def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:

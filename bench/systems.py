@@ -21,6 +21,7 @@ def next_port() -> int:
 class System:
     name = ""
     description = ""
+    density = 1.0          # non-zero block density of its tensors in the allreduce grid
 
     def unavailable_reason(self, bn: BenchNet) -> str | None:
         return None
@@ -88,4 +89,11 @@ class P4Reduce(System):
                 for r, h in enumerate(bn.workers)]
 
 
-SYSTEMS = {s.name: s for s in (P4Reduce(), Gloo(), ParamServer())}
+class P4ReduceSparse(P4Reduce):
+    """p4reduce in sparse mode (OmniReduce), in the allreduce grid at a fixed block density."""
+    name = "p4reduce-sparse"
+    description = "p4reduce sparse mode: zero blocks skipped"
+    density = 0.1
+
+
+SYSTEMS = {s.name: s for s in (P4Reduce(), P4ReduceSparse(), Gloo(), ParamServer())}

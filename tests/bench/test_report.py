@@ -38,6 +38,17 @@ def doc():
                 cell("p4reduce", 0.1, 8000, density=0.01, section="sparsity")]},
             "switch-rate": {"veth": {"status": "ok", "rows": [{"case": "p4sim-switch veth", "pps": 9000.0}],
                                      "ratio_p4sim_over_simple_switch_grpc": 3.2}},
+            "loss": {"status": "ok", "networks": [net], "cells": [
+                {**cell("p4reduce", 0.5, 400000, section="loss"), "retransmitted_fraction": 0.001},
+                {**cell("p4reduce", 0.6, 410000, section="loss"), "link": "loss-1pct",
+                 "retransmitted_fraction": 0.021}]},
+            "training": {"status": "ok", "networks": [net], "cells": [
+                {"section": "training", "link": "unshaped", "size": 1126410, "density": 1.0,
+                 "system": "gloo", "status": "ok", "workers": 4, "parameters": 1126410, "iterations": 80,
+                 "iteration_s": 0.05, "compute_s": 0.01, "communication_s": 0.04, "accuracy": 0.97,
+                 "wire_tx_bytes_per_iteration": 7e6},
+                {"section": "training", "link": "unshaped", "size": 0, "density": 1.0, "workers": 4,
+                 "system": "p4reduce", "status": "failed", "error": "switch gone"}]},
             "encode": {"status": "skipped", "error": "bench/worker_encode.py not present"},
         },
     }
@@ -46,7 +57,7 @@ def doc():
 def test_text_report_shows_speedups_statuses_and_reasons(doc):
     text = report.render(doc)
     p4_line = next(l for l in text.splitlines() if l.startswith("p4reduce") and "64K" in l)
-    assert "100.0 ms" in p4_line and "2.00x" in p4_line  # gloo 0.2 s / p4reduce 0.1 s
+    assert "100.0 ms" in p4_line and "0.50x" in p4_line  # p4reduce 0.1 s / gloo 0.2 s
     assert "wrong-result" in next(l for l in text.splitlines() if l.startswith("ps-tcp"))
     sparse = next(l for l in text.splitlines() if l.lstrip().startswith("unshaped") and "1%" in l)
     assert "10.00x" in sparse and "100x" in sparse
@@ -57,7 +68,10 @@ def test_text_report_shows_speedups_statuses_and_reasons(doc):
 def test_markdown_summary_quotes_command_machine_and_tables(doc):
     md = markdown.render(doc)
     assert "`python -m p4reduce.bench --quick`" in md and "Test CPU (2 cores)" in md
-    assert "| p4reduce | 4 | unshaped | 256K | 400.0 ms |" in md
+    assert "| p4reduce | 4 | unshaped | 256K | 400.0 ms | 1.56 MB | 1.49 | 0.50x | - | - | - | ok |" in md
+    assert "| loss-1pct | 64K | 600.0 ms | 1.20x | 2.10% | ok |" in md        # against the loss-free cell
+    assert "| gloo | 1,126,410 | 80 | 50.0 ms | 10.0 ms | 40.0 ms | 97.00 % |" in md
+    assert "| p4reduce | - | - | - | - | - | - | - | failed: switch gone |" in md
     assert "| unshaped | 1% | 100.0 ms | 8.00 kB | 10.0x | 50.0x | 100x | ok |" in md
     assert "p4sim-switch / simple_switch_grpc on veth: 3.20" in md
 
@@ -82,7 +96,9 @@ def test_save_load_and_exit_status(doc, tmp_path):
     assert sorted(p.name for p in latest.iterdir()) == ["quick-sparsity.png", "quick.json", "quick.md"]
     assert results.exit_status(doc) == 1  # the wrong ps-tcp result
     assert any("ps-tcp" in p and "wrong-result" in p for p in results.problems(doc))
+    assert any("training p4reduce" in p and "switch gone" in p for p in results.problems(doc))
     doc["sections"]["allreduce"]["cells"][2]["status"] = "ok"
+    doc["sections"]["training"]["cells"][1]["status"] = "skipped"
     assert results.exit_status(doc) == 0  # skips are not failures
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"x": 1}))

@@ -37,7 +37,10 @@ def test_grids_are_valid_and_quick_is_small():
     full, quick = grid.full_grid(), grid.quick_grid()
     full.validate()
     quick.validate()
-    assert full.workers == (4, 8) and full.sizes[0] == 64 * 1024 and full.sizes[-1] == 16 * 1024 * 1024
+    assert full.workers == (4, 8) and full.sizes == (1 << 20, 4 << 20, 16 << 20)
+    assert set(full.systems) == {"p4reduce", "p4reduce-sparse", "gloo", "ps-tcp"}
+    assert full.links == ("unshaped", "100mbit-1ms") and full.loss_links == ("unshaped", "loss-1pct", "loss-5pct")
+    assert {"allreduce", "sparsity", "loss", "training"} <= set(full.sections)
     assert full.densities == (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
     assert quick.workers == (4,) and quick.sizes == (64 * 1024,) and quick.reps <= 3
 

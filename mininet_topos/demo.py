@@ -6,6 +6,7 @@ worker host, each a job of its own: a dense allreduce of gradient-sized tensors,
 progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
 checks every sum against numpy, and stops everything.
 """
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def summarize(phase: Phase, runs, seconds: float) -> list[str]:
+def summarize(phase: Phase, runs, seconds: float, ring: list[dict] | str | None = None) -> list[str]:
     results = [r.result for r in runs]
     lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
     r0 = results[0]
@@ -91,9 +92,11 @@ def summarize(phase: Phase, runs, seconds: float) -> list[str]:
                      f"({sum(r.get('retransmissions', 0) for r in results)} retransmissions in all)")
         if phase.kind == "sparse":
             lines.append(f"   saved vs dense streaming ({human_bytes(dense)}): {100 * (1 - sent / dense):.1f}%")
-        lines.append(f"   saved vs ring allreduce ({human_bytes(ring)} of payload alone): "
-                     f"{100 * (1 - sent / ring):.1f}%")
+            lines.append(f"   saved vs a ring allreduce's payload alone ({human_bytes(ring)}): "
+                         f"{100 * (1 - sent / ring):.1f}%")
         lines.append(f"   goodput {human_bytes(payload / max(seconds, 1e-9))}/s per worker")
+        if ring is not None:
+            lines += ring_comparison(results, ring)
     else:
         lines.append(f"   model {r0['model']}, {r0['epochs']} epochs on {r0['samples']:,} samples per worker "
                      f"({r0['parameters']:,} parameters, gradients allreduced through the switch)")
@@ -101,6 +104,49 @@ def summarize(phase: Phase, runs, seconds: float) -> list[str]:
                      f"{100 * r0['reference_accuracy']:.1f}%); replicas identical: "
                      f"{'yes' if len({r['weights_digest'] for r in results}) == 1 else 'NO'}")
         lines.append(f"   gradient bytes sent {human_bytes(sum(r['bytes_sent'] for r in results))}")
+    return lines
+
+
+def ring_command(session, rank: int, master: str, host, args) -> list[str]:
+    """gloo's ring allreduce of tensors of the same size on the same hosts (bench's baseline)."""
+    return [sys.executable, "-m", "p4reduce.bench.baselines.gloo_allreduce", "--rank", str(rank),
+            "--world", str(len(session.network.hosts)), "--master", master, "--iface", host.defaultIntf().name,
+            "--size", str(args.elements), "--reps", str(args.tensors), "--warmup", "1",
+            "--timeout", str(args.timeout)]
+
+
+def run_ring(session, args) -> list[dict] | str:
+    """Each host's gloo record (time per allreduce, interface counters), or why there is none."""
+    hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
+    rank = {h.name: r for r, h in enumerate(hosts)}
+    master = f"{hosts[0].IP()}:29400"
+    runs = follow(start_on_hosts(hosts, lambda h: ring_command(session, rank[h.name], master, h, args)),
+                  timeout=args.timeout)
+    records = [next((e for e in r.events if e.get("system") == "gloo"), None) for r in runs]
+    if not all(records):
+        tail = next((r.text.strip().splitlines()[-1] for r in runs if r.text.strip()), "no output")
+        return f"not measured: {tail}"
+    return records
+
+
+def ring_comparison(results: list[dict], ring: list[dict] | str) -> list[str]:
+    """p4reduce's dense job against the ring on the same hosts: bytes and time, per worker."""
+    n, tensors = len(results), results[0]["tensors"]
+    mine_bytes = sum(r["bytes_sent"] for r in results) / n / tensors
+    mine_time = statistics.median(max(ts) for ts in zip(*(r["allreduce_s"] for r in results)))
+    lines = [f"   p4reduce, per worker and tensor: sent {human_bytes(mine_bytes)} (frames, headers and "
+             f"retransmissions included), {1e3 * mine_time:.1f} ms per allreduce (slowest worker, median)"]
+    if isinstance(ring, str):
+        return lines + [f"   ring allreduce (gloo) on the same hosts: {ring}"]
+    ring_bytes = sum(r["counters"]["tx_bytes"] / r["reps"] for r in ring) / n
+    ring_time = statistics.median(max(ts) for ts in zip(*(r["times_s"] for r in ring)))
+    saved = 1 - mine_bytes / ring_bytes
+    lines.append(f"   ring allreduce (gloo) on the same hosts and switch, per worker and tensor: sent "
+                 f"{human_bytes(ring_bytes)} (interface counters: TCP headers and ACKs included), "
+                 f"{1e3 * ring_time:.1f} ms per allreduce")
+    lines.append(f"   p4reduce against the ring, per worker: {100 * abs(saved):.1f}% "
+                 f"{'fewer' if saved >= 0 else 'more'} bytes sent, {mine_time / ring_time:.2f}x the ring's time "
+                 f"({'faster' if mine_time < ring_time else 'slower'})")
     return lines
 
 
@@ -147,7 +193,8 @@ def main(args) -> int:
             progress.close()
             seconds = time.monotonic() - t0
             if phase_ok(phase, runs):
-                report += summarize(phase, runs, seconds)
+                ring = run_ring(session, args) if phase.kind == "dense" else None
+                report += summarize(phase, runs, seconds, ring)
             else:
                 failures.append(phase.kind)
                 report.append(f"== {phase.kind}: FAILED")
@@ -168,7 +215,7 @@ def add_arguments(parser):
     parser.add_argument("--density", type=float, default=0.05,
                         help="fraction of non-zero packet-sized blocks per worker in the sparse phase "
                              "(default %(default)s)")
-    parser.add_argument("--slots", type=int, default=8,
+    parser.add_argument("--slots", type=int, default=64,
                         help="switch slots per job, i.e. packets each worker keeps in flight (default %(default)s)")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=300.0,

@@ -50,9 +50,12 @@ def dense_bytes(elements: int, tensors: int, lanes: int) -> int:
 def run_allreduce(agent, args, density: float):
     n, rank, lanes = agent.n_workers, agent.rank, agent.params.lanes
     exact = True
+    times = []
     for i in range(args.tensors):
         mine = demo_tensor(args.seed, rank, i, args.elements, density, lanes)
+        t0 = time.perf_counter()
         got = agent.allreduce(mine)
+        times.append(time.perf_counter() - t0)
         want = np.sum([demo_tensor(args.seed, r, i, args.elements, density, lanes).astype(np.int64)
                        for r in range(n)], axis=0)
         ok = bool(np.array_equal(got.astype(np.int64), want))
@@ -62,7 +65,7 @@ def run_allreduce(agent, args, density: float):
     return {"tensors": args.tensors, "elements": args.elements, "exact": exact,
             "bytes_sent": agent.reducer.bytes_sent, "bytes_dense": dense_bytes(args.elements, args.tensors, lanes),
             "packets_sent": stats.packets_sent, "retransmissions": stats.retransmissions,
-            "lanes": lanes, "subblock": agent.params.subblock}
+            "lanes": lanes, "subblock": agent.params.subblock, "allreduce_s": times}
 
 
 def run_training(agent, args):

@@ -137,7 +137,7 @@ def test_make_build_builds_the_layout_asked_for_and_rebuilds_when_it_changes(tmp
     default = make_build(tmp_path, "SLOTS=64")                           # changed settings rebuild
     assert default.returncode == 0, default.stdout + default.stderr
     assert "-DSLOTS=64 " in default.stdout and "256 lanes per packet (16 sub-blocks of 16), 64 slots" in default.stdout
-    assert built_layout(tmp_path) == (4, 8)
+    assert built_layout(tmp_path) == (16, 16)
 
 
 @pytest.mark.parametrize("setting,message", [

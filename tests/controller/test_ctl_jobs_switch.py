@@ -355,12 +355,12 @@ def test_switch_restart_is_recovered(controller_factory, p4rt_server):
         insp = reader(addr)
         [j] = insp.jobs()
         assert j["name"] == "phoenix" and len(j["members"]) == 2
-        a, b = np.ones(32, dtype=np.int64), np.full(32, 4, dtype=np.int64)
+        a, b = np.ones(constants.LANES, dtype=np.int64), np.full(constants.LANES, 4, dtype=np.int64)
         engine = reborn.device.engine
         engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a))
         out = engine.process(2, contribution(job, 1, "10.0.0.2", "00:00:00:00:00:02", 40001, b))
         assert sorted(p for p, _ in out) == [1, 2]
-        assert list(wire.decode(frames.parse_udp_frame(out[0][1]).payload)[1]) == [5] * 32
+        assert list(wire.decode(frames.parse_udp_frame(out[0][1]).payload)[1]) == [5] * constants.LANES
         assert client.heartbeat("phoenix", 0)["state"] == "running"
     finally:
         ctl.stop()

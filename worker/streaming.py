@@ -205,24 +205,31 @@ class UdpReducer(Reducer):
         win.start()
         self._open_ready(win, timers, time.monotonic())
         describe = self.job.describe()
-        poll = self._poll.poll
+        poll, monotonic, stats, window, S = self._poll.poll, time.monotonic, self.stats, self.window, win.S
+        first_sent = timers.first_sent
+        # a lower bound of the first timer's expiry: opening and answering rounds only delay the
+        # first expiry, so the timers are scanned only once it has passed
+        deadline = timers.next_expiry(win.open)
         while win.active:
-            wait = timers.next_expiry(win.open) - time.monotonic()
-            if wait > 0:
-                poll(wait * 1000.0)
+            now = monotonic()
+            if now >= deadline:
+                self._retransmit_expired(win, timers, now)
+                self._open_ready(win, timers, now)
+                deadline = timers.next_expiry(win.open)
+                continue
+            poll((deadline - now) * 1000.0)
             count = self._receive(win)
-            if count:
-                now = time.monotonic()
-                answers = win.take_results(count, describe)
-                for answer in answers:
-                    s = answer.slot
-                    if timers.answered(s, now):
-                        self.stats.rtt_samples += 1
-                    self.window.answered(timers.first_sent[s], win.S)
-                self.stats.results += len(answers)
-                self.stats.ignored += count - len(answers)
-            now = time.monotonic()
-            self._retransmit_expired(win, timers, now)
+            if not count:
+                continue
+            now = monotonic()
+            answers = win.take_results(count, describe)
+            for answer in answers:
+                s = answer.slot
+                if timers.answered(s, now):
+                    stats.rtt_samples += 1
+                window.answered(first_sent[s], S)
+            stats.results += len(answers)
+            stats.ignored += count - len(answers)
             self._open_ready(win, timers, now)
         return win.sums, win.exps
 

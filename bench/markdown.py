@@ -20,7 +20,7 @@ from p4reduce.bench.report import (
 )
 
 
-def _table(headers: Sequence[str], rows: list[Sequence]) -> list[str]:
+def _table(headers: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return out

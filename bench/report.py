@@ -32,7 +32,7 @@ def human_time(s) -> str:
     return f"{s * 1e6:.0f} us"
 
 
-def format_table(headers: Sequence[str], rows: list[Sequence[str]]) -> str:
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
               for i, h in enumerate(headers)]
     def line(cells):

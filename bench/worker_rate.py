@@ -29,9 +29,10 @@ from p4reduce.protocol import wire
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 
-_MSG_TYPE = wire.HEADER_DTYPE.fields["msg_type"][1]
-_COUNT = wire.HEADER_DTYPE.fields["count"][1]
-_NEXT = wire.HEADER_DTYPE.fields["next_offset"][1]
+_FIELDS = wire.HEADER_DTYPE.fields or {}
+_MSG_TYPE = _FIELDS["msg_type"][1]          # byte offsets of the fields the reflector rewrites
+_COUNT = _FIELDS["count"][1]
+_NEXT = _FIELDS["next_offset"][1]
 
 
 def reflect(sock: socket.socket) -> None:

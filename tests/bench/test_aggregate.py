@@ -80,3 +80,11 @@ def test_cells_on_shaped_links_get_the_bound_and_the_ratio():
     unshaped = {"workers": 4, "time_s": {"median": 0.9}}
     add_link_bound(unshaped, "gloo", None, 1 << 20, 1.0, lanes=None)
     assert "link_bound_s" not in unshaped
+
+
+def test_p4reduce_records_give_the_retransmitted_fraction():
+    records = [{**rec(0, [1.0], 100, 100), "packets_sent": 1000, "retransmissions": 4},
+               {**rec(1, [1.0], 100, 100), "packets_sent": 1000, "retransmissions": 6}]
+    cell = aggregate.aggregate_cell(records, tensor_bytes=100)
+    assert cell["retransmitted_fraction"] == 0.005 and cell["retransmissions_per_worker"] == 5
+    assert "retransmitted_fraction" not in aggregate.aggregate_cell([rec(0, [1.0], 1, 1)], tensor_bytes=1)

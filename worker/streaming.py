@@ -223,11 +223,18 @@ class UdpReducer(Reducer):
                 continue
             now = monotonic()
             answers = win.take_results(count, describe)
-            for answer in answers:
-                s = answer.slot
-                if timers.answered(s, now):
-                    stats.rtt_samples += 1
-                window.answered(first_sent[s], S)
+            if answers:
+                # one RTT sample per batch (the first round sent once: Karn), one window update
+                newest = 0.0
+                sampled = False
+                for answer in answers:
+                    s = answer.slot
+                    if not sampled and timers.answered(s, now):
+                        stats.rtt_samples += 1
+                        sampled = True
+                    if first_sent[s] > newest:
+                        newest = first_sent[s]
+                window.answered(newest, S, len(answers))
             stats.results += len(answers)
             stats.ignored += count - len(answers)
             self._open_ready(win, timers, now)
@@ -239,9 +246,10 @@ class UdpReducer(Reducer):
         if not rounds:
             return
         win.open_rounds(rounds)
+        frame, opened, send = win.frame, timers.opened, self._send
         for s, _b, _e in rounds:
-            self._send(win.frame(s))
-            timers.opened(s, now)
+            send(frame(s))
+            opened(s, now)
 
     def _retransmit_expired(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
         """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too

@@ -47,15 +47,18 @@ class CongestionWindow:
         cap = slots if self.maximum is None else min(slots, self.maximum)
         return max(self.minimum, min(cap, int(self.cwnd)))
 
-    def answered(self, sent_at: float, slots: int) -> None:
-        """A round sent at `sent_at` (its first transmission) got its result."""
+    def answered(self, sent_at: float, slots: int, rounds: int = 1) -> None:
+        """`rounds` rounds got their results, the newest of them first sent at `sent_at`."""
         if sent_at > self._newest_answered:
             self._newest_answered = sent_at
         cap = slots if self.maximum is None else min(slots, self.maximum)
         if self.cwnd >= cap:
             self.cwnd = float(cap)
             return
-        self.cwnd += 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
+        if self.cwnd < self.ssthresh:
+            self.cwnd = min(self.cwnd + rounds, max(self.ssthresh, self.cwnd), float(cap))
+        else:
+            self.cwnd = min(self.cwnd + rounds / self.cwnd, float(cap))
 
     def timed_out(self, sent_at: float, now: float) -> bool:
         """The round last sent at `sent_at` got no result in time. Returns True when this is taken

@@ -35,12 +35,12 @@ def main():
     deadline = time.monotonic() + cfg["seconds"]
     while time.monotonic() < deadline and not os.path.exists(cfg.get("stop_file", "/nonexistent")):
         victim = rng.choice(cfg["victims"])
-        # Aim at rounds that really happen: block b runs on slot b mod S at offset 32*b.
+        # Aim at rounds that really happen: block b runs on slot b mod S at offset LANES*b.
         slots = cfg.get("slots", 64)
         slot = rng.randrange(0, slots)
-        # Half the time the first round of a stream (offset 32*slot), which every tensor starts with.
+        # Half the time the first round of a stream (offset LANES*slot), which every tensor starts with.
         rounds = max(1, cfg.get("blocks", 64) // slots)
-        offset = 32 * (slot + slots * (0 if rng.random() < 0.5 else rng.randrange(0, rounds)))
+        offset = C.LANES * (slot + slots * (0 if rng.random() < 0.5 else rng.randrange(0, rounds)))
         ver = rng.randrange(2)
         frames = [
             # garbage payloads of every length, honest source

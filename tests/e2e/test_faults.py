@@ -10,6 +10,7 @@ import time
 import pytest
 
 from p4reduce.mininet_topos.hostproc import follow, read_available
+from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 from .workers import assert_exact, by_index, run_job
@@ -35,15 +36,19 @@ GARBAGE_AND_SPOOFED_CONTRIBUTIONS = [0, 1, 2, 4, 5, 6, 7]   # frame kinds of hos
 FORGED_RESULTS = [3]
 
 
+ATTACKED_ELEMENTS = 131072
+
+
 def run_attacked_job(session, tmp_path, kinds):
     """A dense job on h1..h4 while h5 sends the given kinds of hostile frames for its whole duration."""
     *workers, attacker = by_index(session.network.hosts)
-    runs = run_job(session, workers, "e2e-hostile", "dense", elements=32768, tensors=4, start_only=True)
+    # long enough (a few seconds) for the attacker to start and send throughout
+    runs = run_job(session, workers, "e2e-hostile", "dense", elements=ATTACKED_ELEMENTS, tensors=24, start_only=True)
     job = wait_running(session.api_addr, "e2e-hostile")
     topo = json.loads(session.description_path.read_text())
     assert topo["hosts"][4]["name"] == attacker.name
     cfg = {"intf": attacker.defaultIntf().name, "seconds": 60, "job_id": job["job_id"], "kinds": kinds,
-           "stop_file": str(tmp_path / "stop-attack"), "slots": job["slots"]["count"], "blocks": 32768 // 32,
+           "stop_file": str(tmp_path / "stop-attack"), "slots": job["slots"]["count"], "blocks": ATTACKED_ELEMENTS // C.LANES,
            "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
            "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
            "udp_port": job["switch"]["udp_port"],

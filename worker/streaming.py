@@ -24,7 +24,10 @@ from __future__ import annotations
 import select
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.wire import Layout, with_flags
@@ -169,7 +172,7 @@ class UdpReducer(Reducer):
             self.sock.close()
 
     # ---- one aggregation ------------------------------------------------------------------
-    def aggregate(self, source: BlockSource):
+    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
         """Stream `source` through the switch (worker/streams.py schedules the rounds); this loop
         sends, waits for results and retransmits. Returns (sums, agreed exponents or None)."""
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
@@ -219,7 +222,7 @@ class UdpReducer(Reducer):
             self._send(win.payload[s])
             timers.retransmitted(s, now)
 
-    def _received(self, buf: bytearray):
+    def _received(self, buf: bytearray) -> Iterator[int]:
         """The length of each datagram waiting on the socket, read into `buf` one at a time."""
         while True:
             try:

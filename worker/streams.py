@@ -30,9 +30,9 @@ def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndar
     nb = nonzero.size
     rows = -(-nb // streams)
     big = np.iinfo(np.int64).max
-    grid = np.full(rows * streams, big, np.int64)
-    grid[:nb] = np.where(nonzero, np.arange(nb), big)
-    grid = grid.reshape(rows, streams)
+    flat = np.full(rows * streams, big, np.int64)
+    flat[:nb] = np.where(nonzero, np.arange(nb), big)
+    grid = flat.reshape(rows, streams)
     at_or_after = np.minimum.accumulate(grid[::-1], axis=0)[::-1]  # smallest non-zero b' >= b on the stream
     after = np.full_like(at_or_after, big)
     after[:-1] = at_or_after[1:]

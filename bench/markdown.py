@@ -6,12 +6,13 @@ headline tables (time and bytes per allreduce, sparse speed-ups, switch packet r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from p4reduce.bench.aggregate import speedup
 from p4reduce.bench.report import human_bytes, human_size, human_time
 
 
-def _table(headers: Sequence[str], rows: list[Sequence]) -> list[str]:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return out

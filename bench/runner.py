@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import sys
 import time
+from typing import Any
 
 from p4reduce.bench import cells as cellmod
 from p4reduce.bench import extra_sections
@@ -87,7 +88,8 @@ def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
     One network per (workers, link) pair serves both sections, so each pair starts the P4
     switch and the controller once.
     """
-    out = {s: {"cells": [], "networks": []} for s in ("allreduce", "sparsity") if s in grid.sections}
+    out: dict[str, dict[str, Any]] = {s: {"cells": [], "networks": []} for s in ("allreduce", "sparsity")
+                                      if s in grid.sections}
     total = 0
     if "allreduce" in out:
         total += len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
@@ -127,7 +129,7 @@ def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:
     """Run the grid's sections; return the result document (see docs/benchmarks.md)."""
     grid.validate()
     started = time.time()
-    doc = {
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": " ".join(["python -m p4reduce.bench", *argv]),

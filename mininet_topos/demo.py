@@ -6,11 +6,14 @@ worker host, each a job of its own: a dense allreduce of gradient-sized tensors,
 progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
 checks every sum against numpy, and stops everything.
 """
+import argparse
+import functools
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
+from p4reduce.mininet_topos.hostproc import HostRun, follow, start_on_hosts
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
 
@@ -24,7 +27,7 @@ class Phase:
     units: int         # progress events each worker reports (joined, then one per step)
 
 
-def phases(args) -> list[Phase]:
+def phases(args: argparse.Namespace) -> list[Phase]:
     elems = str(args.elements)
     return [
         Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)],
@@ -36,7 +39,7 @@ def phases(args) -> list[Phase]:
     ]
 
 
-def worker_command(session, phase: Phase, host, timeout: float) -> list[str]:
+def worker_command(session: Session, phase: Phase, host: Any, timeout: float) -> list[str]:
     return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
             "--job", phase.name, "--workers", str(len(session.network.hosts)), "--advertise-ip", host.IP(),
             "--timeout", str(timeout)] + phase.args
@@ -54,13 +57,13 @@ class Progress:
                         file=sys.stderr, disable=quiet, leave=True,
                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
 
-    def __call__(self, run, event):
+    def __call__(self, run: HostRun, event: dict[str, Any]) -> None:
         if event.get("event") == "progress":
             self.bar.update(1)
             if "message" in event:
                 self.bar.set_postfix_str(f"{run.host}: {event['message']}", refresh=True)
 
-    def close(self):
+    def close(self) -> None:
         self.bar.close()
 
 
@@ -72,8 +75,9 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def summarize(phase: Phase, runs, seconds: float) -> list[str]:
-    results = [r.result for r in runs]
+def summarize(phase: Phase, runs: list[HostRun], seconds: float) -> list[str]:
+    """The phase's report; every run has a result (phase_ok)."""
+    results = [r.result or {} for r in runs]
     lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
     r0 = results[0]
     if phase.kind in ("dense", "sparse"):
@@ -104,15 +108,15 @@ def summarize(phase: Phase, runs, seconds: float) -> list[str]:
     return lines
 
 
-def phase_ok(phase: Phase, runs) -> bool:
+def phase_ok(phase: Phase, runs: list[HostRun]) -> bool:
     if any(r.error or not r.result for r in runs):
         return False
     if phase.kind == "train":
-        return len({r.result["weights_digest"] for r in runs}) == 1
-    return all(r.result["exact"] for r in runs)
+        return len({(r.result or {}).get("weights_digest") for r in runs}) == 1
+    return all((r.result or {}).get("exact") for r in runs)
 
 
-def _problem(phase: Phase, run) -> str:
+def _problem(phase: Phase, run: HostRun) -> str:
     """What went wrong on one host, or '' if nothing did."""
     if run.error:
         return run.error
@@ -123,7 +127,7 @@ def _problem(phase: Phase, run) -> str:
     return ""
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     quiet = args.quiet
     started = time.monotonic()
     print(f"demo: starting a {args.topo} topology with {args.workers} workers on the embedded target ...",
@@ -141,8 +145,8 @@ def main(args) -> int:
             session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)
             progress = Progress(phase, args.workers, quiet)
             t0 = time.monotonic()
-            runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),
-                                  lambda h, phase=phase: worker_command(session, phase, h, args.timeout))
+            hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
+            runs = start_on_hosts(hosts, functools.partial(worker_command, session, phase, timeout=args.timeout))
             follow(runs, timeout=args.timeout, on_event=progress)
             progress.close()
             seconds = time.monotonic() - t0
@@ -161,7 +165,7 @@ def main(args) -> int:
     return 0
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--elements", type=int, default=262144,
                         help="int32 elements per tensor (default %(default)s, 1 MiB)")
     parser.add_argument("--tensors", type=int, default=2, help="tensors per worker and phase (default %(default)s)")

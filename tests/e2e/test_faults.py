@@ -38,7 +38,9 @@ FORGED_RESULTS = [3]
 def run_attacked_job(session, tmp_path, kinds):
     """A dense job on h1..h4 while h5 sends the given kinds of hostile frames for its whole duration."""
     *workers, attacker = by_index(session.network.hosts)
-    runs = run_job(session, workers, "e2e-hostile", "dense", elements=32768, tensors=4, start_only=True)
+    # long enough for the attacker to send its frames throughout, even on a fast switch (the
+    # native data plane finishes 4 tensors before scapy has built 100 forged results)
+    runs = run_job(session, workers, "e2e-hostile", "dense", elements=32768, tensors=24, start_only=True)
     job = wait_running(session.api_addr, "e2e-hostile")
     topo = json.loads(session.description_path.read_text())
     assert topo["hosts"][4]["name"] == attacker.name

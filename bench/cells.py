@@ -6,7 +6,7 @@ smaller size of the same system) is skipped and says so.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from p4reduce.bench import aggregate, bounds, counters, hostrun
 from p4reduce.bench.systems import System
@@ -72,7 +72,7 @@ def predicted_seconds(prev_cell: dict | None, size: int, reps: int, warmup: int)
     return per_element * size * (reps + warmup)
 
 
-def run_sizes(bn: BenchNet, system: System, sizes, *, reps: int, warmup: int, budget: float,
+def run_sizes(bn: BenchNet, system: System, sizes: Iterable[int], *, reps: int, warmup: int, budget: float,
               timeout: float, density: float = 1.0, section: str = "allreduce",
               tick: Callable[[dict], None] = lambda cell: None) -> list[dict]:
     """Cells of `system` over increasing `sizes`, skipping those predicted over `budget` s."""

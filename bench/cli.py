@@ -16,7 +16,7 @@ from p4reduce.bench.topology import SWITCH_CHOICES
 DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "results"
 
 
-def _int_list(text: str):
+def _int_list(text: str) -> tuple[int, ...]:
     try:
         values = tuple(_parse_count(v) for v in text.split(",") if v.strip())
     except ValueError as exc:
@@ -37,18 +37,18 @@ def _parse_count(v: str) -> int:
         raise ValueError(f"not a count: {v!r} (use e.g. 65536, 64K, 16M)") from None
 
 
-def _str_list(text: str):
+def _str_list(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
-def _float_list(text: str):
+def _float_list(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(v.rstrip("%")) / (100 if v.endswith("%") else 1) for v in text.split(",") if v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a list of densities: {text!r} (e.g. 1,0.5,10%)") from None
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
     p = argparse.ArgumentParser(
         prog="python -m p4reduce.bench",
         description="p4reduce benchmarks: p4reduce vs gloo and a TCP parameter server in Mininet, "
@@ -105,13 +105,13 @@ def parse_args(argv):
 def _interrupt_on_signals() -> None:
     """SIGTERM (e.g. `kill PID`) and SIGINT, even if inherited as ignored by a background job,
     stop the run like Ctrl-C: networks torn down, processes stopped, the cells so far saved."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, grid = parse_args(argv)
     _interrupt_on_signals()

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from p4reduce.bench import switch_compare
+from p4reduce.bench.grid import Grid
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -69,7 +70,7 @@ def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 
     return doc
 
 
-def run_switch_rate(grid, progress) -> dict:
+def run_switch_rate(grid: Grid, progress: bool) -> dict:
     embedded = run_module("p4reduce.bench.switch_rate", grid.mode == "quick",
                           timeout=300 if grid.mode == "quick" else 3600)
     for row in embedded.get("rows", []):
@@ -80,7 +81,7 @@ def run_switch_rate(grid, progress) -> dict:
     return result
 
 
-def run_encode(grid, progress) -> dict:
+def run_encode(grid: Grid, progress: bool) -> dict:
     return run_module("p4reduce.bench.worker_encode", grid.mode == "quick",
                       timeout=300 if grid.mode == "quick" else 1800)
 

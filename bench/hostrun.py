@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class HostRunError(RuntimeError):
@@ -22,9 +23,9 @@ class HostRunError(RuntimeError):
 
 @dataclass
 class HostJob:
-    host: object           # a mininet Node
+    host: Any              # a mininet Node
     module: str            # e.g. "p4reduce.bench.baselines.gloo_allreduce"
-    args: Sequence[str]
+    args: Sequence[object]    # made strings on the command line
     wait: bool = True      # False: a server: started before the others, collected after them
 
 
@@ -62,7 +63,7 @@ def run_jobs(jobs: list[HostJob], timeout: float, start_delay: float = 0.0) -> l
             proc = job.host.popen(cmd, stdout=out, stderr=err, env=env, cwd=os.getcwd())
             procs.append((i, job, proc, out, err))
         deadline = time.monotonic() + timeout
-        results = [None] * len(jobs)
+        results: list[dict] = [{}] * len(jobs)
         failures = []
         for i, job, proc, out, err in sorted(procs, key=lambda p: not p[1].wait):
             remaining = max(0.1, deadline - time.monotonic())

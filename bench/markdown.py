@@ -6,6 +6,7 @@ headline tables (time and bytes per allreduce, sparse speed-ups, switch packet r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from p4reduce.bench.aggregate import speedup
 from p4reduce.bench.report import (
@@ -20,7 +21,7 @@ from p4reduce.bench.report import (
 )
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return out

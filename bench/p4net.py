@@ -10,9 +10,15 @@ program's L3 forwarding.
 from __future__ import annotations
 
 import pathlib
+from typing import TYPE_CHECKING, Any
 
 from p4reduce.bench import program as progmod
+from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.ports import free_port
+
+if TYPE_CHECKING:
+    from p4reduce.mininet_topos.session import Session
+
 
 REPO = progmod.REPO
 PREFIX = "b"
@@ -24,35 +30,39 @@ SWITCH_LOG_LEVEL = "warn"
 class P4Net:
     """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
 
-    def __init__(self, hosts: int, link, program: pathlib.Path = progmod.DEFAULT):
+    def __init__(self, hosts: int, link: LinkOptions, program: pathlib.Path = progmod.DEFAULT):
         self.nhosts = hosts
         self.link = link
         self.program = pathlib.Path(program)
-        self.session = None
+        self.session: Session | None = None
         self.api_addr: str | None = None
 
-    def start(self):
+    def start(self) -> Any:
+        """Start the network and the controller; returns the Mininet network."""
         from p4reduce.mininet_topos.session import Session  # Mininet: imported once a network is built
         api_port = free_port()
         grpc_port = free_port()
         thrift_port = free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         RUN_DIR.mkdir(parents=True, exist_ok=True)
-        self.session = Session(topo="star", workers=self.nhosts, link=self.link,
-                               program=str(self.program), api_port=api_port, grpc_base=grpc_port,
-                               thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
-                               pcap_dir=None, run_dir=str(RUN_DIR))
+        session = Session(topo="star", workers=self.nhosts, link=self.link,
+                          program=str(self.program), api_port=api_port, grpc_base=grpc_port,
+                          thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
+                          pcap_dir=None, run_dir=str(RUN_DIR))
         # A switch logging every packet (BMv2's and p4sim's default with --log-file: trace) runs
         # several times slower; the benchmark measures the switch, not its logging.
-        for name in self.session.network.topo.switches():
-            self.session.network.topo.nodeInfo(name)["log_level"] = SWITCH_LOG_LEVEL
-        self.api_addr = self.session.api_addr
-        try:
-            self.session.start()
-        except BaseException:
-            self.session = None
-            raise
-        return self.session.network.net
+        for name in session.network.topo.switches():
+            session.network.topo.nodeInfo(name)["log_level"] = SWITCH_LOG_LEVEL
+        self.api_addr = session.api_addr
+        session.start()
+        self.session = session
+        return session.network.net
+
+    def started(self) -> Session:
+        """The running session (start() first)."""
+        if self.session is None:
+            raise RuntimeError("the benchmark network is not started")
+        return self.session
 
     def stop(self) -> None:
         if self.session is not None:
@@ -61,10 +71,10 @@ class P4Net:
 
     @property
     def hosts(self) -> list:
-        return sorted(self.session.network.hosts, key=lambda h: h.params.get("index", 0))
+        return sorted(self.started().network.hosts, key=lambda h: h.params.get("index", 0))
 
     def describe(self) -> str:
-        sw = self.session.network.switches[0]
+        sw = self.started().network.switches[0]
         info = sw.describe()
         return (f"P4 switch {sw.name}: {info.get('target')} running "
                 f"{progmod.display(self.program)}, programmed by the controller")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from p4reduce.bench import hostside, tensors
 from p4reduce.worker.agent import Agent
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m p4reduce.bench.p4reduce_worker", description=__doc__)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--world", type=int, required=True)
@@ -39,7 +40,7 @@ def parse_args(argv=None):
     return args
 
 
-def connect(args):
+def connect(args: argparse.Namespace) -> tuple[Agent, Callable[[], None]]:
     """(the worker package's Agent, barrier()).
 
     The barrier is a one-element allreduce through the switch: it returns once every worker has
@@ -53,13 +54,13 @@ def connect(args):
                            f"expected rank {args.rank} of {args.world}")
     token = np.zeros(1, dtype=np.int32)
 
-    def barrier():
+    def barrier() -> None:
         agent.allreduce(token)
 
     return agent, barrier
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         agent, barrier = connect(args)

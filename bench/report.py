@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from p4reduce.bench.aggregate import speedup
 
@@ -13,7 +14,7 @@ def human_size(n: int) -> str:
     return str(n)
 
 
-def human_bytes(n) -> str:
+def human_bytes(n: float | None) -> str:
     if n is None:
         return "-"
     for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -22,7 +23,7 @@ def human_bytes(n) -> str:
     return f"{n:.0f} B"
 
 
-def human_time(s) -> str:
+def human_time(s: float | None) -> str:
     if s is None:
         return "-"
     if s >= 1:
@@ -32,10 +33,10 @@ def human_time(s) -> str:
     return f"{s * 1e6:.0f} us"
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
               for i, h in enumerate(headers)]
-    def line(cells):
+    def line(cells: Sequence[Any]) -> str:
         return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 

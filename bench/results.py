@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 BAD = ("failed", "wrong-result", "interrupted")
 
@@ -25,7 +25,7 @@ def save(doc: dict, out_dir: pathlib.Path, stem: str | None = None) -> pathlib.P
     return path
 
 
-def publish_latest(doc: dict, path: pathlib.Path, charts=()) -> pathlib.Path:
+def publish_latest(doc: dict, path: pathlib.Path, charts: Iterable[str | pathlib.Path] = ()) -> pathlib.Path:
     """Copy a saved run to <out>/latest/: <mode>.json, <mode>.md and its charts as
     <mode>-<chart>.png. That directory is what the repository keeps (the rest is ignored)."""
     path = pathlib.Path(path)
@@ -43,7 +43,7 @@ def publish_latest(doc: dict, path: pathlib.Path, charts=()) -> pathlib.Path:
     return latest
 
 
-def load(path) -> dict:
+def load(path: str | pathlib.Path) -> dict:
     with open(path) as fh:
         doc = json.load(fh)
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("p4reduce-bench/"):

@@ -11,18 +11,19 @@ import shutil
 
 from p4reduce.bench import program as progmod
 from p4reduce.bench import veth_rate
+from p4reduce.bench.grid import Grid
 
 WORKERS = 4           # the reference figure: a 32-lane, 4-worker SwitchML-style program
 WINDOW = 16           # slots each worker keeps in flight
 
 
-def unavailable_reason(program):
+def unavailable_reason(program: pathlib.Path) -> str | None:
     if os.geteuid() != 0:
         return "needs root (veth pairs, AF_PACKET)"
     return progmod.unavailable_reason(program)
 
 
-def compare(grid, progress) -> dict:
+def compare(grid: Grid, progress: bool) -> dict:
     program = pathlib.Path(grid.program)
     reason = unavailable_reason(program)
     real = shutil.which("simple_switch_grpc")

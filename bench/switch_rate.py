@@ -16,6 +16,8 @@ import pathlib
 import struct
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from p4reduce.p4sim.engine import Switch
 
@@ -23,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED_AGG = REPO.parent / "shared" / "p4-reference" / "p4c-out" / "agg_mini.json"
 
 
-def l2_program():
+def l2_program() -> dict:
     """BMv2 JSON of: parse ethernet; table dmac { eth.dst: exact } -> forward(port) / drop; emit."""
     sm_fields = [["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],
                  ["instance_type", 32, False], ["packet_length", 32, False], ["mcast_grp", 16, False],
@@ -77,7 +79,7 @@ def l2_program():
     }
 
 
-def rate(fn, seconds):
+def rate(fn: Callable[[], None], seconds: float) -> float:
     """Calls per CPU-second of this process (one core), so other load on the machine does not count."""
     n = 0
     start = time.process_time()
@@ -91,7 +93,7 @@ def rate(fn, seconds):
             return n / (now - start)
 
 
-def bench_l2(seconds):
+def bench_l2(seconds: float) -> float:
     sw = Switch(l2_program())
     for i in range(256):
         sw.table_add("dmac", {"hdr.eth.dst": i + 1}, "forward", {"port": i % 4 + 1})
@@ -106,7 +108,7 @@ def bench_l2(seconds):
     return rate(one, seconds)
 
 
-def compile_p4reduce():
+def compile_p4reduce() -> pathlib.Path | None:
     """BMv2 JSON of p4src/p4reduce.p4 via p4sim-compile, or None when that is not possible."""
     import tempfile
 
@@ -117,7 +119,7 @@ def compile_p4reduce():
         return None
 
 
-def bench_p4reduce(path, seconds, workers=4, slots=16):
+def bench_p4reduce(path: str | pathlib.Path, seconds: float, workers: int = 4, slots: int = 16) -> tuple[float, str]:
     """Closed loop on p4src/p4reduce.p4: `workers` workers, dense 32-lane blocks, `slots` streams.
 
     Each round, every worker contributes its block for one slot; the last contribution completes
@@ -164,7 +166,7 @@ def bench_p4reduce(path, seconds, workers=4, slots=16):
     return rate(one, seconds), f"p4reduce ({PC.LANES} lanes, {workers} workers, dense)"
 
 
-def bench_agg_mini(path, seconds):
+def bench_agg_mini(path: str | pathlib.Path, seconds: float) -> tuple[float, str]:
     """Closed loop on the agg_mini program: 3 workers x 16 slots, 8 int32 lanes."""
     sw = Switch(path)
     workers, slots = 3, 16
@@ -191,7 +193,7 @@ def bench_agg_mini(path, seconds):
     return rate(one, seconds), "agg_mini (8 lanes, 3 workers, ground truth program)"
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement")
     ap.add_argument("--p4reduce-json", help="BMv2 JSON of p4src/p4reduce.p4 (default: compile it now)")
@@ -199,7 +201,7 @@ def main(argv=None):
     ap.add_argument("--agg-json", help="BMv2 JSON with agg_mini's wire format (used when p4reduce is unavailable)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
-    results = {"l2_forwarding_pps": round(bench_l2(args.seconds))}
+    results: dict[str, Any] = {"l2_forwarding_pps": round(bench_l2(args.seconds))}
     p4reduce = args.p4reduce_json or compile_p4reduce()
     agg = args.agg_json or (str(SHARED_AGG) if SHARED_AGG.exists() else None)
     if p4reduce:

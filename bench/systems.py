@@ -34,7 +34,7 @@ class Gloo(System):
     name = "gloo"
     description = "torch.distributed gloo ring allreduce over TCP"
 
-    def unavailable_reason(self, bn):
+    def unavailable_reason(self, bn: BenchNet) -> str | None:
         try:
             import torch.distributed as dist
         except ImportError:
@@ -43,7 +43,7 @@ class Gloo(System):
             return "torch was built without gloo"
         return None
 
-    def jobs(self, bn, size, reps, warmup, density=1.0):
+    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> list[HostJob]:
         master = f"{bn.ip(bn.workers[0])}:{next_port()}"
         return [HostJob(h, "p4reduce.bench.baselines.gloo_allreduce",
                         ["--rank", r, "--world", len(bn.workers), "--master", master,
@@ -55,7 +55,7 @@ class ParamServer(System):
     name = "ps-tcp"
     description = "one parameter server host over TCP"
 
-    def jobs(self, bn, size, reps, warmup, density=1.0):
+    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> list[HostJob]:
         port = next_port()
         world = len(bn.workers)
         common = ["--world", world, "--size", size]
@@ -72,18 +72,21 @@ class P4Reduce(System):
     name = "p4reduce"
     description = "p4reduce: integer aggregation in the P4 switch"
 
-    def unavailable_reason(self, bn):
+    def unavailable_reason(self, bn: BenchNet) -> str | None:
         if bn.switch_kind != P4:
             return f"needs the P4 switch, the network runs on {bn.switch_kind}"
         return None
 
-    def jobs(self, bn, size, reps, warmup, density=1.0):
+    def jobs(self, bn: BenchNet, size: int, reps: int, warmup: int, density: float = 1.0) -> list[HostJob]:
         """One bench.p4reduce_worker per worker host, all joining one fresh job."""
+        if bn.p4 is None or bn.p4.api_addr is None:
+            raise RuntimeError("p4reduce needs the P4 switch's controller (see unavailable_reason)")
+        api_addr = bn.p4.api_addr
         mode = "dense" if density >= 1.0 else "sparse"
         job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
-        bn.p4.session.create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its token
+        bn.p4.started().create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its token
         return [HostJob(h, "p4reduce.bench.p4reduce_worker",
-                        ["--rank", r, "--world", len(bn.workers), "--controller", bn.p4.api_addr,
+                        ["--rank", r, "--world", len(bn.workers), "--controller", api_addr,
                          "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),
                          "--ip", bn.ip(h), "--size", size, "--reps", reps, "--warmup", warmup])
                 for r, h in enumerate(bn.workers)]

@@ -7,6 +7,7 @@ stored as float32, so any summation order (ring, tree, switch) gives the same bi
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 VALUE_RANGE = 129  # values in [-64, 64]: sums of up to 2**16 workers stay exact in float32
 
@@ -35,7 +36,7 @@ def _dense_int(rank: int, size: int, seed: int) -> np.ndarray:
 
 
 def make_tensor(rank: int, size: int, density: float = 1.0, block: int = 32, seed: int = 0,
-                dtype=np.float32) -> np.ndarray:
+                dtype: DTypeLike = np.float32) -> np.ndarray:
     """The tensor of worker `rank`: dense small integers, with (1 - density) of its blocks zeroed."""
     if size <= 0:
         raise ValueError(f"size must be positive, got {size}")
@@ -46,7 +47,7 @@ def make_tensor(rank: int, size: int, density: float = 1.0, block: int = 32, see
 
 
 def expected_sum(world: int, size: int, density: float = 1.0, block: int = 32, seed: int = 0,
-                 dtype=np.float32) -> np.ndarray:
+                 dtype: DTypeLike = np.float32) -> np.ndarray:
     """The exact elementwise sum of all `world` workers' tensors."""
     total = np.zeros(size, dtype=np.int64)
     for rank in range(world):

@@ -9,6 +9,8 @@ down with Mininet's own ``net.stop()``; nothing else is cleaned.
 from __future__ import annotations
 
 import os
+import pathlib
+from typing import Any
 
 from p4reduce.bench import program as progmod
 from p4reduce.bench.p4net import P4Net
@@ -30,7 +32,8 @@ class TopologyError(RuntimeError):
 class BenchNet:
     """Context manager: ``with BenchNet(4, SHAPED) as bn: bn.workers, bn.server, bn.iface(h)``."""
 
-    def __init__(self, workers: int, link: LinkOptions, switch: str = "auto", program=None):
+    def __init__(self, workers: int, link: LinkOptions, switch: str = "auto",
+                 program: str | pathlib.Path | None = None):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if switch not in SWITCH_CHOICES:
@@ -38,13 +41,13 @@ class BenchNet:
         self.nworkers = workers
         self.link = link
         self.switch_choice = switch
-        self.program = program or progmod.DEFAULT
+        self.program = pathlib.Path(program or progmod.DEFAULT)
         self.switch_kind: str | None = None
         self.switch_detail = ""
-        self.net = None
-        self.p4 = None  # bench.p4net.P4Net when the P4 switch is in use
+        self.net: Any = None               # the Mininet network while started
+        self.p4: P4Net | None = None       # when the P4 switch is in use
         self.workers: list = []
-        self.server = None
+        self.server: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> BenchNet:
@@ -66,7 +69,7 @@ class BenchNet:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.p4 is not None:
             self.p4.stop()
             self.p4 = None
@@ -100,28 +103,28 @@ class BenchNet:
             "Linux bridge (kernel forwarding)"
 
     def _start_p4(self) -> None:
-        self.p4 = P4Net(self.nworkers + 1, self.link, self.program)
-        self.net = self.p4.start()
-        hosts = self.p4.hosts
+        p4 = self.p4 = P4Net(self.nworkers + 1, self.link, self.program)
+        self.net = p4.start()
+        hosts = p4.hosts
         self.workers, self.server = hosts[:-1], hosts[-1]
         self.switch_kind = P4
-        self.switch_detail = self.p4.describe()
+        self.switch_detail = p4.describe()
 
     # -- queries -------------------------------------------------------------------------------
     @staticmethod
-    def iface(host) -> str:
+    def iface(host: Any) -> str:
         """The host's interface toward the switch (where its bytes are counted)."""
         return host.defaultIntf().name
 
     @staticmethod
-    def switch_iface(host) -> str:
+    def switch_iface(host: Any) -> str:
         """The switch's port toward the host (root namespace: readable in /sys/class/net)."""
         link = host.defaultIntf().link
         peer = link.intf2 if link.intf1.node is host else link.intf1
         return peer.name
 
     @staticmethod
-    def ip(host) -> str:
+    def ip(host: Any) -> str:
         return host.IP()
 
     def describe(self) -> dict:

@@ -20,6 +20,8 @@ def jobs(bn: BenchNet, system: str, epochs: int) -> list[HostJob]:
         argv = ["--system", system, "--rank", r, "--world", len(bn.workers), "--master", master,
                 "--iface", bn.iface(h), "--epochs", epochs]
         if system == "p4reduce":
+            if bn.p4 is None:
+                raise ValueError("a p4reduce training run needs the bench network's p4reduce switch")
             argv += ["--controller", bn.p4.api_addr, "--job", job, "--ip", bn.ip(h)]
         out.append(HostJob(h, "p4reduce.bench.train_worker", argv))
     return out

@@ -136,7 +136,7 @@ class VethRig:
         result["target"] = self.target_name
         return result
 
-    def close_connection(self):
+    def close_connection(self) -> None:
         conn = getattr(self, "conn", None)
         if conn is not None:
             conn.close()

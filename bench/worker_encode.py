@@ -27,7 +27,7 @@ from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, Flags, M
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
-from p4reduce.worker.reducer import Reducer
+from p4reduce.worker.reducer import BlockSource, Reducer
 from p4reduce.worker.streaming import JobParams, UdpReducer
 
 
@@ -37,7 +37,7 @@ class LoopbackReducer(Reducer):
     def __init__(self, n_workers: int = 4, lanes: int = LANES):
         self.rank, self.n_workers, self.lanes = 0, n_workers, lanes
 
-    def aggregate(self, source):
+    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
         nb = source.n_blocks
         exps = None if source.proposals is None else np.asarray(source.proposals, np.int8)
         return source.take(np.arange(nb), exps, self.lanes), exps
@@ -84,7 +84,7 @@ class EchoSwitch:
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
-    def _serve(self):
+    def _serve(self) -> None:
         while not self._stop.is_set():
             try:
                 data, peer = self.sock.recvfrom(2048)
@@ -95,7 +95,7 @@ class EchoSwitch:
             out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap)
             self.sock.sendto(out + data[HEADER_BYTES:], peer)
 
-    def close(self):
+    def close(self) -> None:
         self._stop.set()
         self._thread.join(1)
         self.sock.close()
@@ -119,8 +119,9 @@ def time_streaming(blocks: int) -> float:
     return red.stats.packets_sent and blocks / secs
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m p4reduce.bench.worker_encode", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.bench.worker_encode",
+                                 description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--size", type=int, default=4_000_000, help="float32 elements per step")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workers", type=int, default=4)

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from p4reduce.protocol import wire
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 
-_FIELDS = wire.HEADER_DTYPE.fields or {}
+_FIELDS: dict[str, Any] = dict(wire.HEADER_DTYPE.fields or {})
 _MSG_TYPE = _FIELDS["msg_type"][1]          # byte offsets of the fields the reflector rewrites
 _COUNT = _FIELDS["count"][1]
 _NEXT = _FIELDS["next_offset"][1]

@@ -8,6 +8,8 @@ so typos do not pass silently. Changes to a job need a bearer token (controller/
 Everything is bounded, since any caller may be hostile: connections at once, the time a request
 may take to arrive (a slow sender is cut off), the header and body sizes, and the numbers in a body.
 """
+from __future__ import annotations
+
 import hmac
 import json
 import logging
@@ -15,12 +17,18 @@ import re
 import socket
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from p4reduce.controller.auth import Caller
 from p4reduce.controller.errors import BadRequest, ControllerError, NotFound
 from p4reduce.protocol.job_api import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from p4reduce.controller.connection import SwitchConnection
+    from p4reduce.controller.jobs import JobManager
+
 
 log = logging.getLogger("p4reduce.controller.api")
 
@@ -37,8 +45,10 @@ JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots", "swi
 RANK_FIELDS = {"rank"}
 BEARER = re.compile(r"Bearer +(\S+)\s*", re.IGNORECASE)
 
+Answer = tuple[int, Any]   # (HTTP status, JSON object)
 
-def _fields(body, allowed, required=()):
+
+def _fields(body: dict[str, Any], allowed: set[str], required: tuple[str, ...] = ()) -> dict[str, Any]:
     for key in body:
         if key not in allowed:
             raise BadRequest(f"unknown field '{key}' (allowed: {', '.join(sorted(allowed))})", field=key)
@@ -62,12 +72,13 @@ class JobApi:
         ("POST", re.compile(r"/v1/jobs/(?P<name>[^/]+)/leave"), "leave"),
     ]
 
-    def __init__(self, manager, switches=(), admin_token=None):
+    def __init__(self, manager: JobManager, switches: Iterable[SwitchConnection] = (),
+                 admin_token: str | None = None):
         self.manager = manager
         self.switches = list(switches)  # SwitchConnection objects, for /health
         self.admin_token = admin_token  # None: no admin; job tokens only
 
-    def caller(self, authorization):
+    def caller(self, authorization: str | None) -> Caller:
         """The Caller of a request from its Authorization header (None if absent)."""
         if authorization is None:
             return Caller()
@@ -79,7 +90,8 @@ class JobApi:
         admin = self.admin_token is not None and hmac.compare_digest(token.encode(), self.admin_token.encode())
         return Caller(token, admin)
 
-    def dispatch(self, method, path, body, peer_ip, authorization=None):
+    def dispatch(self, method: str, path: str, body: dict[str, Any], peer_ip: str,
+                 authorization: str | None = None) -> Answer:
         """(status, json_object) for one request."""
         path = path.split("?", 1)[0].rstrip("/") or "/"
         allowed = []
@@ -99,17 +111,17 @@ class JobApi:
                                   code="method_not_allowed", http_status=405)
         raise NotFound(f"no such endpoint: {method} {path} (see docs/job-api.md)")
 
-    def health(self, body, peer, caller):
+    def health(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         pool = self.manager.pool
         return 200, {"ok": True,
                      "switches": [{"name": c.name, "grpc_addr": c.grpc_addr, "primary": c.primary}
                                   for c in self.switches],
                      "slots": {"total": pool.total, "free": pool.free}}
 
-    def list_jobs(self, body, peer, caller):
+    def list_jobs(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         return 200, {"jobs": self.manager.list()}
 
-    def create_job(self, body, peer, caller):
+    def create_job(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         _fields(body, CREATE_FIELDS, required=("name",))
         job, created, token = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
                                                   body.get("slots"), body.get("lease_s"), caller=caller)
@@ -117,37 +129,37 @@ class JobApi:
             job = dict(job, token=token)
         return (201 if created else 200), job
 
-    def get_job(self, body, peer, caller, name):
+    def get_job(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         return 200, self.manager.status(name)
 
-    def end_job(self, body, peer, caller, name):
+    def end_job(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         return 200, self.manager.end(name, caller=caller)
 
-    def join(self, body, peer, caller, name):
+    def join(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         _fields(body, JOIN_FIELDS)
         rank, job, token = self.manager.join(
             name, ip=body.get("ip"), udp_port=body.get("udp_port"), mac=body.get("mac"), rank=body.get("rank"),
             workers=body.get("workers"), mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer,
             switch_port=body.get("switch_port"), caller=caller)
-        answer = {"rank": rank, "job": job}
+        answer: dict[str, Any] = {"rank": rank, "job": job}
         if token is not None:
             answer["token"] = token
         return 200, answer
 
-    def heartbeat(self, body, peer, caller, name):
+    def heartbeat(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         _fields(body, RANK_FIELDS, required=("rank",))
         return 200, self.manager.heartbeat(name, body["rank"], caller=caller)
 
-    def leave(self, body, peer, caller, name):
+    def leave(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         _fields(body, RANK_FIELDS, required=("rank",))
         return 200, self.manager.leave(name, body["rank"], caller=caller)
 
 
-def _no_constant(name):
+def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_body(raw: bytes):
+def parse_body(raw: bytes) -> dict[str, Any]:
     """A request body as a JSON object; BadRequest (code bad_json) for anything else."""
     if not raw.strip():
         return {}
@@ -165,8 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT_S      # socket timeout: every read of a request is bounded
     deadline = REQUEST_DEADLINE_S
+    server: _BoundedHTTPServer
+    _timer: threading.Timer
 
-    def _answer(self, status, obj, close=False):
+    def _answer(self, status: int, obj: Any, close: bool = False) -> None:
         data = (json.dumps(obj, indent=None) + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -183,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    def send_error(self, code, message=None, explain=None):
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """What http.server refuses by itself (bad request line, unknown method, headers too long)
         answers JSON like everything else, and ends the connection."""
         if self.request_version == "HTTP/0.9":   # a request line too broken to say: answer HTTP/1.1
@@ -199,27 +213,27 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _body(self):
+    def _body(self) -> dict[str, Any]:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             raise ControllerError("chunked request bodies are not accepted: send Content-Length",
                                   code="bad_length", http_status=411)
-        length = self.headers.get("Content-Length")
-        if length is None:
+        header = self.headers.get("Content-Length")
+        if header is None:
             return {}
-        if not length.strip().isdigit():
+        if not header.strip().isdigit():
             raise BadRequest(f"header 'Content-Length': must be a non-negative integer, got "
-                             f"{length[:40]!r}", code="bad_length")
-        if len(length.strip()) > 12 or int(length) > MAX_BODY:
-            raise ControllerError(f"request body of {length.strip()[:40]} bytes is over the {MAX_BODY}-byte limit",
+                             f"{header[:40]!r}", code="bad_length")
+        if len(header.strip()) > 12 or int(header) > MAX_BODY:
+            raise ControllerError(f"request body of {header.strip()[:40]} bytes is over the {MAX_BODY}-byte limit",
                                   code="too_large", http_status=413)
-        length = int(length)
+        length = int(header)
         raw = self.rfile.read(length)
         if len(raw) < length:
             raise ControllerError(f"request body ended after {len(raw)} of {length} bytes", code="bad_length",
                                   http_status=400)
         return parse_body(raw)
 
-    def handle_one_request(self):
+    def handle_one_request(self) -> None:
         """One request, however slowly it arrives, within REQUEST_DEADLINE_S: then the socket is shut."""
         timer = threading.Timer(self.deadline, self._cut_off)
         timer.daemon = True
@@ -232,7 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             timer.cancel()
 
-    def _cut_off(self):
+    def _cut_off(self) -> None:
         log.info("job API: %s took over %g s to send a request; connection closed",
                  self.client_address[0], self.deadline)
         try:
@@ -240,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _handle(self, method):
+    def _handle(self, method: str) -> None:
         close = False
         try:
             body = self._body() if method in ("POST", "DELETE") else {}
@@ -263,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _drain(self):
+    def _drain(self) -> None:
         """Read (and drop) what the client still sends of a refused body, briefly, so closing
         does not reset the connection before the client has read the answer."""
         self.connection.settimeout(1.0)
@@ -274,22 +288,22 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             left -= len(chunk)
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         self._handle("GET")
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         self._handle("POST")
 
-    def do_DELETE(self):
+    def do_DELETE(self) -> None:
         self._handle("DELETE")
 
-    def do_PUT(self):
+    def do_PUT(self) -> None:
         self._handle("PUT")
 
-    def do_HEAD(self):
+    def do_HEAD(self) -> None:
         self._handle("HEAD")
 
-    def log_message(self, fmt, *args):
+    def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("%s %s", self.client_address[0], fmt % args)
 
 
@@ -298,13 +312,14 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
     once, so the listen backlog is deep (the default 5 would drop their SYNs)."""
     request_queue_size = 128
     daemon_threads = True
+    api: JobApi
 
-    def __init__(self, address, handler, max_connections=MAX_CONNECTIONS):
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int = MAX_CONNECTIONS):
         super().__init__(address, handler)
         self.slots = threading.BoundedSemaphore(max_connections)
         self.max_connections = max_connections
 
-    def process_request(self, request, client_address):
+    def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):
             _refuse_busy(request, self.max_connections)
             self.shutdown_request(request)
@@ -315,14 +330,14 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
             self.slots.release()
             raise
 
-    def process_request_thread(self, request, client_address):
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
 
 
-def _refuse_busy(sock, limit):
+def _refuse_busy(sock: socket.socket, limit: int) -> None:
     body = json.dumps({"error": {"code": "busy", "message": f"the job API serves {limit} connections at "
                                  f"once; try again"}}).encode() + b"\n"
     head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: "
@@ -338,23 +353,23 @@ class JobApiServer:
     """The HTTP server in a daemon thread. `address` is (host, port); port 0 picks a free one.
     It listens on loopback unless told otherwise."""
 
-    def __init__(self, api, address=DEFAULT_ADDRESS, max_connections=MAX_CONNECTIONS,
-                 idle_timeout_s=IDLE_TIMEOUT_S, request_deadline_s=REQUEST_DEADLINE_S):
+    def __init__(self, api: JobApi, address: tuple[str, int] = DEFAULT_ADDRESS, max_connections: int = MAX_CONNECTIONS,
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, request_deadline_s: float = REQUEST_DEADLINE_S):
         handler = type("JobApiHandler", (_Handler,), {"timeout": idle_timeout_s, "deadline": request_deadline_s})
         self.httpd = _BoundedHTTPServer(address, handler, max_connections)
         self.httpd.api = api
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="job-api", daemon=True)
 
     @property
-    def address(self):
+    def address(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"{host}:{port}"
+        return f"{host!s}:{port}"
 
-    def start(self):
+    def start(self) -> JobApiServer:
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._thread.join(timeout=5)

@@ -12,6 +12,8 @@
 Inspection commands only read, so they never disturb the running controller; `--json` prints
 machine-readable output. Errors are one line on stderr and exit status 1.
 """
+from __future__ import annotations
+
 import argparse
 import json
 import logging
@@ -20,12 +22,13 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from p4reduce.controller import defaults, report
 from p4reduce.controller import topology as topo
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.errors import ControllerError
-from p4reduce.controller.inspection import open_inspector
+from p4reduce.controller.inspection import SwitchInspector, open_inspector
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.service import Controller
@@ -38,17 +41,17 @@ from p4reduce.protocol.tokens import load_or_create_token_file, new_token
 BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
 
 
-def _addr(value):
+def _addr(value: str) -> str:
     _host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
     return value
 
 
-def _range(value):
+def _range(value: str) -> tuple[int, int]:
     try:
-        a, b = value.split(":", 1)
-        a, b = int(a), int(b)
+        start, stop = value.split(":", 1)
+        a, b = int(start), int(stop)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected START:STOP (stop exclusive), got {value!r}") from None
     if not 0 <= a < b:
@@ -56,7 +59,7 @@ def _range(value):
     return a, b
 
 
-def _switch_args(p, wait=5.0):
+def _switch_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
     p.add_argument("--grpc-addr", type=_addr, default="127.0.0.1:9559", help="P4Runtime address (HOST:PORT)")
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--thrift-port", type=int, default=None,
@@ -65,7 +68,7 @@ def _switch_args(p, wait=5.0):
                    help=f"seconds to wait for the switch (default {wait:g}); progress is reported")
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m p4reduce.controller", description="p4reduce controller")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -138,18 +141,18 @@ def build_parser():
     return parser
 
 
-def _inspector(args, registers=False):
+def _inspector(args: argparse.Namespace, registers: bool = False) -> SwitchInspector:
     return open_inspector(args.grpc_addr, args.device_id, args.wait, args.thrift_port, registers)
 
 
-def _emit(args, data, text):
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):  # --watch --json: one object per line (JSON Lines)
         print(json.dumps(data) if getattr(args, "watch", None) else json.dumps(data, indent=1))
     else:
         print(text)
 
 
-def cmd_jobs(args):
+def cmd_jobs(args: argparse.Namespace) -> None:
     if args.api_addr:
         try:
             jobs = JobApiClient(args.api_addr).jobs()
@@ -160,12 +163,12 @@ def cmd_jobs(args):
     _emit(args, jobs, report.jobs_text(jobs))
 
 
-def cmd_slots(args):
+def cmd_slots(args: argparse.Namespace) -> None:
     data = _inspector(args).slot_map()
     _emit(args, data, report.slot_map_text(data))
 
 
-def cmd_registers(args):
+def cmd_registers(args: argparse.Namespace) -> None:
     if args.slot is None and not args.name:
         raise ValueError("registers: give a register NAME, or --slot S")
     if args.watch is not None and args.watch <= 0:
@@ -193,24 +196,24 @@ def cmd_registers(args):
             return
 
 
-def cmd_counters(args):
+def cmd_counters(args: argparse.Namespace) -> None:
     data = _inspector(args).counters(args.name)
     _emit(args, data, report.counters_text(data))
 
 
-def cmd_entries(args):
+def cmd_entries(args: argparse.Namespace) -> None:
     data = _inspector(args).entries(args.table)
     printable = [dict(e, match={k: list(v) if isinstance(v, tuple) else v for k, v in e["match"].items()})
                  for e in data]
     _emit(args, printable, report.entries_text(data))
 
 
-def cmd_groups(args):
+def cmd_groups(args: argparse.Namespace) -> None:
     data = _inspector(args).multicast_groups()
     _emit(args, data, report.groups_text(data))
 
 
-def _admin_token(args, log):
+def _admin_token(args: argparse.Namespace, log: logging.Logger) -> str:
     """The admin token: from --admin-token-file (created there if missing), else a fresh one
     printed on stderr (never into a log file others may read)."""
     if args.admin_token_file:
@@ -223,7 +226,7 @@ def _admin_token(args, log):
     return token
 
 
-def cmd_serve(args):
+def cmd_serve(args: argparse.Namespace) -> None:
     log = logging.getLogger("p4reduce.controller")
     host, port = args.api_addr.rsplit(":", 1)
     admin_token = _admin_token(args, log)
@@ -268,7 +271,7 @@ def cmd_serve(args):
         ctl.stop()
 
 
-def cmd_shell(args):
+def cmd_shell(args: argparse.Namespace) -> None:
     run_shell(args)
 
 
@@ -276,7 +279,7 @@ COMMANDS = {"serve": cmd_serve, "shell": cmd_shell, "jobs": cmd_jobs, "slots": c
             "registers": cmd_registers, "counters": cmd_counters, "entries": cmd_entries, "groups": cmd_groups}
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     try:

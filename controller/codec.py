@@ -4,13 +4,15 @@ P4Runtime carries every value as a big-endian bytestring; we send the canonical 
 zero bytes, at least one byte) and accept any form on read. People write values as ints, MACs
 ("00:11:22:33:44:55"), IPv4 addresses ("10.0.0.1") or decimal/hex strings, as p4runtime-shell does.
 """
+from __future__ import annotations
+
 import ipaddress
 import re
 
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 
 
-def parse_ipv4(value, what="address"):
+def parse_ipv4(value: object, what: str = "address") -> str:
     """Dotted-quad string of an IPv4 address, or ValueError naming `what`."""
     try:
         return str(ipaddress.IPv4Address(str(value)))
@@ -18,14 +20,14 @@ def parse_ipv4(value, what="address"):
         raise ValueError(f"{what}: {value!r} is not an IPv4 address") from None
 
 
-def parse_mac(value, what="MAC"):
+def parse_mac(value: object, what: str = "MAC") -> str:
     """Lower-case aa:bb:cc:dd:ee:ff, or ValueError naming `what`."""
     if not isinstance(value, str) or not _MAC.match(value) or "-" in value:
         raise ValueError(f"{what}: {value!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
     return value.lower()
 
 
-def parse_int(value, bitwidth=None, what="value"):
+def parse_int(value: object, bitwidth: int | None = None, what: str = "value") -> int:
     """int from an int, MAC, IPv4, '0x..' or decimal string; checked against `bitwidth`."""
     if isinstance(value, bool):
         raise ValueError(f"{what}: expected a number, got {value!r}")
@@ -57,25 +59,25 @@ def parse_int(value, bitwidth=None, what="value"):
     return n
 
 
-def encode(value, bitwidth, what="value"):
+def encode(value: object, bitwidth: int, what: str = "value") -> bytes:
     """Canonical P4Runtime bytestring of `value` for a field of `bitwidth` bits."""
     n = parse_int(value, bitwidth, what)
     return n.to_bytes(max(1, (n.bit_length() + 7) // 8), "big")
 
 
-def decode(data):
+def decode(data: bytes) -> int:
     """int from a P4Runtime bytestring (canonical or padded)."""
     return int.from_bytes(data, "big") if data else 0
 
 
-def format_mac(n):
+def format_mac(n: int) -> str:
     return ":".join(f"{b:02x}" for b in n.to_bytes(6, "big"))
 
 
-def format_ipv4(n):
+def format_ipv4(n: int) -> str:
     return str(ipaddress.IPv4Address(n))
 
 
-def to_signed(n, bitwidth):
+def to_signed(n: int, bitwidth: int) -> int:
     """Reinterpret an unsigned bit pattern as two's complement."""
     return n - (1 << bitwidth) if n >> (bitwidth - 1) & 1 else n

@@ -6,12 +6,16 @@ configured election id; a controller that is not primary is refused unless it as
 read-only backup. Every gRPC failure becomes a SwitchError whose message says which switch, which
 RPC and what the server said (including each failed update of a batch).
 """
+from __future__ import annotations
+
 import hashlib
 import logging
 import pathlib
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -25,7 +29,7 @@ log = logging.getLogger("p4reduce.controller.connection")
 Update = p4runtime_pb2.Update
 
 
-def parse_election_id(value):
+def parse_election_id(value: int | str | tuple[int, int] | list[int]) -> tuple[int, int]:
     """(high, low) from an int, 'high,low' or a pair."""
     if isinstance(value, (tuple, list)):
         high, low = value
@@ -39,7 +43,7 @@ def parse_election_id(value):
     return int(high), int(low)
 
 
-def _write_error_details(err):
+def _write_error_details(err: grpc.RpcError) -> list[str]:
     """'update #i: CODE: message' lines from a Write error's p4.v1.Error details."""
     lines = []
     for key, value in err.trailing_metadata() or ():
@@ -55,7 +59,7 @@ def _write_error_details(err):
     return lines
 
 
-def pipeline_cookie(device_config):
+def pipeline_cookie(device_config: bytes) -> int:
     """Stable 64-bit cookie identifying a device config, so a restart can tell it is unchanged."""
     return int.from_bytes(hashlib.sha256(device_config).digest()[:8], "big")
 
@@ -63,26 +67,35 @@ def pipeline_cookie(device_config):
 class SwitchConnection:
     """A P4Runtime client for one device."""
 
-    def __init__(self, grpc_addr, device_id=0, election_id=1, name=None):
+    def __init__(self, grpc_addr: str, device_id: int = 0, election_id: int | str | tuple[int, int] = 1,
+                 name: str | None = None):
         self.grpc_addr = grpc_addr
         self.device_id = device_id
         self.election_id = parse_election_id(election_id)
         self.name = name or grpc_addr
         self.primary = False
-        self.index = None  # P4InfoIndex once a pipeline is known
-        self._channel = None
-        self._stub = None
-        self._requests = None
-        self._stream = None
-        self._arbitration = queue.Queue()
-        self.packet_ins = queue.Queue()
-        self._reader = None
+        self.index: P4InfoIndex | None = None  # once a pipeline is known
+        self._channel: Any = None     # grpc.Channel while connected
+        self._stub: Any = None        # P4RuntimeStub while connected
+        self._requests: queue.Queue[Any] | None = None   # StreamChannel requests (None ends it)
+        self._stream: Any = None
+        self._arbitration: queue.Queue[Any] = queue.Queue()
+        self.packet_ins: queue.Queue[Any] = queue.Queue()
+        self._reader: threading.Thread | None = None
         self._arbitrated = False
         self.lost = threading.Event()  # set when the stream to the switch breaks (switch gone)
         self.became_primary = threading.Event()
 
+    @property
+    def pipeline(self) -> P4InfoIndex:
+        """The P4Info index of the program the switch runs (known after push/fetch/ensure_pipeline)."""
+        if self.index is None:
+            raise SwitchError(f"switch {self.name}: its program is not known yet (push or fetch the pipeline first)")
+        return self.index
+
     # -- session -------------------------------------------------------------------------------
-    def connect(self, timeout=30.0, require_primary=True, report=None, arbitrate=True):
+    def connect(self, timeout: float = 30.0, require_primary: bool = True,
+                report: Callable[[str], None] | None = None, arbitrate: bool = True) -> SwitchConnection:
         """Wait up to `timeout` s for the switch, then arbitrate. `report(msg)` hears progress.
 
         With arbitrate=False no stream is opened: enough for reads (inspection tools), which
@@ -119,12 +132,13 @@ class SwitchConnection:
         self._arbitrate(max(1.0, deadline - time.monotonic()), require_primary)
         return self
 
-    def _open_stream(self):
-        self._requests = queue.Queue()
+    def _open_stream(self) -> None:
+        pending: queue.Queue[Any] = queue.Queue()
+        self._requests = pending
 
-        def requests():
+        def requests() -> Iterator[Any]:
             while True:
-                msg = self._requests.get()
+                msg = pending.get()
                 if msg is None:
                     return
                 yield msg
@@ -133,7 +147,7 @@ class SwitchConnection:
 
         stream, lost = self._stream, self.lost
 
-        def receive():
+        def receive() -> None:
             try:
                 for msg in stream:
                     which = msg.WhichOneof("update")
@@ -161,10 +175,11 @@ class SwitchConnection:
         self._reader = threading.Thread(target=receive, name=f"p4rt-stream-{self.name}", daemon=True)
         self._reader.start()
 
-    def _arbitrate(self, timeout, require_primary):
+    def _arbitrate(self, timeout: float, require_primary: bool) -> None:
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
         req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
+        assert self._requests is not None, "the stream is opened first"
         self._requests.put(req)
         try:
             reply = self._arbitration.get(timeout=timeout)
@@ -188,7 +203,7 @@ class SwitchConnection:
                 f"controller has election id {primary}. Stop it, or use a higher --election-id, or "
                 f"connect read-only (backup).", code="not_primary", http_status=409)
 
-    def close(self):
+    def close(self) -> None:
         stream, self._stream = self._stream, None
         if self._requests is not None:
             self._requests.put(None)
@@ -199,14 +214,15 @@ class SwitchConnection:
         self._requests = self._channel = None
         self.primary = False
 
-    def __enter__(self):
+    def __enter__(self) -> SwitchConnection:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- pipeline ------------------------------------------------------------------------------
-    def push_pipeline(self, p4info, device_config):
+    def push_pipeline(self, p4info: str | pathlib.Path | bytes | Any,
+                      device_config: str | pathlib.Path | bytes) -> P4InfoIndex:
         """SetForwardingPipelineConfig(VERIFY_AND_COMMIT) with a P4Info and BMv2 JSON (paths or data)."""
         info = load_p4info(p4info)
         if isinstance(device_config, (str, pathlib.Path)):
@@ -225,7 +241,7 @@ class SwitchConnection:
         self.index = P4InfoIndex(info)
         return self.index
 
-    def fetch_pipeline(self):
+    def fetch_pipeline(self) -> tuple[P4InfoIndex | None, int | None]:
         """(P4InfoIndex or None, cookie or None) of the pipeline the switch runs now."""
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
@@ -243,7 +259,8 @@ class SwitchConnection:
         self.index = P4InfoIndex(reply.config.p4info)
         return self.index, cookie
 
-    def ensure_pipeline(self, p4info, device_config, report=None):
+    def ensure_pipeline(self, p4info: str | pathlib.Path | bytes | Any, device_config: str | pathlib.Path | bytes,
+                        report: Callable[[str], None] | None = None) -> bool:
         """Push the pipeline unless the switch already runs this exact one (restart keeps state).
 
         Returns True if it pushed, False if it found the same pipeline running.
@@ -261,7 +278,7 @@ class SwitchConnection:
         return True
 
     # -- reads and writes ----------------------------------------------------------------------
-    def write(self, updates, atomic=False):
+    def write(self, updates: list[Any], atomic: bool = False) -> None:
         """Write a batch of p4.v1.Update."""
         if not updates:
             return
@@ -272,16 +289,16 @@ class SwitchConnection:
         req.updates.extend(updates)
         self._call("Write", self._stub.Write, req)
 
-    def insert(self, entity):
+    def insert(self, entity: Any) -> None:
         self.write([update(Update.INSERT, entity)])
 
-    def modify(self, entity):
+    def modify(self, entity: Any) -> None:
         self.write([update(Update.MODIFY, entity)])
 
-    def delete(self, entity):
+    def delete(self, entity: Any) -> None:
         self.write([update(Update.DELETE, entity)])
 
-    def read(self, *entities):
+    def read(self, *entities: Any) -> list[Any]:
         """All entities matching the given filters (a list of p4.v1.Entity)."""
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         for ent in entities:
@@ -291,13 +308,13 @@ class SwitchConnection:
         except grpc.RpcError as e:
             raise self._error("Read", e) from None
 
-    def _call(self, rpc, fn, req):
+    def _call(self, rpc: str, fn: Callable[[Any], Any], req: Any) -> Any:
         try:
             return fn(req)
         except grpc.RpcError as e:
             raise self._error(rpc, e) from None
 
-    def _error(self, rpc, e):
+    def _error(self, rpc: str, e: grpc.RpcError) -> SwitchError:
         lines = _write_error_details(e) if e.code() == grpc.StatusCode.UNKNOWN else []
         detail = "; ".join(lines) if lines else (e.details() or "")
         err = SwitchError(f"switch {self.name}: {rpc} failed: {e.code().name}: {detail}")
@@ -305,7 +322,7 @@ class SwitchConnection:
         return err
 
 
-def as_entity(obj):
+def as_entity(obj: Any) -> p4runtime_pb2.Entity:
     """Wrap a TableEntry / RegisterEntry / ... into a p4.v1.Entity."""
     if isinstance(obj, p4runtime_pb2.Entity):
         return obj
@@ -321,6 +338,6 @@ def as_entity(obj):
     return ent
 
 
-def update(kind, obj):
+def update(kind: int, obj: Any) -> p4runtime_pb2.Update:
     return p4runtime_pb2.Update(type=kind, entity=as_entity(obj))
 

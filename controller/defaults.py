@@ -1,35 +1,42 @@
 """Numbers the controller takes from the protocol (protocol/constants.py and the address plan,
 protocol/addressing.py, the single sources) and the few choices of its own (the flood group, how long
 ended jobs are remembered)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from p4reduce.protocol import constants
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
+
+if TYPE_CHECKING:
+    from p4reduce.controller.topology import Topology
 
 FLOOD_GROUP = 1              # L2 flood group (broadcast/ARP) installed by the forwarding installer
 ENDED_MEMORY_S = 300.0       # how long an ended job's name answers 409 job_ended
 MAX_JOBS = 4096              # job ids 1..MAX_JOBS (job_id is 16 bits; groups stay 16-bit)
 
 
-def udp_port():
+def udp_port() -> int:
     return constants.AGG_UDP_PORT
 
 
-def max_workers():
+def max_workers() -> int:
     return constants.MAX_WORKERS
 
 
-def max_jobs():
+def max_jobs() -> int:
     return MAX_JOBS
 
 
-def num_slots():
+def num_slots() -> int:
     return constants.SLOTS
 
 
-def default_job_slots(total):
+def default_job_slots(total: int) -> int:
     return max(1, min(64, total))
 
 
-def switch_endpoint(topology):
+def switch_endpoint(topology: Topology | None) -> dict[str, Any]:
     """Where workers send aggregation packets: the aggregation switch's IP, UDP port and MAC."""
     sw = topology.aggregation_switch if topology is not None else None
     return {"ip": getattr(sw, "ip", None) or SERVICE_IP,

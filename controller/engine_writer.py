@@ -6,6 +6,7 @@ same order, so what they exercise is what the controller installs.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from p4reduce.controller.job_entries import (
@@ -62,7 +63,7 @@ class EngineJobWriter:
         members[member.rank] = member
         self.sw.mc_group_set(job.multicast_group, group_replicas(members.values()))
 
-    def install(self, job: JobSpec, members: list[SwitchMember]) -> None:
+    def install(self, job: JobSpec, members: Sequence[SwitchMember]) -> None:
         """A whole job at once: the job, then every member."""
         self.install_job(job)
         for member in members:

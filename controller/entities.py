@@ -5,15 +5,21 @@ a p4.v1.TableEntry; `decode_table_entry` turns one read back from the switch int
 values. Match values are written as in p4runtime-shell ("10.0.0.0/8", "v&&&mask", "lo..hi") or as
 tuples ((value, prefix_len), (value, mask), (lo, hi)).
 """
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4reduce.controller.codec import decode, encode, parse_int
+from p4reduce.controller.p4info import P4InfoIndex
 
 MT = p4info_pb2.MatchField
 
 
-def _split_match(value, sep, what):
+def _split_match(value: Any, sep: str, what: str) -> tuple[Any, Any]:
     if isinstance(value, str) and sep in value:
         a, b = value.split(sep, 1)
         return a, b
@@ -22,7 +28,7 @@ def _split_match(value, sep, what):
     raise ValueError(f"{what}: expected 'a{sep}b' or a pair, got {value!r}")
 
 
-def _field_match(index, table, name, value):
+def _field_match(index: P4InfoIndex, table: Any, name: str, value: Any) -> p4runtime_pb2.FieldMatch | None:
     mf = index.match_field(table, name)
     what = f"table {table.preamble.name}, field {mf.name}"
     fm = p4runtime_pb2.FieldMatch(field_id=mf.id)
@@ -31,12 +37,12 @@ def _field_match(index, table, name, value):
         fm.exact.value = encode(value, bw, what)
     elif mf.match_type == MT.LPM:
         if isinstance(value, str) and "/" in value:
-            v, plen = value.split("/", 1)
+            v, plen_text = value.split("/", 1)
         elif isinstance(value, (tuple, list)):
-            v, plen = value
+            v, plen_text = value
         else:
-            v, plen = value, bw
-        plen = parse_int(plen, None, f"{what} prefix length")
+            v, plen_text = value, bw
+        plen = parse_int(plen_text, None, f"{what} prefix length")
         if plen > bw:
             raise ValueError(f"{what}: prefix length {plen} exceeds the field's {bw} bits")
         if plen == 0:
@@ -64,7 +70,7 @@ def _field_match(index, table, name, value):
     return fm
 
 
-def action(index, name, params=None):
+def action(index: P4InfoIndex, name: str, params: Mapping[str, Any] | None = None) -> p4runtime_pb2.Action:
     act = index.get("action", name)
     msg = p4runtime_pb2.Action(action_id=act.preamble.id)
     params = dict(params or {})
@@ -78,7 +84,8 @@ def action(index, name, params=None):
     return msg
 
 
-def table_entry(index, table, match=None, action_name=None, params=None, priority=None):
+def table_entry(index: P4InfoIndex, table: str, match: Mapping[str, Any] | None = None, action_name: str | None = None,
+                params: Mapping[str, Any] | None = None, priority: int | None = None) -> p4runtime_pb2.TableEntry:
     """A TableEntry; with action_name None it is a match-only entry (for reads and deletes)."""
     tbl = index.get("table", table)
     entry = p4runtime_pb2.TableEntry(table_id=tbl.preamble.id)
@@ -97,17 +104,18 @@ def table_entry(index, table, match=None, action_name=None, params=None, priorit
     return entry
 
 
-def default_entry(index, table, action_name, params=None):
+def default_entry(index: P4InfoIndex, table: str, action_name: str,
+                  params: Mapping[str, Any] | None = None) -> p4runtime_pb2.TableEntry:
     entry = table_entry(index, table, None, action_name, params)
     entry.is_default_action = True
     return entry
 
 
-def decode_table_entry(index, entry):
+def decode_table_entry(index: P4InfoIndex, entry: p4runtime_pb2.TableEntry) -> dict[str, Any]:
     """Plain dict of a TableEntry read back: names and ints."""
     tbl = index.by_id("table", entry.table_id)
     fields = {mf.id: mf for mf in tbl.match_fields}
-    match = {}
+    match: dict[str, int | tuple[int, int]] = {}
     for fm in entry.match:
         mf = fields.get(fm.field_id)
         name = mf.name if mf else str(fm.field_id)
@@ -133,7 +141,7 @@ def decode_table_entry(index, entry):
     return out
 
 
-def multicast_group(group_id, replicas):
+def multicast_group(group_id: int, replicas: Iterable[tuple[int, int]]) -> p4runtime_pb2.PacketReplicationEngineEntry:
     """A PacketReplicationEngineEntry for group `group_id` with [(egress_port, instance), ...]."""
     pre = p4runtime_pb2.PacketReplicationEngineEntry()
     pre.multicast_group_entry.multicast_group_id = group_id
@@ -142,20 +150,20 @@ def multicast_group(group_id, replicas):
     return pre
 
 
-def all_multicast_groups():
+def all_multicast_groups() -> p4runtime_pb2.PacketReplicationEngineEntry:
     """The read filter that matches every multicast group."""
     pre = p4runtime_pb2.PacketReplicationEngineEntry()
     pre.multicast_group_entry.SetInParent()
     return pre
 
 
-def decode_multicast_group(entity):
+def decode_multicast_group(entity: p4runtime_pb2.Entity) -> tuple[int, list[tuple[int, int]]]:
     """(group id, [(egress port, instance), ...]) of a multicast group entity read back."""
     g = entity.packet_replication_engine_entry.multicast_group_entry
     return g.multicast_group_id, [(r.egress_port or int.from_bytes(r.port, "big"), r.instance) for r in g.replicas]
 
 
-def register_entry(index, name, idx=None):
+def register_entry(index: P4InfoIndex, name: str, idx: int | None = None) -> p4runtime_pb2.RegisterEntry:
     reg = index.get("register", name)
     entry = p4runtime_pb2.RegisterEntry(register_id=reg.preamble.id)
     if idx is not None:
@@ -163,7 +171,7 @@ def register_entry(index, name, idx=None):
     return entry
 
 
-def counter_entry(index, name, idx=None):
+def counter_entry(index: P4InfoIndex, name: str, idx: int | None = None) -> p4runtime_pb2.CounterEntry:
     ctr = index.get("counter", name)
     entry = p4runtime_pb2.CounterEntry(counter_id=ctr.preamble.id)
     if idx is not None:

@@ -3,6 +3,9 @@
 Each error carries a stable machine-readable `code` (used as the job API's error code), an HTTP
 status, and optionally the request field it is about, so callers never have to parse messages.
 """
+from __future__ import annotations
+
+from typing import Any
 
 
 class ControllerError(Exception):
@@ -11,7 +14,8 @@ class ControllerError(Exception):
     code = "controller_error"
     http_status = 500
 
-    def __init__(self, message, field=None, code=None, http_status=None):
+    def __init__(self, message: str, field: str | None = None, code: str | None = None,
+                 http_status: int | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
@@ -20,7 +24,7 @@ class ControllerError(Exception):
         if http_status is not None:
             self.http_status = http_status
 
-    def to_json(self):
+    def to_json(self) -> dict[str, dict[str, str]]:
         err = {"code": self.code, "message": self.message}
         if self.field is not None:
             err["field"] = self.field
@@ -53,6 +57,7 @@ class SwitchError(ControllerError):
 
     code = "switch_unavailable"
     http_status = 503
+    grpc_code: Any = None   # the gRPC status of a failed RPC, when that is what failed
 
 
 class Unauthorized(ControllerError):

@@ -8,12 +8,18 @@ each port with a host attached to that host's IPv4 address, so the host cannot s
 (a worker's, or the aggregation address: docs/protocol.md section 3). Installing twice is
 harmless: an entry that exists is modified, so a restarted controller can re-run it.
 """
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from p4reduce.controller import defaults
-from p4reduce.controller.connection import Update, update
+from p4reduce.controller.connection import SwitchConnection, Update, update
 from p4reduce.controller.entities import multicast_group, table_entry
 from p4reduce.controller.errors import SwitchError
+from p4reduce.controller.p4info import P4InfoIndex
+from p4reduce.controller.topology import Host, Topology
 from p4reduce.protocol import p4names
 
 log = logging.getLogger("p4reduce.controller.forwarding")
@@ -21,7 +27,7 @@ log = logging.getLogger("p4reduce.controller.forwarding")
 BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 
-def forwarding_entries(topology, switch_name, index):
+def forwarding_entries(topology: Topology, switch_name: str, index: P4InfoIndex) -> list[tuple[str, Any]]:
     """(description, entity) pairs this switch needs; skips tables the program lacks."""
     out = []
     has_routes = index.has("table", p4names.IPV4_ROUTES)
@@ -74,12 +80,12 @@ def forwarding_entries(topology, switch_name, index):
     return out
 
 
-def source_guard_entries(topology, switch_name, index):
+def source_guard_entries(topology: Topology, switch_name: str, index: P4InfoIndex) -> list[tuple[str, Any]]:
     """(description, entity) pairs binding this switch's host ports to their hosts' addresses.
     A port with several hosts behind it (a hub) is left unguarded rather than cut off."""
     if not index.has("table", p4names.SOURCE_GUARD):
         return []
-    by_port = {}
+    by_port: dict[int, list[Host]] = {}
     for host in topology.hosts.values():
         if host.switch == switch_name:
             by_port.setdefault(host.port, []).append(host)
@@ -96,10 +102,11 @@ def source_guard_entries(topology, switch_name, index):
     return out
 
 
-def install_forwarding(conn, topology, switch_name, report=None):
+def install_forwarding(conn: SwitchConnection, topology: Topology, switch_name: str,
+                       report: Callable[[str], None] | None = None) -> int:
     """Insert (or modify, when present) every forwarding entry; returns how many were written."""
     report = report or log.info
-    entries = forwarding_entries(topology, switch_name, conn.index)
+    entries = forwarding_entries(topology, switch_name, conn.pipeline)
     for desc, ent in entries:
         try:
             conn.write([update(Update.INSERT, ent)])

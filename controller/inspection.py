@@ -4,7 +4,10 @@ Everything here only reads (no arbitration needed), returns plain data (dicts an
 --json), and is shared by the non-interactive CLI and the interactive shell. Text rendering is in
 controller/report.py.
 """
+from __future__ import annotations
+
 import enum
+from typing import Any
 
 from p4reduce.controller.codec import format_ipv4, format_mac, to_signed
 from p4reduce.controller.connection import SwitchConnection
@@ -17,14 +20,15 @@ from p4reduce.controller.entities import (
 )
 from p4reduce.controller.errors import SwitchError
 from p4reduce.controller.job_programmer import JobProgrammer, program_layout, slot_pool_size
-from p4reduce.controller.registers import open_register_access, thrift_address
+from p4reduce.controller.p4info import P4InfoIndex
+from p4reduce.controller.registers import RegisterAccess, open_register_access, thrift_address
 from p4reduce.protocol import constants, p4names
 
 SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
                         p4names.MIN_NEXT, p4names.MAX_EXP)
 
 
-def counter_labels():
+def counter_labels() -> dict[str, dict[int, str]]:
     """{counter name: {index: label}} from the protocol's enums ("Indices of counter NAME.")."""
     labels = {}
     for obj in vars(constants).values():
@@ -39,22 +43,22 @@ def counter_labels():
 
 
 class SwitchInspector:
-    def __init__(self, conn, registers=None):
+    def __init__(self, conn: SwitchConnection, registers: RegisterAccess | None = None):
         self.conn = conn
         self.registers = registers
 
     @property
-    def index(self):
-        return self.conn.index
+    def index(self) -> P4InfoIndex:
+        return self.conn.pipeline
 
     # -- jobs and slots ------------------------------------------------------------------------
-    def jobs(self):
+    def jobs(self) -> list[dict[str, Any]]:
         """Jobs as installed on the switch (read back from the tables)."""
         if not self.index.has("table", p4names.JOBS):
             return []
         return sorted(JobProgrammer(self.conn).read_back(), key=lambda j: j["slots"]["base"])
 
-    def slot_map(self):
+    def slot_map(self) -> list[dict[str, Any]]:
         """[{base, count, job}] covering the whole slot space (job None = free)."""
         total = slot_pool_size(self.index)
         used = sorted((j["slots"]["base"], j["slots"]["count"], j["name"]) for j in self.jobs())
@@ -69,20 +73,21 @@ class SwitchInspector:
         return out
 
     # -- registers -----------------------------------------------------------------------------
-    def _need_registers(self):
+    def _need_registers(self) -> RegisterAccess:
         if self.registers is None:
             raise ValueError("no register access (the switch does not implement P4Runtime registers; "
                              "give --thrift-port)")
         return self.registers
 
-    def register_info(self, name):
+    def register_info(self, name: str) -> tuple[str, int, int, bool]:
         reg = self.index.get("register", name)
         spec = reg.type_spec.bitstring
         kind = spec.WhichOneof("type_spec")
         width = getattr(spec, kind).bitwidth if kind else 0
         return reg.preamble.name, reg.size, width, kind == "int"
 
-    def register(self, name, index=None, start=None, stop=None):
+    def register(self, name: str, index: int | None = None, start: int | None = None,
+                 stop: int | None = None) -> dict[str, Any]:
         """{"register", "size", "bitwidth", "values": {index: value}} (signed types decoded)."""
         regs = self._need_registers()
         full, size, width, signed = self.register_info(name)
@@ -102,7 +107,7 @@ class SwitchInspector:
         return {"register": full, "size": size, "bitwidth": width, "signed": signed,
                 "values": dict(sorted(values.items()))}
 
-    def slot(self, slot, ver=None, job=None):
+    def slot(self, slot: int, ver: int | None = None, job: str | None = None) -> dict[str, Any]:
         """One slot decoded per docs/protocol.md: state registers and lanes, for both copies (or
         `ver`). `slot` is absolute, or relative to `job` (a job name) when given."""
         base = 0
@@ -142,7 +147,7 @@ class SwitchInspector:
                 "lanes": layout.lanes, "subblock": layout.subblock, "copies": copies}
 
     # -- counters ------------------------------------------------------------------------------
-    def counters(self, name=None):
+    def counters(self, name: str | None = None) -> list[dict[str, Any]]:
         """Indirect counters; drop_reasons and agg_events cells are named per the protocol."""
         names = [name] if name else [c.preamble.name for c in self.index.all("counter")]
         labels = counter_labels()
@@ -161,7 +166,7 @@ class SwitchInspector:
         return out
 
     # -- tables and groups ---------------------------------------------------------------------
-    def entries(self, table=None):
+    def entries(self, table: str | None = None) -> list[dict[str, Any]]:
         tables = [table] if table else [t.preamble.name for t in self.index.all("table")]
         out = []
         for t in tables:
@@ -172,7 +177,7 @@ class SwitchInspector:
                     out.append(d)
         return out
 
-    def multicast_groups(self):
+    def multicast_groups(self) -> list[dict[str, Any]]:
         groups = []
         for ent in self.conn.read(all_multicast_groups()):
             group, replicas = decode_multicast_group(ent)
@@ -180,7 +185,8 @@ class SwitchInspector:
         return sorted(groups, key=lambda g: g["group"])
 
 
-def open_inspector(grpc_addr, device_id=0, wait=5.0, thrift_port=None, registers=False):
+def open_inspector(grpc_addr: str, device_id: int = 0, wait: float = 5.0, thrift_port: int | None = None,
+                   registers: bool = False) -> SwitchInspector:
     """A SwitchInspector on the switch at `grpc_addr`, connected read-only (no arbitration, so
     the running controller is not disturbed); with registers=True, register access too (over
     P4Runtime, or BMv2's Thrift API at `thrift_port`). Fails clearly when the switch runs nothing."""
@@ -192,7 +198,7 @@ def open_inspector(grpc_addr, device_id=0, wait=5.0, thrift_port=None, registers
     return SwitchInspector(conn, regs)
 
 
-def format_value(field_name, value):
+def format_value(field_name: str, value: Any) -> str:
     """Human form of a match/param value: MACs and IPv4 addresses by field name."""
     low = field_name.lower()
     if isinstance(value, tuple):

@@ -41,11 +41,22 @@ class JobSpec:
 
 class SwitchMember(Protocol):
     """What the switch knows of one worker of a job (controller.jobs.Member is one)."""
-    rank: int
-    ip: str
-    udp_port: int
-    mac: str | None
-    port: int | None       # the switch port its packets arrive on, and its results leave by
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def ip(self) -> str: ...
+
+    @property
+    def udp_port(self) -> int: ...
+
+    @property
+    def mac(self) -> str | None: ...
+
+    @property
+    def port(self) -> int | None:
+        """The switch port its packets arrive on, and its results leave by."""
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,16 @@ and their reader.
 Each job's table entry carries its descriptor (name, mode, lease) as P4Runtime entry `metadata`, so
 a restarted controller can read jobs back from the switch alone (`read_back`).
 """
+from __future__ import annotations
+
 import json
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller import defaults
 from p4reduce.controller.codec import format_ipv4, format_mac
-from p4reduce.controller.connection import Update, update
+from p4reduce.controller.connection import SwitchConnection, Update, update
 from p4reduce.controller.entities import (
     all_multicast_groups,
     decode_multicast_group,
@@ -27,13 +31,19 @@ from p4reduce.controller.job_entries import (
     member_entries,
     slot_registers,
 )
+from p4reduce.controller.p4info import P4InfoIndex
 from p4reduce.protocol import constants, p4names
 from p4reduce.protocol.wire import Layout, WireError
+
+if TYPE_CHECKING:
+    from p4reduce.controller.jobs import Job, Member
+    from p4reduce.controller.registers import RegisterAccess
+
 
 log = logging.getLogger("p4reduce.controller.jobs")
 
 
-def slot_pool_size(index):
+def slot_pool_size(index: P4InfoIndex) -> int:
     """SLOTS as compiled into the program: the `seen` register holds 2 * SLOTS entries."""
     if index.has("register", p4names.SEEN):
         return index.get("register", p4names.SEEN).size // 2
@@ -60,38 +70,38 @@ class JobProgrammer:
     carries as metadata so a restarted controller can resume the job from the switch alone.
     """
 
-    def __init__(self, conn, registers=None):
+    def __init__(self, conn: SwitchConnection, registers: RegisterAccess | None = None):
         self.conn = conn
         self.registers = registers  # P4RuntimeRegisters / ThriftRegisters, for slot resets
 
     @property
-    def index(self):
-        return self.conn.index
+    def index(self) -> P4InfoIndex:
+        return self.conn.pipeline
 
     # -- entries -------------------------------------------------------------------------------
-    def _entity(self, entry: Entry):
+    def _entity(self, entry: Entry) -> Any:
         """The P4Runtime TableEntry of a builder Entry."""
         if entry.action is None:
             return table_entry(self.index, entry.table, entry.match)
         return table_entry(self.index, entry.table, entry.match, entry.action, entry.params)
 
-    def _job_entity(self, job):
+    def _job_entity(self, job: Job) -> Any:
         entity = self._entity(job_entry(job.spec))
         entity.metadata = json.dumps(job.descriptor(), sort_keys=True).encode()
         return entity
 
-    def _member_entities(self, job, member, keys_only=False):
+    def _member_entities(self, job: Job, member: Member, keys_only: bool = False) -> list[Any]:
         return [self._entity(e.key() if keys_only else e) for e in member_entries(job.job_id, member)]
 
-    def _group(self, job, members):
+    def _group(self, job: Job, members: Iterable[Member]) -> Any:
         return multicast_group(job.spec.multicast_group, group_replicas(members))
 
     # -- operations ----------------------------------------------------------------------------
-    def install_job(self, job):
+    def install_job(self, job: Job) -> None:
         self.reset_slots(job.spec)
         self.conn.write([update(Update.INSERT, self._job_entity(job))])
 
-    def add_member(self, job, member):
+    def add_member(self, job: Job, member: Member) -> None:
         """Worker entries, then the multicast group with every current member (job.members)."""
         self.conn.write([update(Update.INSERT, e) for e in self._member_entities(job, member)])
         others = [m for m in job.members.values() if m.rank != member.rank]
@@ -102,7 +112,7 @@ class JobProgrammer:
             self._delete_quietly(self._member_entities(job, member, keys_only=True))
             raise
 
-    def remove_member(self, job, member):
+    def remove_member(self, job: Job, member: Member) -> None:
         """Delete the worker's entries; shrink (or delete) the multicast group. `member` is no
         longer in job.members."""
         if job.members:
@@ -111,7 +121,7 @@ class JobProgrammer:
             self._delete_quietly([self._group(job, [])])
         self._delete_quietly(self._member_entities(job, member, keys_only=True))
 
-    def remove_job(self, job):
+    def remove_job(self, job: Job) -> None:
         """Delete everything of the job (continuing past entries already gone), reset its slots."""
         ents = []
         for m in job.members.values():
@@ -125,7 +135,7 @@ class JobProgrammer:
         except SwitchError as e:
             log.warning("job %s: could not reset slot registers: %s", job.name, e.message)
 
-    def reinstall_job(self, job):
+    def reinstall_job(self, job: Job) -> None:
         """Write the whole job again (after the switch lost its state): entries and group."""
         self.reset_slots(job.spec)
         updates = [update(Update.INSERT, self._job_entity(job))]
@@ -135,7 +145,7 @@ class JobProgrammer:
             updates.append(update(Update.INSERT, self._group(job, job.members.values())))
         self.conn.write(updates)
 
-    def _delete_quietly(self, entities):
+    def _delete_quietly(self, entities: Iterable[Any]) -> None:
         """Delete one by one so one missing entry does not keep the others installed."""
         for ent in entities:
             try:
@@ -144,7 +154,7 @@ class JobProgrammer:
                 if "NOT_FOUND" not in e.message:
                     log.warning("delete failed: %s", e.message)
 
-    def reset_slots(self, job: JobSpec):
+    def reset_slots(self, job: JobSpec) -> None:
         """Clear seen and count of both shadow copies of the job's slots (where the target allows)."""
         if self.registers is None:
             return
@@ -154,7 +164,7 @@ class JobProgrammer:
                 self.registers.fill(name, start, stop, 0)
 
     # -- restart -------------------------------------------------------------------------------
-    def read_back(self):
+    def read_back(self) -> list[dict[str, Any]]:
         """Jobs installed on the switch, as dicts for recovery.adopt_jobs()."""
         idx = self.index
         jobs, by_id = [], {}
@@ -198,12 +208,12 @@ class JobProgrammer:
             ip_k, port_k, job_k = (idx.match_field(idx.get("table", p4names.WORKERS), k).name
                                    for k in p4names.WORKERS_KEY)
             job_id, rank = d["match"][job_k], d["params"]["rank"]
-            rec = by_id.get(job_id)
-            if rec is None:
+            owner = by_id.get(job_id)
+            if owner is None:
                 continue
             addr = addrs.get((job_id, rank), {})
-            rec["members"].append({
+            owner["members"].append({
                 "rank": rank, "ip": format_ipv4(d["match"][ip_k]), "udp_port": d["match"][port_k],
                 "mac": format_mac(addr["mac"]) if "mac" in addr else None,
-                "port": d["params"].get("port", ports.get(rec["mcast_grp"], {}).get(rank))})
+                "port": d["params"].get("port", ports.get(owner["mcast_grp"], {}).get(rank))})
         return jobs

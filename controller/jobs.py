@@ -9,17 +9,29 @@ Every change to an existing job needs its job token or the admin token (controll
 caller of each request is passed in as a Caller; in-process callers use auth.TRUSTED. A worker's
 binding (IP and UDP port, MAC, switch port) belongs to one rank of one job at a time.
 """
+from __future__ import annotations
+
+import builtins
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller import defaults
 from p4reduce.controller.auth import TRUSTED, Caller, new_token, token_digest
 from p4reduce.controller.codec import parse_ipv4, parse_mac
 from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Forbidden, NotFound, Unauthorized
 from p4reduce.controller.job_entries import JobSpec
+from p4reduce.controller.slots import SlotPool, SlotRange
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE
-from p4reduce.protocol.wire import DEFAULT_LAYOUT
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Layout
+
+if TYPE_CHECKING:
+    from p4reduce.controller.job_programmer import JobProgrammer
+    from p4reduce.controller.topology import Topology
+
+
 
 MODES = ("dense", "sparse")
 
@@ -27,21 +39,22 @@ MODES = ("dense", "sparse")
 class Member:
     """One admitted worker."""
 
-    def __init__(self, rank, ip, udp_port, mac, port, now):
+    def __init__(self, rank: int, ip: str, udp_port: int, mac: str | None, port: int | None, now: float):
         self.rank, self.ip, self.udp_port, self.mac, self.port = rank, ip, udp_port, mac, port
         self.last_seen = now
 
-    def to_json(self, now):
+    def to_json(self, now: float) -> dict[str, Any]:
         return {"rank": self.rank, "ip": self.ip, "udp_port": self.udp_port, "mac": self.mac,
                 "port": self.port, "last_seen_s": round(max(0.0, now - self.last_seen), 3)}
 
 
 class Job:
-    def __init__(self, name, job_id, workers, mode, slots, lease_s, now, wall):
+    def __init__(self, name: str, job_id: int, workers: int, mode: str, slots: SlotRange, lease_s: float,
+                 now: float, wall: float):
         self.name, self.job_id, self.workers, self.mode = name, job_id, workers, mode
         self.slots = slots  # SlotRange
         self.lease_s = lease_s
-        self.members = {}  # rank -> Member
+        self.members: dict[int, Member] = {}  # by rank
         self.created = now
         self.created_at = wall
         self.last_activity = now  # join/leave/heartbeat: a memberless job expires from here
@@ -54,11 +67,11 @@ class Job:
         return JobSpec(self.job_id, self.workers, self.slots.base, self.slots.count,
                        Mode.SPARSE if self.mode == "sparse" else Mode.DENSE)
 
-    def update_state(self):
+    def update_state(self) -> None:
         if self.state != "ended":
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
-    def to_json(self, now, switch_info, layout=DEFAULT_LAYOUT):
+    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout = DEFAULT_LAYOUT) -> dict[str, Any]:
         return {
             "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
             "workers": self.workers, "joined": len(self.members),
@@ -69,22 +82,22 @@ class Job:
             "created_at": self.created_at,
         }
 
-    def descriptor(self):
+    def descriptor(self) -> dict[str, Any]:
         """What the switch must remember to resume this job after a controller restart."""
-        desc = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
+        desc: dict[str, Any] = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
                 "slots": self.slots.to_json()}
         if self.token_digest:
             desc["token_sha256"] = self.token_digest
         return desc
 
 
-def _check_int(value, field, lo, hi):
+def _check_int(value: object, field: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise BadRequest(f"field '{field}': must be an integer in {lo}..{hi}, got {value!r}", field=field)
     return value
 
 
-def _check_number(value, field, lo, hi):
+def _check_number(value: object, field: str, lo: float, hi: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
         raise BadRequest(f"field '{field}': must be a number in {lo:g}..{hi:g}, got {value!r}", field=field)
     return float(value)
@@ -93,9 +106,11 @@ def _check_number(value, field, lo, hi):
 class JobManager:
     """Creates, admits, renews and ends jobs; thread-safe."""
 
-    def __init__(self, pool, programmer=None, topology=None, default_workers=None, default_mode="dense",
-                 default_slots=None, default_lease_s=10.0, join_timeout_s=120.0, clock=time.monotonic,
-                 switch_info=None, log=None, layout=DEFAULT_LAYOUT):
+    def __init__(self, pool: SlotPool, programmer: JobProgrammer | None = None, topology: Topology | None = None,
+                 default_workers: int | None = None, default_mode: str = "dense", default_slots: int | None = None,
+                 default_lease_s: float = 10.0, join_timeout_s: float = 120.0,
+                 clock: Callable[[], float] = time.monotonic, switch_info: dict[str, Any] | None = None,
+                 log: Callable[[str], None] | None = None, layout: Layout = DEFAULT_LAYOUT):
         self.pool = pool
         # the packet layout of the program the switch runs (controller.job_programmer.program_layout),
         # handed to workers in every job description
@@ -109,13 +124,13 @@ class JobManager:
         self.join_timeout_s = join_timeout_s
         self.clock = clock
         self.switch_info = switch_info or defaults.switch_endpoint(topology)
-        self.log = log or (lambda msg: None)
-        self.jobs = {}
-        self.ended = {}  # name -> (reason, when): answered with 409 job_ended for a while
+        self.log: Callable[[str], None] = log or (lambda msg: None)
+        self.jobs: dict[str, Job] = {}
+        self.ended: dict[str, tuple[str, float]] = {}  # name -> (reason, when): 409 job_ended for a while
         self.lock = threading.RLock()
-        self.on_change = None  # called (under the lock) after every change, e.g. to save state
+        self.on_change: Callable[[], None] | None = None  # called (under the lock) after every change
 
-    def _changed(self):
+    def _changed(self) -> None:
         if self.on_change is not None:
             try:
                 self.on_change()
@@ -123,7 +138,8 @@ class JobManager:
                 self.log(f"saving controller state failed: {e}")
 
     # -- validation ----------------------------------------------------------------------------
-    def _validate_params(self, workers, mode, slots, lease_s):
+    def _validate_params(self, workers: object, mode: object, slots: object,
+                         lease_s: object) -> tuple[int, str, int, float]:
         workers = _check_int(workers, "workers", 1, defaults.max_workers())
         if mode not in MODES:
             raise BadRequest(f"field 'mode': must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
@@ -132,13 +148,13 @@ class JobManager:
         return workers, mode, slots, lease_s
 
     @staticmethod
-    def _check_name(name):
+    def _check_name(name: object) -> str:
         if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
             raise BadRequest(f"field 'name': must be {JOB_NAME_RULE}, got {name!r}", field="name")
         return name
 
     @staticmethod
-    def _authorize(job, caller: Caller, what: str):
+    def _authorize(job: Job, caller: Caller, what: str) -> None:
         """Unauthorized without a token, Forbidden with one that does not open `job`."""
         if caller.may_change(job.token_digest):
             return
@@ -147,7 +163,7 @@ class JobManager:
                                f"Bearer TOKEN'; the token is returned when the job is created)")
         raise Forbidden(f"the token presented does not open job {job.name!r}")
 
-    def _free_job_id(self):
+    def _free_job_id(self) -> int:
         used = {j.job_id for j in self.jobs.values()}
         for job_id in range(1, defaults.max_jobs() + 1):
             if job_id not in used:
@@ -155,7 +171,7 @@ class JobManager:
         raise Conflict(f"the switch already runs {len(used)} jobs, the most it can hold", code="too_many_jobs")
 
     # -- queries -------------------------------------------------------------------------------
-    def get(self, name):
+    def get(self, name: str) -> Job:
         with self.lock:
             job = self.jobs.get(name)
             if job is None:
@@ -165,17 +181,18 @@ class JobManager:
                 raise NotFound(f"no job named {name!r}", code="no_such_job")
             return job
 
-    def status(self, name):
+    def status(self, name: str) -> dict[str, Any]:
         with self.lock:
             return self.get(name).to_json(self.clock(), self.switch_info, self.layout)
 
-    def list(self):
+    def list(self) -> builtins.list[dict[str, Any]]:
         with self.lock:
             now = self.clock()
             return [j.to_json(now, self.switch_info, self.layout) for _, j in sorted(self.jobs.items())]
 
     # -- create --------------------------------------------------------------------------------
-    def create(self, name, workers=None, mode=None, slots=None, lease_s=None, caller: Caller = TRUSTED):
+    def create(self, name: str, workers: int | None = None, mode: str | None = None, slots: int | None = None,
+               lease_s: float | None = None, caller: Caller = TRUSTED) -> tuple[dict[str, Any], bool, str | None]:
         """Create a job (idempotent for identical parameters and the job's own token).
 
         Returns (job_json, created, token): the new job's token, or None when it existed."""
@@ -221,8 +238,10 @@ class JobManager:
             return job.to_json(now, self.switch_info, self.layout), True, token
 
     # -- join ----------------------------------------------------------------------------------
-    def join(self, name, ip=None, udp_port=None, mac=None, rank=None, workers=None, mode=None, slots=None,
-             peer_ip=None, switch_port=None, caller: Caller = TRUSTED):
+    def join(self, name: str, ip: str | None = None, udp_port: int | None = None, mac: str | None = None,
+             rank: int | None = None, workers: int | None = None, mode: str | None = None, slots: int | None = None,
+             peer_ip: str | None = None, switch_port: int | None = None,
+             caller: Caller = TRUSTED) -> tuple[int, dict[str, Any], str | None]:
         """Admit a worker (creating the job if needed). Returns (rank, job_json, token): the job
         token when this join created the job, else None."""
         self._check_name(name)
@@ -272,7 +291,8 @@ class JobManager:
                     self.ended.pop(name, None)
                 raise
 
-    def _admit(self, job, ip, udp_port, mac, port, rank, workers, mode, slots):
+    def _admit(self, job: Job, ip: str, udp_port: int, mac: str, port: int | None, rank: int | None,
+               workers: int | None, mode: str | None, slots: int | None) -> tuple[int, dict[str, Any]]:
         """Add one worker to an existing job (under the lock)."""
         name = job.name
         for field, want, have in (("workers", workers, job.workers), ("mode", mode, job.mode),
@@ -287,10 +307,10 @@ class JobManager:
                 raise Conflict(f"rank {old.rank} of job {name!r} is live at {ip}:{udp_port} with MAC {old.mac} "
                                f"on switch port {old.port}; a re-join must keep them (asked for MAC {mac} "
                                f"on port {port})", code="rank_taken", field="rank")
-            rank = old.rank  # a restarted worker keeps its rank
-            job.members.pop(rank)
-            self._apply(job, lambda: self.programmer.remove_member(job, old),
-                        undo=lambda: job.members.__setitem__(rank, old))
+            kept = rank = old.rank  # a restarted worker keeps its rank
+            job.members.pop(kept)
+            self._apply(job, lambda p: p.remove_member(job, old),
+                        undo=lambda: job.members.__setitem__(kept, old))
         elif same:
             raise Conflict(f"worker {ip}:{udp_port} already holds rank {same[0].rank} of job {name!r}",
                            code="rank_taken", field="rank")
@@ -310,7 +330,7 @@ class JobManager:
         now = self.clock()
         member = Member(rank, ip, udp_port, mac, port, now)
         job.members[rank] = member
-        self._apply(job, lambda: self.programmer.add_member(job, member),
+        self._apply(job, lambda p: p.add_member(job, member),
                     undo=lambda: job.members.pop(rank, None))
         job.last_activity = now
         job.update_state()
@@ -318,7 +338,7 @@ class JobManager:
         self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
         return rank, job.to_json(now, self.switch_info, self.layout)
 
-    def _check_binding(self, job, ip, udp_port, mac, port):
+    def _check_binding(self, job: Job, ip: str, udp_port: int, mac: str, port: int | None) -> None:
         """409 if the new worker's address, MAC or switch port is bound to a worker of another host
         (any job), or its address to another rank or job: results must not be redirected."""
         shared = self._shared_ports()
@@ -340,7 +360,7 @@ class JobManager:
                     raise Conflict(f"{ip} is bound to switch port {m.port} by {where}, not {port}",
                                    code="port_taken", field="switch_port")
 
-    def _shared_ports(self):
+    def _shared_ports(self) -> set[int]:
         """Ports of the aggregating switch that lead to other switches: many hosts arrive by them."""
         topo = self.topology
         if topo is None or not topo.links:
@@ -348,23 +368,24 @@ class JobManager:
         agg = topo.aggregation_switch.name
         return {ap for a, ap, _b, _bp in topo.links if a == agg} | {bp for _a, _ap, b, bp in topo.links if b == agg}
 
-    def _apply(self, job, action, undo):
+    def _apply(self, job: Job, action: Callable[[JobProgrammer], None], undo: Callable[[], object]) -> None:
+        """Run `action` on the switch (when there is one); on failure `undo` the bookkeeping."""
         if self.programmer is None:
             return
         try:
-            action()
+            action(self.programmer)
         except Exception:
             undo()
             raise
 
     # -- heartbeat / leave / end ---------------------------------------------------------------
-    def _member(self, job, rank):
+    def _member(self, job: Job, rank: object) -> Member:
         rank = _check_int(rank, "rank", 0, 1 << 16)
         if rank not in job.members:
             raise NotFound(f"job {job.name!r} has no worker with rank {rank}", code="no_such_rank", field="rank")
         return job.members[rank]
 
-    def heartbeat(self, name, rank, caller: Caller = TRUSTED):
+    def heartbeat(self, name: str, rank: int, caller: Caller = TRUSTED) -> dict[str, Any]:
         with self.lock:
             job = self.get(name)
             self._authorize(job, caller, "a heartbeat for")
@@ -373,13 +394,13 @@ class JobManager:
             return {"state": job.state, "lease_s": job.lease_s, "joined": len(job.members),
                     "workers": job.workers}
 
-    def leave(self, name, rank, caller: Caller = TRUSTED):
+    def leave(self, name: str, rank: int, caller: Caller = TRUSTED) -> dict[str, Any]:
         with self.lock:
             job = self.get(name)
             self._authorize(job, caller, "leaving")
             member = self._member(job, rank)
             del job.members[member.rank]
-            self._apply(job, lambda: self.programmer.remove_member(job, member),
+            self._apply(job, lambda p: p.remove_member(job, member),
                         undo=lambda: job.members.__setitem__(member.rank, member))
             job.last_activity = self.clock()
             job.update_state()
@@ -392,7 +413,7 @@ class JobManager:
                 return {"left": member.rank, "job": snapshot}
             return {"left": member.rank, "job": job.to_json(self.clock(), self.switch_info, self.layout)}
 
-    def end(self, name, reason="ended by request", caller: Caller = TRUSTED):
+    def end(self, name: str, reason: str = "ended by request", caller: Caller = TRUSTED) -> dict[str, str]:
         """Free the job's entries, multicast group and slots (slot registers reset)."""
         with self.lock:
             job = self.get(name)
@@ -407,7 +428,7 @@ class JobManager:
             self.log(f"job {name}: ended ({reason}); slots [{job.slots.base}, {job.slots.end}) freed")
             return {"ended": name}
 
-    def reap(self):
+    def reap(self) -> builtins.list[str]:
         """End every job with a rank silent for lease_s, or memberless for join_timeout_s."""
         reclaimed = []
         with self.lock:

@@ -1,26 +1,32 @@
 """The lease reaper: ends jobs whose workers went silent (JobManager.reap), once a second."""
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from p4reduce.controller.jobs import JobManager
 
 
 class LeaseReaper:
     """Background thread calling JobManager.reap() every `period` seconds."""
 
-    def __init__(self, manager, period=1.0):
+    def __init__(self, manager: JobManager, period: float = 1.0):
         self.manager, self.period = manager, period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-reaper", daemon=True)
 
-    def start(self):
+    def start(self) -> LeaseReaper:
         self._thread.start()
         return self
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop.wait(self.period):
             try:
                 self.manager.reap()
             except Exception as e:  # keep reaping; report the problem
                 self.manager.log(f"lease reaper: {e}")
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)

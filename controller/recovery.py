@@ -11,16 +11,25 @@ again, reinstalls forwarding and, on the aggregating switch, replays every job t
 manages (replay_jobs), so workers that keep retransmitting see aggregation resume. A switch that
 kept its pipeline (only the connection broke) keeps its entries and nothing is replayed.
 """
+from __future__ import annotations
+
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller.errors import ControllerError, SwitchError
 from p4reduce.controller.forwarding import install_forwarding
-from p4reduce.controller.jobs import Job, Member
+from p4reduce.controller.jobs import Job, JobManager, Member
 from p4reduce.protocol import p4names
 
+if TYPE_CHECKING:
+    from p4reduce.controller.connection import SwitchConnection
+    from p4reduce.controller.job_programmer import JobProgrammer
+    from p4reduce.controller.service import Controller, StateFile
 
-def resume_jobs(manager, programmer, state):
+
+
+def resume_jobs(manager: JobManager, programmer: JobProgrammer, state: StateFile) -> list[str]:
     """Adopt the jobs the switch already runs (names from entry metadata or the state file);
     returns their names."""
     if not programmer.index.has("table", p4names.JOBS):
@@ -40,7 +49,7 @@ def resume_jobs(manager, programmer, state):
     return [r["name"] for r in recovered]
 
 
-def adopt_jobs(manager, recovered):
+def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
     """Take over jobs read back from the switch (JobProgrammer.read_back): no switch writes."""
     with manager.lock:
         now = manager.clock()
@@ -53,7 +62,7 @@ def adopt_jobs(manager, recovered):
             for m in rec.get("members", []):
                 mac, port = m.get("mac"), m.get("port")
                 host = topology.host_by_ip(m["ip"]) if topology is not None else None
-                if host is not None:  # entries partly lost: the topology fills the gaps
+                if topology is not None and host is not None:  # entries partly lost: the topology fills gaps
                     mac = mac or host.mac
                     if port is None:
                         port = topology.arrival_port(topology.aggregation_switch.name, host)
@@ -64,9 +73,11 @@ def adopt_jobs(manager, recovered):
                         f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
 
 
-def replay_jobs(manager):
+def replay_jobs(manager: JobManager) -> int:
     """Install every job again (the switch restarted and lost them); returns how many."""
     done = 0
+    if manager.programmer is None:
+        return done
     with manager.lock:
         for job in manager.jobs.values():
             try:
@@ -78,7 +89,7 @@ def replay_jobs(manager):
 
 
 class SwitchWatchdog:
-    def __init__(self, controller, switch_name, retry_s=2.0):
+    def __init__(self, controller: Controller, switch_name: str, retry_s: float = 2.0):
         self.ctl = controller
         self.name = switch_name
         self.retry_s = retry_s
@@ -86,15 +97,15 @@ class SwitchWatchdog:
         self.recoveries = 0
         self._thread = threading.Thread(target=self._run, name=f"watchdog-{switch_name}", daemon=True)
 
-    def start(self):
+    def start(self) -> SwitchWatchdog:
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 
-    def _run(self):
+    def _run(self) -> None:
         conn = self.ctl.connections[self.name]
         while not self._stop.is_set():
             if not conn.lost.wait(timeout=0.2):
@@ -105,7 +116,7 @@ class SwitchWatchdog:
             if self._reconnect(conn):
                 self.recoveries += 1
 
-    def _reconnect(self, conn):
+    def _reconnect(self, conn: SwitchConnection) -> bool:
         while not self._stop.is_set():
             try:
                 conn.connect(self.retry_s, require_primary=True, report=lambda msg: None)
@@ -129,7 +140,7 @@ class SwitchWatchdog:
                     return False
                 pushed = False
             install_forwarding(conn, self.ctl.topology, self.name, report=self.ctl.report)
-            if pushed and self.name == self.ctl.topology.aggregation_switch.name:
+            if pushed and self.ctl.manager is not None and self.name == self.ctl.topology.aggregation_switch.name:
                 self.ctl.reopen_registers()
                 n = replay_jobs(self.ctl.manager)
                 self.ctl.report(f"switch {self.name}: {n} job(s) reinstalled")

@@ -1,9 +1,14 @@
 """Text rendering of what controller/inspection.py gathers (the CLI's and the shell's output)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 from p4reduce.controller.inspection import format_value
 from p4reduce.protocol import constants
 
 
-def jobs_text(jobs):
+def jobs_text(jobs: list[dict[str, Any]]) -> str:
     if not jobs:
         return "no jobs"
     rows = [("JOB", "ID", "STATE", "MODE", "WORKERS", "SLOTS", "GROUP", "MEMBERS")]
@@ -18,7 +23,7 @@ def jobs_text(jobs):
     return _table(rows)
 
 
-def slot_map_text(slot_map):
+def slot_map_text(slot_map: list[dict[str, Any]]) -> str:
     total = sum(r["count"] for r in slot_map)
     lines = [f"slot map ({total} slots):"]
     for r in slot_map:
@@ -27,7 +32,7 @@ def slot_map_text(slot_map):
     return "\n".join(lines)
 
 
-def register_text(reg):
+def register_text(reg: dict[str, Any]) -> str:
     kind = "int" if reg["signed"] else "bit"
     lines = [f"{reg['register']} (size {reg['size']}, {kind}<{reg['bitwidth']}>)"]
     for i, v in reg["values"].items():
@@ -35,7 +40,7 @@ def register_text(reg):
     return "\n".join(lines)
 
 
-def slot_text(info):
+def slot_text(info: dict[str, Any]) -> str:
     head = f"slot {info['slot']}"
     if info["job"] is not None:
         head += f" (job {info['job']}, job slot {info['job_slot']})"
@@ -52,7 +57,7 @@ def slot_text(info):
     return "\n".join(lines)
 
 
-def counters_text(counters):
+def counters_text(counters: list[dict[str, Any]]) -> str:
     lines = []
     for ctr in counters:
         lines.append(ctr["counter"])
@@ -64,7 +69,7 @@ def counters_text(counters):
     return "\n".join(lines) or "no counters"
 
 
-def entries_text(entries):
+def entries_text(entries: list[dict[str, Any]]) -> str:
     if not entries:
         return "no entries"
     lines = []
@@ -76,13 +81,13 @@ def entries_text(entries):
     return "\n".join(lines)
 
 
-def groups_text(groups):
+def groups_text(groups: list[dict[str, Any]]) -> str:
     if not groups:
         return "no multicast groups"
     return "\n".join(f"group {g['group']}: " + ", ".join(f"port {r['port']} rid {r['instance']}"
                                                          for r in g["replicas"]) for g in groups)
 
 
-def _table(rows):
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

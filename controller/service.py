@@ -6,9 +6,14 @@ restart keeps the switch's state), install forwarding, then read the aggregation
 and resume them, and finally start the lease reaper, a watchdog per switch (reconnects and replays
 the state after a switch restart, controller/recovery.py) and the job API.
 """
+from __future__ import annotations
+
 import json
 import logging
 import pathlib
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.connection import SwitchConnection
@@ -18,8 +23,9 @@ from p4reduce.controller.job_programmer import JobProgrammer, program_layout, sl
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.recovery import SwitchWatchdog, resume_jobs
-from p4reduce.controller.registers import open_register_access, thrift_address
+from p4reduce.controller.registers import RegisterAccess, open_register_access, thrift_address
 from p4reduce.controller.slots import SlotPool
+from p4reduce.controller.topology import Topology
 from p4reduce.protocol import p4names
 from p4reduce.protocol.job_api import DEFAULT_PORT
 
@@ -29,10 +35,10 @@ log = logging.getLogger("p4reduce.controller")
 class StateFile:
     """Job descriptors by job id, a fallback for targets that drop table-entry metadata."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | pathlib.Path | None):
         self.path = pathlib.Path(path) if path else None
 
-    def load(self):
+    def load(self) -> dict[int, dict[str, Any]]:
         if self.path is None or not self.path.is_file():
             return {}
         try:
@@ -41,7 +47,7 @@ class StateFile:
             log.warning("state file %s is unreadable; job names will come from the switch only", self.path)
             return {}
 
-    def save(self, manager):
+    def save(self, manager: JobManager) -> None:
         if self.path is None:
             return
         data = {str(j.job_id): j.descriptor() for j in manager.jobs.values()}
@@ -52,10 +58,14 @@ class StateFile:
 
 
 class Controller:
-    def __init__(self, topology, p4info=None, device_config=None, election_id=1, connect_timeout=30.0,
-                 api_address=("127.0.0.1", DEFAULT_PORT), state_file=None, default_workers=None, default_mode="dense",
-                 default_slots=None, lease_s=10.0, join_timeout_s=120.0, reset_registers=True,
-                 require_primary=True, watch_switches=True, report=None, admin_token=None):
+    def __init__(self, topology: Topology, p4info: str | pathlib.Path | None = None,
+                 device_config: str | pathlib.Path | None = None, election_id: int | str | tuple[int, int] = 1,
+                 connect_timeout: float = 30.0, api_address: tuple[str, int] = ("127.0.0.1", DEFAULT_PORT),
+                 state_file: str | pathlib.Path | None = None, default_workers: int | None = None,
+                 default_mode: str = "dense", default_slots: int | None = None, lease_s: float = 10.0,
+                 join_timeout_s: float = 120.0, reset_registers: bool = True, require_primary: bool = True,
+                 watch_switches: bool = True, report: Callable[[str], None] | None = None,
+                 admin_token: str | None = None):
         self.topology = topology
         self.p4info, self.device_config = p4info, device_config
         self.election_id = election_id
@@ -63,21 +73,22 @@ class Controller:
         self.api_address = api_address
         self.admin_token = admin_token   # None: the job API has job tokens only
         self.state = StateFile(state_file)
-        self.manager_args = dict(default_workers=default_workers, default_mode=default_mode,
-                                 default_slots=default_slots, default_lease_s=lease_s,
-                                 join_timeout_s=join_timeout_s)
+        self.manager_args: dict[str, Any] = dict(default_workers=default_workers, default_mode=default_mode,
+                                                 default_slots=default_slots, default_lease_s=lease_s,
+                                                 join_timeout_s=join_timeout_s)
         self.reset_registers = reset_registers
         self.require_primary = require_primary
-        self.report = report or log.info
-        self.connections = {}
-        self.manager = None
-        self.reaper = None
-        self.api_server = None
-        self.resumed = []
+        self.report: Callable[[str], None] = report or log.info
+        self.connections: dict[str, SwitchConnection] = {}
+        self.manager: JobManager | None = None
+        self.reaper: LeaseReaper | None = None
+        self.api_server: JobApiServer | None = None
+        self.resumed: list[str] = []
         self.watch_switches = watch_switches
-        self.watchdogs = []
+        self.watchdogs: list[SwitchWatchdog] = []
 
-    def start(self, serve_api=True, standby=False, stop_event=None):
+    def start(self, serve_api: bool = True, standby: bool = False,
+              stop_event: threading.Event | None = None) -> Controller:
         """Bring everything up. With standby=True, wait (as a backup) until this controller
         becomes primary on every switch — the primary stopped or died — then take over."""
         for sw in self.topology.switches.values():
@@ -108,42 +119,43 @@ class Controller:
         conn = self.connections[agg.name]
         programmer = JobProgrammer(conn, self._open_registers())
         try:
-            layout = program_layout(conn.index)
+            layout = program_layout(conn.pipeline)
         except ValueError as e:
             raise SwitchError(f"switch {agg.name} does not run a p4reduce program: {e}") from None
         self.report(f"switch {agg.name}: {layout.lanes} lanes per packet "
                     f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
-        self.manager = JobManager(SlotPool(slot_pool_size(conn.index)), programmer, self.topology,
-                                  log=self.report, layout=layout, **self.manager_args)
-        self.resumed = resume_jobs(self.manager, programmer, self.state)
-        self.manager.on_change = lambda: self.state.save(self.manager)
-        self.reaper = LeaseReaper(self.manager).start()
+        self.manager = manager = JobManager(SlotPool(slot_pool_size(conn.pipeline)), programmer, self.topology,
+                                            log=self.report, layout=layout, **self.manager_args)
+        self.resumed = resume_jobs(manager, programmer, self.state)
+        manager.on_change = lambda: self.state.save(manager)
+        self.reaper = LeaseReaper(manager).start()
         if self.watch_switches:
             self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
         if serve_api:
-            api = JobApi(self.manager, self.connections.values(), admin_token=self.admin_token)
+            api = JobApi(manager, self.connections.values(), admin_token=self.admin_token)
             self.api_server = JobApiServer(api, self.api_address).start()
             self.report(f"job API listening on http://{self.api_server.address}/v1")
         return self
 
-    def _open_registers(self):
+    def _open_registers(self) -> RegisterAccess | None:
         """Register access on the aggregating switch for slot resets (None where impossible)."""
         if not self.reset_registers:
             return None
         agg = self.topology.aggregation_switch
         conn = self.connections[agg.name]
-        probe = p4names.SEEN if conn.index.has("register", p4names.SEEN) else None
+        probe = p4names.SEEN if conn.pipeline.has("register", p4names.SEEN) else None
         try:
             return open_register_access(conn, thrift_address(agg.grpc_addr, agg.thrift_port), probe_register=probe)
         except SwitchError as e:
             self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
             return None
 
-    def reopen_registers(self):
+    def reopen_registers(self) -> None:
         """After the aggregating switch came back (its Thrift connection is gone too)."""
-        self.manager.programmer.registers = self._open_registers()
+        if self.manager is not None and self.manager.programmer is not None:
+            self.manager.programmer.registers = self._open_registers()
 
-    def stop(self):
+    def stop(self) -> None:
         for dog in self.watchdogs:
             dog.stop()
         if self.api_server is not None:

@@ -14,12 +14,17 @@ the running controller, and add read-only commands over our own inspector:
     groups()                    multicast groups
     help_p4reduce()             this list
 """
+from __future__ import annotations
+
+import argparse
 import sys
 import time
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from p4reduce.controller import report
 from p4reduce.controller.connection import parse_election_id
-from p4reduce.controller.inspection import open_inspector
+from p4reduce.controller.inspection import SwitchInspector, open_inspector
 from p4reduce.controller.registers import open_register_access, thrift_address
 from p4reduce.protocol.job_api import JobApiClient
 
@@ -29,22 +34,22 @@ COMMANDS_HELP = __doc__.split("read-only commands over our own inspector:", 1)[1
 class ShellCommands:
     """The functions placed in the shell's namespace; each prints text and returns the data."""
 
-    def __init__(self, inspector, api_client=None, out=None):
+    def __init__(self, inspector: SwitchInspector, api_client: JobApiClient | None = None, out: TextIO | None = None):
         self.insp = inspector
         self.api = api_client
         self.out = out or sys.stdout
 
-    def _print(self, text):
+    def _print(self, text: str) -> None:
         print(text, file=self.out)
 
-    def jobs(self):
+    def jobs(self) -> None:
         data = self.api.jobs() if self.api is not None else self.insp.jobs()
         self._print(report.jobs_text(data))
 
-    def slotmap(self):
+    def slotmap(self) -> None:
         self._print(report.slot_map_text(self.insp.slot_map()))
 
-    def reg(self, name, index=None):
+    def reg(self, name: str, index: int | range | tuple[int, int] | None = None) -> None:
         if isinstance(index, range):
             if index.step != 1:
                 raise ValueError("reg(): ranges must have step 1")
@@ -55,10 +60,11 @@ class ShellCommands:
             data = self.insp.register(name, index)
         self._print(report.register_text(data))
 
-    def slot(self, slot, job=None, ver=None):
+    def slot(self, slot: int, job: str | None = None, ver: int | None = None) -> None:
         self._print(report.slot_text(self.insp.slot(slot, ver, job)))
 
-    def watch_slot(self, slot, job=None, ver=None, interval=1.0, count=None):
+    def watch_slot(self, slot: int, job: str | None = None, ver: int | None = None, interval: float = 1.0,
+                   count: int | None = None) -> None:
         """Reprint a decoded slot every `interval` s (Ctrl-C stops), to watch aggregation happen."""
         printed = 0
         try:
@@ -71,22 +77,22 @@ class ShellCommands:
         except KeyboardInterrupt:
             pass
 
-    def counters(self, name=None):
+    def counters(self, name: str | None = None) -> None:
         self._print(report.counters_text(self.insp.counters(name)))
 
-    def entries(self, table=None):
+    def entries(self, table: str | None = None) -> None:
         self._print(report.entries_text(self.insp.entries(table)))
 
-    def groups(self):
+    def groups(self) -> None:
         self._print(report.groups_text(self.insp.multicast_groups()))
 
-    def help_p4reduce(self):
+    def help_p4reduce(self) -> None:
         self._print("p4reduce commands:" + COMMANDS_HELP)
 
-    def namespace(self):
+    def namespace(self) -> dict[str, Callable[..., None]]:
         """name -> callable, wrapped so errors print one line instead of a traceback."""
-        def safe(fn):
-            def call(*a, **kw):
+        def safe(fn: Callable[..., None]) -> Callable[..., None]:
+            def call(*a: Any, **kw: Any) -> None:
                 try:
                     fn(*a, **kw)
                 except (ValueError, Exception) as e:
@@ -98,7 +104,7 @@ class ShellCommands:
         return {n: safe(getattr(self, n)) for n in names}
 
 
-def run_shell(args):
+def run_shell(args: argparse.Namespace) -> None:
     """Start p4runtime-shell's IPython shell with our commands in its namespace."""
     from p4runtime_sh import shell as p4sh  # IPython and friends: only when a shell is wanted
 
@@ -113,7 +119,7 @@ def run_shell(args):
 
     real_start = p4sh.start_ipython
 
-    def start_with_commands(user_ns=None, config=None, argv=None):
+    def start_with_commands(user_ns: dict[str, Any] | None = None, config: Any = None, argv: Any = None) -> Any:
         user_ns = dict(user_ns or {})
         user_ns.update(commands.namespace())
         if config is not None:

@@ -4,6 +4,8 @@ Each job gets one contiguous range [base, base+count) so the data plane can chec
 with one range test. Allocation is first-fit over the free ranges; the pool never hands out a slot
 twice, and releasing returns exactly what was allocated.
 """
+from __future__ import annotations
+
 import threading
 
 from p4reduce.controller.errors import BadRequest, Conflict, SlotsExhausted
@@ -14,46 +16,46 @@ class SlotRange:
 
     __slots__ = ("base", "count")
 
-    def __init__(self, base, count):
+    def __init__(self, base: int, count: int):
         self.base = base
         self.count = count
 
     @property
-    def end(self):
+    def end(self) -> int:
         return self.base + self.count
 
-    def __contains__(self, slot):
-        return self.base <= slot < self.end
+    def __contains__(self, slot: object) -> bool:
+        return isinstance(slot, int) and self.base <= slot < self.end
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, SlotRange) and (self.base, self.count) == (other.base, other.count)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.base, self.count))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SlotRange(base={self.base}, count={self.count})"
 
-    def to_json(self):
+    def to_json(self) -> dict[str, int]:
         return {"base": self.base, "count": self.count}
 
 
 class SlotPool:
     """Allocates contiguous slot ranges to owners (job names) out of `total` slots."""
 
-    def __init__(self, total):
+    def __init__(self, total: int):
         if not isinstance(total, int) or total <= 0:
             raise ValueError(f"slot pool size must be a positive integer, got {total!r}")
         self.total = total
-        self._owned = {}  # owner -> SlotRange
+        self._owned: dict[str, SlotRange] = {}
         self._lock = threading.Lock()
 
     # -- queries -------------------------------------------------------------------------------
-    def owners(self):
+    def owners(self) -> dict[str, SlotRange]:
         with self._lock:
             return dict(self._owned)
 
-    def owner_of(self, slot):
+    def owner_of(self, slot: int) -> str | None:
         with self._lock:
             for owner, rng in self._owned.items():
                 if slot in rng:
@@ -61,23 +63,23 @@ class SlotPool:
             return None
 
     @property
-    def used(self):
+    def used(self) -> int:
         with self._lock:
             return sum(r.count for r in self._owned.values())
 
     @property
-    def free(self):
+    def free(self) -> int:
         return self.total - self.used
 
-    def free_ranges(self):
+    def free_ranges(self) -> list[SlotRange]:
         """Free ranges in slot order."""
         with self._lock:
             return self._free_ranges_locked()
 
-    def largest_free(self):
+    def largest_free(self) -> int:
         return max((r.count for r in self.free_ranges()), default=0)
 
-    def _free_ranges_locked(self):
+    def _free_ranges_locked(self) -> list[SlotRange]:
         free, cursor = [], 0
         for rng in sorted(self._owned.values(), key=lambda r: r.base):
             if rng.base > cursor:
@@ -88,7 +90,7 @@ class SlotPool:
         return free
 
     # -- changes -------------------------------------------------------------------------------
-    def allocate(self, owner, count):
+    def allocate(self, owner: str, count: int) -> SlotRange:
         """Give `owner` `count` contiguous slots (first fit), or raise SlotsExhausted."""
         if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
             raise BadRequest(f"field 'slots': must be a positive integer, got {count!r}", field="slots")
@@ -110,7 +112,7 @@ class SlotPool:
                 f"job {owner!r} wants {count} slots; {free} of {self.total} are free and the largest "
                 f"contiguous free range has {largest}")
 
-    def reserve(self, owner, base, count):
+    def reserve(self, owner: str, base: int, count: int) -> SlotRange:
         """Record an existing allocation (read back from the switch after a restart)."""
         rng = SlotRange(base, count)
         with self._lock:
@@ -125,14 +127,14 @@ class SlotPool:
             self._owned[owner] = rng
             return rng
 
-    def release(self, owner):
+    def release(self, owner: str) -> SlotRange | None:
         """Return `owner`'s slots to the pool; returns the released range (None if it had none)."""
         with self._lock:
             return self._owned.pop(owner, None)
 
-    def slot_map(self):
+    def slot_map(self) -> list[tuple[int, int, str | None]]:
         """[(base, count, owner or None)] covering [0, total) in order: for the shell's slot map."""
         with self._lock:
-            items = [(r.base, r.count, o) for o, r in self._owned.items()]
+            items: list[tuple[int, int, str | None]] = [(r.base, r.count, o) for o, r in self._owned.items()]
             items += [(r.base, r.count, None) for r in self._free_ranges_locked()]
-        return sorted(items)
+        return sorted(items, key=lambda item: item[0])   # ranges do not overlap: bases differ

@@ -17,9 +17,13 @@ The Mininet topology writes one (run/topology.json); people may write one by han
 
 Every problem is reported as "FILE: object.field: what is wrong".
 """
+from __future__ import annotations
+
 import collections
 import json
 import pathlib
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
@@ -30,16 +34,19 @@ class TopologyError(ValueError):
     pass
 
 
+Link = tuple[str, int, str, int]   # a switch-to-switch link: (a, a_port, b, b_port)
+
+
 class Switch:
-    def __init__(self, name, grpc_addr, device_id=0, thrift_port=None, ip=None, mac=None,
-                 aggregate=False, cpu_port=None):
+    def __init__(self, name: str, grpc_addr: str, device_id: int = 0, thrift_port: int | None = None,
+                 ip: str | None = None, mac: str | None = None, aggregate: bool = False, cpu_port: int | None = None):
         self.name, self.grpc_addr, self.device_id = name, grpc_addr, device_id
         self.thrift_port, self.ip, self.mac = thrift_port, ip, mac
         self.aggregate, self.cpu_port = aggregate, cpu_port
 
 
 class Host:
-    def __init__(self, name, ip, mac, switch, port, api_source=None):
+    def __init__(self, name: str, ip: str, mac: str, switch: str, port: int, api_source: str | None = None):
         self.name, self.ip, self.mac, self.switch, self.port = name, ip, mac, switch, port
         self.api_source = api_source  # address the job-API relay calls from on this host's behalf
 
@@ -47,40 +54,41 @@ class Host:
 class Topology:
     """Switches, hosts, links, and the port each switch uses to reach each host."""
 
-    def __init__(self, switches, hosts, links=(), entries=()):
+    def __init__(self, switches: Iterable[Switch], hosts: Iterable[Host], links: Iterable[Link] = (),
+                 entries: Iterable[dict[str, Any]] = ()):
         self.switches = {s.name: s for s in switches}
         self.hosts = {h.name: h for h in hosts}
-        self.links = list(links)  # (a, a_port, b, b_port)
+        self.links = list(links)
         self.entries = list(entries)  # extra table entries: {switch, table, match, action, params, priority}
 
     @property
-    def aggregation_switch(self):
+    def aggregation_switch(self) -> Switch:
         """The switch that aggregates: the one marked `aggregate`, else the first."""
         for s in self.switches.values():
             if s.aggregate:
                 return s
         return next(iter(self.switches.values()))
 
-    def host_by_ip(self, ip):
+    def host_by_ip(self, ip: str) -> Host | None:
         for h in self.hosts.values():
             if h.ip == ip:
                 return h
         return None
 
-    def host_by_source(self, addr):
+    def host_by_source(self, addr: str) -> Host | None:
         """The host a job-API request came from: its own IP, or the relay address standing for it."""
         for h in self.hosts.values():
             if h.api_source == addr:
                 return h
         return self.host_by_ip(addr)
 
-    def next_hop_port(self, switch, host):
+    def next_hop_port(self, switch: str, host: Host) -> int | None:
         """Port of `switch` on a shortest path to `host` (None if unreachable)."""
         if host.switch == switch:
             return host.port
         return self.port_towards(switch, host.switch)
 
-    def arrival_port(self, switch, host):
+    def arrival_port(self, switch: str, host: Host) -> int | None:
         """Port of `switch` on which `host`'s packets to it arrive, following the routes the
         controller installs (each switch forwards towards `switch` by `port_towards`): what the
         aggregating switch binds a worker to (docs/protocol.md section 3). None if unreachable."""
@@ -97,7 +105,7 @@ class Topology:
             here, port = nxt
         return port
 
-    def _link_peer(self, switch, port):
+    def _link_peer(self, switch: str, port: int | None) -> tuple[str, int] | None:
         """(switch, port) at the far end of the link leaving `switch` by `port`, or None."""
         for a, ap, b, bp in self.links:
             if (a, ap) == (switch, port):
@@ -106,7 +114,7 @@ class Topology:
                 return a, ap
         return None
 
-    def port_towards(self, switch, target):
+    def port_towards(self, switch: str, target: str) -> int | None:
         """Port of `switch` on a shortest path to switch `target` (None if unreachable or same)."""
         adj = collections.defaultdict(list)
         for a, ap, b, bp in self.links:
@@ -124,27 +132,27 @@ class Topology:
         return None
 
 
-def _require(obj, key, where):
+def _require(obj: Any, key: str, where: str) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise TopologyError(f"{where}: missing field '{key}'")
     return obj[key]
 
 
-def _ip(value, where):
+def _ip(value: object, where: str) -> str:
     try:
         return parse_ipv4(value, where)
     except ValueError as e:
         raise TopologyError(str(e)) from None
 
 
-def _mac(value, where):
+def _mac(value: object, where: str) -> str:
     try:
         return parse_mac(value, where)
     except ValueError as e:
         raise TopologyError(str(e)) from None
 
 
-def _int(value, where, lo=0, hi=None):
+def _int(value: object, where: str, lo: int = 0, hi: int | None = None) -> int:
     try:
         n = parse_int(value, None, where)
     except ValueError as e:
@@ -154,7 +162,7 @@ def _int(value, where, lo=0, hi=None):
     return n
 
 
-def from_dict(data, source="topology"):
+def from_dict(data: Any, source: str = "topology") -> Topology:
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: expected a mapping with 'switches' and 'hosts'")
     raw_switches = data.get("switches") or {}
@@ -185,7 +193,8 @@ def from_dict(data, source="topology"):
     raw_hosts = data.get("hosts") or {}
     if isinstance(raw_hosts, list):
         raw_hosts = {h.get("name"): h for h in raw_hosts}
-    hosts, ips = [], {}
+    hosts: list[Host] = []
+    ips: dict[str, str] = {}
     for name, h in raw_hosts.items():
         where = f"{source}: hosts.{name}"
         ip = _ip(_require(h, "ip", where), f"{where}.ip")
@@ -221,7 +230,7 @@ def from_dict(data, source="topology"):
     return Topology(switches, hosts, links, entries)
 
 
-def load(path):
+def load(path: str | pathlib.Path) -> Topology:
     """Topology from a .json, .yaml or .yml file."""
     path = pathlib.Path(path)
     if not path.is_file():
@@ -234,6 +243,6 @@ def load(path):
     return from_dict(data, str(path))
 
 
-def single_switch(grpc_addr, device_id=0, thrift_port=None):
+def single_switch(grpc_addr: str, device_id: int = 0, thrift_port: int | None = None) -> Topology:
     """A topology with one switch and no known hosts (for the shell and plain CLI use)."""
     return Topology([Switch("s1", grpc_addr, device_id, thrift_port)], [])

@@ -8,7 +8,7 @@ from p4reduce.mininet_topos import cli_args, demo, run
 from p4reduce.mininet_topos.runstate import STATE_FILE, stop_recorded
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m p4reduce.mininet_topos",
                                      description="p4reduce Mininet topologies with a P4 switch")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -23,7 +23,7 @@ def _parser():
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "stop":
         stop_recorded(Path(args.run_dir) / STATE_FILE.name)

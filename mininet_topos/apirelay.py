@@ -23,6 +23,8 @@ import os
 import socket
 import threading
 import urllib.parse
+from collections.abc import Iterable
+from typing import Any
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -42,7 +44,7 @@ def api_source(index: int) -> str:
     return f"127.100.{index >> 8}.{index & 0xFF}"
 
 
-def _setns(fd: int):
+def _setns(fd: int) -> None:
     if _libc.setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise RelayError(f"setns: {os.strerror(err)}")
@@ -50,9 +52,9 @@ def _setns(fd: int):
 
 def listen_in_netns(netns_path: str, addr: tuple[str, int]) -> socket.socket:
     """A listening TCP socket created inside the network namespace at netns_path."""
-    result = {}
+    result: dict[str, Any] = {}
 
-    def create():
+    def create() -> None:
         own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
         target = os.open(netns_path, os.O_RDONLY)
         try:
@@ -80,7 +82,7 @@ def listen_in_netns(netns_path: str, addr: tuple[str, int]) -> socket.socket:
     return result["sock"]
 
 
-def _pump(src: socket.socket, dst: socket.socket):
+def _pump(src: socket.socket, dst: socket.socket) -> None:
     try:
         while True:
             data = src.recv(65536)
@@ -152,7 +154,7 @@ class ApiRelay:
         self._grants: dict[int | None, dict[str, str]] = {}   # host index (None: all) -> job -> token
         self._busy: dict[int, threading.BoundedSemaphore] = {}
 
-    def add_host(self, netns_path: str, index: int):
+    def add_host(self, netns_path: str, index: int) -> None:
         sock = listen_in_netns(netns_path, self.listen_addr)
         self._listeners[netns_path] = sock
         self._busy[index] = threading.BoundedSemaphore(MAX_CONNECTIONS_PER_HOST)
@@ -161,14 +163,14 @@ class ApiRelay:
         thread.start()
         self._threads.append(thread)
 
-    def grant(self, job: str, token: str, hosts=ALL_HOSTS):
+    def grant(self, job: str, token: str, hosts: Iterable[int] | None = ALL_HOSTS) -> None:
         """Requests for `job` from `hosts` (host indices; None: every host) that carry no token
         get `token` added."""
         with self._lock:
             for index in ([ALL_HOSTS] if hosts is ALL_HOSTS else list(hosts)):
                 self._grants.setdefault(index, {})[job] = token
 
-    def revoke(self, job: str):
+    def revoke(self, job: str) -> None:
         with self._lock:
             for grants in self._grants.values():
                 grants.pop(job, None)
@@ -179,7 +181,7 @@ class ApiRelay:
         with self._lock:
             return self._grants.get(index, {}).get(job) or self._grants.get(ALL_HOSTS, {}).get(job)
 
-    def _accept(self, listener: socket.socket, index: int):
+    def _accept(self, listener: socket.socket, index: int) -> None:
         busy = self._busy[index]
         while not self._closed.is_set():
             try:
@@ -191,7 +193,7 @@ class ApiRelay:
                 continue
             threading.Thread(target=self._serve, args=(client, index, busy), daemon=True).start()
 
-    def _serve(self, client: socket.socket, index: int, busy: threading.BoundedSemaphore):
+    def _serve(self, client: socket.socket, index: int, busy: threading.BoundedSemaphore) -> None:
         upstream = None
         try:
             upstream = self._open(client, index)
@@ -235,7 +237,7 @@ class ApiRelay:
             upstream.close()
             return None
 
-    def close(self):
+    def close(self) -> None:
         self._closed.set()
         for sock in self._listeners.values():
             try:
@@ -246,7 +248,7 @@ class ApiRelay:
         self._listeners.clear()
 
 
-def _close(*socks):
+def _close(*socks: socket.socket | None) -> None:
     for s in socks:
         if s is not None:
             try:

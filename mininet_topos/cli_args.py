@@ -5,7 +5,7 @@ from p4reduce.mininet_topos import links
 from p4reduce.protocol.job_api import DEFAULT_PORT
 
 
-def add_network_arguments(parser: argparse.ArgumentParser, default_topo="star"):
+def add_network_arguments(parser: argparse.ArgumentParser, default_topo: str = "star") -> None:
     parser.add_argument("--topo", default=default_topo, choices=["star", "two-tier"],
                         help="star: one switch; two-tier: two leaves under a spine (default %(default)s)")
     parser.add_argument("--workers", type=int, default=4, help="worker hosts (default %(default)s)")

@@ -27,7 +27,7 @@ def health(api_addr: str, timeout: float = 1.0) -> dict | None:
 
 
 class ControllerProcess:
-    def __init__(self, topology: str, p4info: str | None, bmv2_json: str | None,
+    def __init__(self, topology: str | Path, p4info: str | Path | None, bmv2_json: str | Path | None,
                  api_addr: str = f"127.0.0.1:{DEFAULT_PORT}", log_dir: str = "logs",
                  extra: list[str] | None = None, start_timeout: float = 60.0,
                  admin_token_file: str | Path | None = None):
@@ -47,7 +47,7 @@ class ControllerProcess:
         self.process: subprocess.Popen | None = None
 
     @property
-    def pid(self):
+    def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     def start(self) -> "ControllerProcess":
@@ -72,6 +72,6 @@ class ControllerProcess:
         raise ControllerError(f"the controller's job API did not answer on {self.api_addr} within "
                               f"{self.start_timeout:.0f} s\n{log_tail([self.log_path])}")
 
-    def stop(self):
+    def stop(self) -> None:
         proc, self.process = self.process, None
         stop_process(proc)

@@ -6,12 +6,15 @@ worker host, each a job of its own: a dense allreduce of gradient-sized tensors,
 progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
 checks every sum against numpy, and stops everything.
 """
+import argparse
+import functools
 import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from p4reduce.mininet_topos.hostproc import follow, start_on_hosts
+from p4reduce.mininet_topos.hostproc import HostRun, follow, start_on_hosts
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
 
@@ -25,7 +28,7 @@ class Phase:
     units: int         # progress events each worker reports (joined, then one per step)
 
 
-def phases(args) -> list[Phase]:
+def phases(args: argparse.Namespace) -> list[Phase]:
     elems = str(args.elements)
     return [
         Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)],
@@ -37,7 +40,7 @@ def phases(args) -> list[Phase]:
     ]
 
 
-def worker_command(session, phase: Phase, host, timeout: float) -> list[str]:
+def worker_command(session: Session, phase: Phase, host: Any, timeout: float) -> list[str]:
     return [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker", phase.kind, "--controller", session.api_addr,
             "--job", phase.name, "--workers", str(len(session.network.hosts)), "--advertise-ip", host.IP(),
             "--timeout", str(timeout)] + phase.args
@@ -55,13 +58,13 @@ class Progress:
                         file=sys.stderr, disable=quiet, leave=True,
                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
 
-    def __call__(self, run, event):
+    def __call__(self, run: HostRun, event: dict[str, Any]) -> None:
         if event.get("event") == "progress":
             self.bar.update(1)
             if "message" in event:
                 self.bar.set_postfix_str(f"{run.host}: {event['message']}", refresh=True)
 
-    def close(self):
+    def close(self) -> None:
         self.bar.close()
 
 
@@ -73,8 +76,10 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def summarize(phase: Phase, runs, seconds: float, ring: list[dict] | str | None = None) -> list[str]:
-    results = [r.result for r in runs]
+def summarize(phase: Phase, runs: list[HostRun], seconds: float,
+              ring: list[dict[str, Any]] | str | None = None) -> list[str]:
+    """The phase's report; every run has a result (phase_ok)."""
+    results = [r.result or {} for r in runs]
     lines = [f"== {phase.kind} ({phase.name}, {len(runs)} workers, {seconds:.1f} s)"]
     r0 = results[0]
     if phase.kind in ("dense", "sparse"):
@@ -82,7 +87,7 @@ def summarize(phase: Phase, runs, seconds: float, ring: list[dict] | str | None 
         payload = 4 * r0["elements"] * r0["tensors"]
         sent = sum(r["bytes_sent"] for r in results) / n
         dense = sum(r["bytes_dense"] for r in results) / n
-        ring = 2 * (n - 1) / n * payload          # a ring allreduce's payload bytes, headers not counted
+        ring_payload = 2 * (n - 1) / n * payload  # a ring allreduce's payload bytes, headers not counted
         lines.append(f"   aggregated {r0['tensors']} tensors x {r0['elements']:,} int32 elements per worker "
                      f"({human_bytes(payload)} each worker)")
         lines.append(f"   exact: {'yes' if all(r['exact'] for r in results) else 'NO'} "
@@ -92,8 +97,8 @@ def summarize(phase: Phase, runs, seconds: float, ring: list[dict] | str | None 
                      f"({sum(r.get('retransmissions', 0) for r in results)} retransmissions in all)")
         if phase.kind == "sparse":
             lines.append(f"   saved vs dense streaming ({human_bytes(dense)}): {100 * (1 - sent / dense):.1f}%")
-            lines.append(f"   saved vs a ring allreduce's payload alone ({human_bytes(ring)}): "
-                         f"{100 * (1 - sent / ring):.1f}%")
+            lines.append(f"   saved vs a ring allreduce's payload alone ({human_bytes(ring_payload)}): "
+                         f"{100 * (1 - sent / ring_payload):.1f}%")
         lines.append(f"   goodput {human_bytes(payload / max(seconds, 1e-9))}/s per worker")
         if ring is not None:
             lines += ring_comparison(results, ring)
@@ -107,7 +112,7 @@ def summarize(phase: Phase, runs, seconds: float, ring: list[dict] | str | None 
     return lines
 
 
-def ring_command(session, rank: int, master: str, host, args) -> list[str]:
+def ring_command(session: Session, rank: int, master: str, host: Any, args: argparse.Namespace) -> list[str]:
     """gloo's ring allreduce of tensors of the same size on the same hosts (bench's baseline)."""
     return [sys.executable, "-m", "p4reduce.bench.baselines.gloo_allreduce", "--rank", str(rank),
             "--world", str(len(session.network.hosts)), "--master", master, "--iface", host.defaultIntf().name,
@@ -115,7 +120,7 @@ def ring_command(session, rank: int, master: str, host, args) -> list[str]:
             "--timeout", str(args.timeout)]
 
 
-def run_ring(session, args) -> list[dict] | str:
+def run_ring(session: Session, args: argparse.Namespace) -> list[dict[str, Any]] | str:
     """Each host's gloo record (time per allreduce, interface counters), or why there is none."""
     hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
     rank = {h.name: r for r, h in enumerate(hosts)}
@@ -123,13 +128,14 @@ def run_ring(session, args) -> list[dict] | str:
     runs = follow(start_on_hosts(hosts, lambda h: ring_command(session, rank[h.name], master, h, args)),
                   timeout=args.timeout)
     records = [next((e for e in r.events if e.get("system") == "gloo"), None) for r in runs]
-    if not all(records):
-        tail = next((r.text.strip().splitlines()[-1] for r in runs if r.text.strip()), "no output")
+    found = [rec for rec in records if rec is not None]
+    if len(found) < len(runs):
+        tail = next((line.strip() for r in runs for line in reversed(r.text) if line.strip()), "no output")
         return f"not measured: {tail}"
-    return records
+    return found
 
 
-def ring_comparison(results: list[dict], ring: list[dict] | str) -> list[str]:
+def ring_comparison(results: list[dict[str, Any]], ring: list[dict[str, Any]] | str) -> list[str]:
     """p4reduce's dense job against the ring on the same hosts: bytes and time, per worker."""
     n, tensors = len(results), results[0]["tensors"]
     mine_bytes = sum(r["bytes_sent"] for r in results) / n / tensors
@@ -150,15 +156,15 @@ def ring_comparison(results: list[dict], ring: list[dict] | str) -> list[str]:
     return lines
 
 
-def phase_ok(phase: Phase, runs) -> bool:
+def phase_ok(phase: Phase, runs: list[HostRun]) -> bool:
     if any(r.error or not r.result for r in runs):
         return False
     if phase.kind == "train":
-        return len({r.result["weights_digest"] for r in runs}) == 1
-    return all(r.result["exact"] for r in runs)
+        return len({(r.result or {}).get("weights_digest") for r in runs}) == 1
+    return all((r.result or {}).get("exact") for r in runs)
 
 
-def _problem(phase: Phase, run) -> str:
+def _problem(phase: Phase, run: HostRun) -> str:
     """What went wrong on one host, or '' if nothing did."""
     if run.error:
         return run.error
@@ -169,7 +175,7 @@ def _problem(phase: Phase, run) -> str:
     return ""
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     quiet = args.quiet
     started = time.monotonic()
     print(f"demo: starting a {args.topo} topology with {args.workers} workers on the embedded target ...",
@@ -187,8 +193,8 @@ def main(args) -> int:
             session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)
             progress = Progress(phase, args.workers, quiet)
             t0 = time.monotonic()
-            runs = start_on_hosts(sorted(session.network.hosts, key=lambda h: h.params["index"]),
-                                  lambda h, phase=phase: worker_command(session, phase, h, args.timeout))
+            hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
+            runs = start_on_hosts(hosts, functools.partial(worker_command, session, phase, timeout=args.timeout))
             follow(runs, timeout=args.timeout, on_event=progress)
             progress.close()
             seconds = time.monotonic() - t0
@@ -208,7 +214,7 @@ def main(args) -> int:
     return 0
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--elements", type=int, default=262144,
                         help="int32 elements per tensor (default %(default)s, 1 MiB)")
     parser.add_argument("--tensors", type=int, default=2, help="tensors per worker and phase (default %(default)s)")

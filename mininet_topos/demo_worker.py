@@ -14,17 +14,18 @@ import hashlib
 import json
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.worker.agent import Agent
-from p4reduce.worker.training.data import load_digits_split
+from p4reduce.worker.training.data import Split, load_digits_split
 from p4reduce.worker.training.loop import TrainConfig, train_worker
 from p4reduce.worker.wirecost import FRAME_OVERHEAD
 
 
-def emit(**event):
+def emit(**event: Any) -> None:
     print(json.dumps(event), flush=True)
 
 
@@ -47,7 +48,7 @@ def dense_bytes(elements: int, tensors: int, lanes: int) -> int:
     return tensors * blocks * (FRAME_OVERHEAD + C.LANE_BYTES * lanes)
 
 
-def run_allreduce(agent, args, density: float):
+def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dict[str, Any]:
     n, rank, lanes = agent.n_workers, agent.rank, agent.params.lanes
     exact = True
     times = []
@@ -68,14 +69,14 @@ def run_allreduce(agent, args, density: float):
             "lanes": lanes, "subblock": agent.params.subblock, "allreduce_s": times}
 
 
-def run_training(agent, args):
+def run_training(agent: Agent, args: argparse.Namespace) -> dict[str, Any]:
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     split = load_digits_split()
     n = agent.n_workers
     steps = min(len(range(r, split.x_train.shape[0], n)) for r in range(n)) // cfg.batch
     calls = [0]
 
-    def allreduce(grad, key):
+    def allreduce(grad: np.ndarray, key: str) -> np.ndarray:
         mean = agent.allreduce(grad, average=True, key=key)
         calls[0] += 1
         if steps and calls[0] % steps == 0:
@@ -83,6 +84,7 @@ def run_training(agent, args):
         return mean
 
     hist = train_worker(agent.rank, n, split, cfg, allreduce)
+    assert hist.params is not None
     return {"model": args.model, "epochs": args.epochs, "samples": int(split.shard(agent.rank, n)[1].size),
             "parameters": int(hist.params.size), "accuracy": hist.final_acc,
             "reference_accuracy": _reference_accuracy(split, args),
@@ -90,12 +92,12 @@ def run_training(agent, args):
             "bytes_sent": agent.reducer.bytes_sent}
 
 
-def _reference_accuracy(split, args) -> float:
+def _reference_accuracy(split: Split, args: argparse.Namespace) -> float:
     cfg = TrainConfig(model=args.model, epochs=args.epochs)
     return train_worker(0, 1, split, cfg, lambda g, key: g).final_acc
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m p4reduce.mininet_topos.demo_worker")
     p.add_argument("kind", choices=["dense", "sparse", "train"])
     p.add_argument("--controller", required=True)

@@ -31,25 +31,32 @@ from on behalf of that host: a controller seeing a request from it knows which h
 `hosts[].pid` is the host's shell: `mnexec -a PID CMD` (or `nsenter --net=/proc/PID/ns/net`) runs a
 command inside the host, which is how `make run` starts workers there.
 """
+from __future__ import annotations
+
 import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from p4reduce.mininet_topos.apirelay import api_source
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
 
+if TYPE_CHECKING:
+    from p4reduce.mininet_topos.network import P4Network
+
+
 VERSION = 1
 
 
-def _peer(intf):
+def _peer(intf: Any) -> Any:
     link = intf.link
     return link.intf2 if link.intf1 is intf else link.intf1
 
 
-def describe(network) -> dict:
+def describe(network: P4Network) -> dict[str, Any]:
     """The description of a started P4Network."""
-    net = network.net
+    net = network.started()
     switch_names = {s.name for s in net.switches}
     aggregator = "spine" if network.kind == "two-tier" else "s1"
     ip, mac = SERVICE_IP, SERVICE_MAC
@@ -85,7 +92,7 @@ def describe(network) -> dict:
             "switches": switches, "hosts": hosts, "links": switch_links,
             "link_options": network.link.describe()}
 
-def write_description(description: dict, path) -> Path:
+def write_description(description: dict[str, Any], path: str | Path) -> Path:
     """Write atomically (readers never see half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,16 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+EventHandler = Callable[["HostRun", dict[str, Any]], None]   # (run, event) as events arrive
 
 
 @dataclass
 class HostRun:
+    """One command running on a Mininet host, and what it printed (JSON-line events, other text)."""
     host: str
     proc: subprocess.Popen
     events: list[dict] = field(default_factory=list)
@@ -26,7 +30,7 @@ class HostRun:
     _partial: bytes = b""
 
     @property
-    def result(self) -> dict | None:
+    def result(self) -> dict[str, Any] | None:
         found = [e for e in self.events if e.get("event") == "result"]
         return found[-1] if found else None
 
@@ -42,7 +46,7 @@ class HostRun:
             return f"exited with status {self.returncode}" + (f":\n{tail}" if tail else "")
         return None
 
-    def _feed(self, chunk: bytes, on_event):
+    def _feed(self, chunk: bytes, on_event: EventHandler | None) -> None:
         self._partial += chunk
         *lines, self._partial = self._partial.split(b"\n")
         for line in lines:
@@ -64,7 +68,8 @@ class HostRun:
         self.text.append(line)
 
 
-def start_on_hosts(hosts, command_for: Callable, env: dict[str, str] | None = None) -> list[HostRun]:
+def start_on_hosts(hosts: Iterable[Any], command_for: Callable[[Any], list[str]],
+                   env: dict[str, str] | None = None) -> list[HostRun]:
     """Start command_for(host) inside each host; stdout and stderr are merged and followed."""
     runs = []
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
@@ -76,11 +81,11 @@ def start_on_hosts(hosts, command_for: Callable, env: dict[str, str] | None = No
     return runs
 
 
-def read_available(runs: list[HostRun], seconds: float, on_event: Callable | None = None):
+def read_available(runs: list[HostRun], seconds: float, on_event: EventHandler | None = None) -> None:
     """Read what the processes print for up to `seconds` (returns early once all reached EOF)."""
     end = time.monotonic() + seconds
     while True:
-        streams = {r.proc.stdout: r for r in runs if not r.eof}
+        streams = {r.proc.stdout: r for r in runs if not r.eof and r.proc.stdout is not None}
         left = end - time.monotonic()
         if not streams or left <= 0:
             return
@@ -97,7 +102,7 @@ def read_available(runs: list[HostRun], seconds: float, on_event: Callable | Non
                 run._feed(chunk, on_event)
 
 
-def follow(runs: list[HostRun], timeout: float, on_event: Callable | None = None) -> list[HostRun]:
+def follow(runs: list[HostRun], timeout: float, on_event: EventHandler | None = None) -> list[HostRun]:
     """Read events until every process exits or the deadline passes (then kill what is left)."""
     read_available(runs, timeout, on_event)
     for run in runs:
@@ -108,6 +113,6 @@ def follow(runs: list[HostRun], timeout: float, on_event: Callable | None = None
             run.returncode = run.proc.wait(10)
         except subprocess.TimeoutExpired:
             run.returncode = None
-        if not run.proc.stdout.closed:
+        if run.proc.stdout is not None and not run.proc.stdout.closed:
             run.proc.stdout.close()
     return runs

@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 LOSS_TABLE = "p4reduce_loss"
 
@@ -33,7 +35,7 @@ class LinkOptions:
     delay_optional: bool = False      # without netem: leave the delay out (and say so) instead of refusing
     name: str = ""                    # a named setting (benchmarks), reported with its results
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.bw_mbps is not None and not 0 < self.bw_mbps <= 100000:
             raise LinkOptionError(f"--bw {self.bw_mbps}: must be in (0, 100000] Mbit/s")
         if self.delay is not None and not re.fullmatch(r"\d+(\.\d+)?(us|ms|s)", self.delay):
@@ -97,7 +99,7 @@ class LinkOptions:
                 "applied": self.applied()}
 
 
-def add_arguments(parser: argparse.ArgumentParser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--bw/--delay/--loss on a CLI parser."""
     parser.add_argument("--bw", type=float, default=None, metavar="MBPS",
                         help="bandwidth of every worker link, Mbit/s (TCLink/htb)")
@@ -107,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser):
                         help="random loss of every worker link, percent per direction, e.g. 2")
 
 
-def from_args(args) -> LinkOptions:
+def from_args(args: argparse.Namespace) -> LinkOptions:
     return LinkOptions(bw_mbps=args.bw, delay=args.delay, loss_pct=args.loss)
 
 
@@ -136,7 +138,7 @@ def _config_has(option: str) -> bool:
         return False
 
 
-def nft_loss_script(interfaces, loss_pct: float, table: str = LOSS_TABLE) -> str:
+def nft_loss_script(interfaces: Iterable[str], loss_pct: float, table: str = LOSS_TABLE) -> str:
     """An nft script dropping loss_pct percent of the frames each interface sends."""
     threshold = round(loss_pct * 100)          # per 10,000
     chains = []
@@ -147,7 +149,7 @@ def nft_loss_script(interfaces, loss_pct: float, table: str = LOSS_TABLE) -> str
     return f"table netdev {table} {{\n" + "\n".join(chains) + "\n}\n"
 
 
-def apply_nft_loss(node, interfaces, loss_pct: float, table: str = LOSS_TABLE):
+def apply_nft_loss(node: Any, interfaces: Iterable[str], loss_pct: float, table: str = LOSS_TABLE) -> None:
     """Install the loss table in node's network namespace (node.cmd runs there)."""
     if not shutil.which("nft"):
         raise LinkOptionError("--loss: this kernel has no netem and the nft command is missing "
@@ -161,5 +163,5 @@ def apply_nft_loss(node, interfaces, loss_pct: float, table: str = LOSS_TABLE):
         raise LinkOptionError(f"--loss on {node.name}: nft refused the loss table: {out.strip()}")
 
 
-def remove_nft_loss(node, table: str = LOSS_TABLE):
+def remove_nft_loss(node: Any, table: str = LOSS_TABLE) -> None:
     node.cmd(f"nft delete table netdev {table} 2>/dev/null")

@@ -6,8 +6,11 @@ on the wire: every frame a worker sends is unicast to a known MAC and crosses th
 applies the link options, writes the topology description the controller reads, and tears all of
 it down again, stopping only what it started.
 """
+from __future__ import annotations
+
 import os
 from pathlib import Path
+from typing import Any
 
 from mininet.link import TCLink
 from mininet.log import setLogLevel
@@ -49,7 +52,7 @@ class P4Network:
         self.net: Mininet | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "P4Network":
+    def start(self) -> P4Network:
         setLogLevel(os.environ.get("P4REDUCE_MININET_LOG", "warning"))
         self.net = Mininet(topo=self.topo, switch=P4Switch, host=Host, link=TCLink, controller=None,
                            autoSetMacs=False, autoStaticArp=False, build=False)
@@ -67,7 +70,7 @@ class P4Network:
             raise
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         """Stop the targets this network started, then Mininet's links and hosts."""
         if self.net is None:
             return
@@ -78,14 +81,14 @@ class P4Network:
             links.remove_nft_loss(_root_shell(net), self.loss_table)
         net.stop()
 
-    def __enter__(self):
+    def __enter__(self) -> P4Network:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- configuration -----------------------------------------------------------------------
-    def _configure_host(self, host):
+    def _configure_host(self, host: Any) -> None:
         """Static address, static ARP for every peer and the switch, no IPv6, no offloads."""
         intf = host.defaultIntf()
         host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
@@ -95,38 +98,45 @@ class P4Network:
         for ip, mac in peers:
             host.cmd(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent")
 
-    def _planned_hosts(self):
+    def _planned_hosts(self) -> list[dict[str, str]]:
         out = []
         for name in self.topo.hosts():
             info = self.topo.nodeInfo(name)
             out.append({"name": name, "ip": info["ip"].split("/")[0], "mac": info["mac"]})
         return out
 
-    def _apply_nft_loss(self):
+    def _apply_nft_loss(self) -> None:
         """Loss on both directions of every worker link: egress of the host and of the switch port."""
         switch_side = []
-        for host in self.net.hosts:
+        net = self.started()
+        for host in net.hosts:
             intf = host.defaultIntf()
             links.apply_nft_loss(host, [intf.name], self.link.loss_pct)
             switch_side.append(intf.link.intf2.name if intf.link.intf1 is intf else intf.link.intf1.name)
-        links.apply_nft_loss(_root_shell(self.net), switch_side, self.link.loss_pct, self.loss_table)
+        links.apply_nft_loss(_root_shell(net), switch_side, self.link.loss_pct, self.loss_table)
 
     # -- queries -----------------------------------------------------------------------------
-    def host(self, name: str):
-        return self.net.get(self.prefix + name if not name.startswith(self.prefix) else name)
+    def host(self, name: str) -> Any:
+        return self.started().get(self.prefix + name if not name.startswith(self.prefix) else name)
 
     @property
-    def hosts(self):
-        return self.net.hosts
+    def hosts(self) -> list[Any]:
+        return self.started().hosts
 
     @property
-    def switches(self):
-        return self.net.switches
+    def switches(self) -> list[P4Switch]:
+        return self.started().switches
+
+    def started(self) -> Mininet:
+        """The running Mininet network (start() first)."""
+        if self.net is None:
+            raise RuntimeError("the network is not started")
+        return self.net
 
     def description(self) -> dict:
         return describe(self)
 
 
-def _root_shell(net):
+def _root_shell(net: Mininet) -> Any:
     """A node whose cmd() runs in the root namespace (the switches live there)."""
     return net.switches[0]

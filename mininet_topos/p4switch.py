@@ -6,7 +6,9 @@ other switches' processes (never a global Mininet cleanup, never a kill by proce
 """
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from mininet.node import Switch
 
@@ -22,7 +24,7 @@ class P4SwitchError(RuntimeError):
     """The P4 target did not start (or died); the message carries its log's tail."""
 
 
-def log_tail(paths, lines: int = 20) -> str:
+def log_tail(paths: Iterable[str | Path], lines: int = 20) -> str:
     """The last lines of the first existing file among paths (BMv2 may add '.txt' to --log-file)."""
     chunks = []
     for path in paths:
@@ -36,10 +38,10 @@ def log_tail(paths, lines: int = 20) -> str:
 class P4Switch(Switch):
     """One P4 target process per Mininet switch; its ports are the Mininet links' interfaces."""
 
-    def __init__(self, name, json_path: str | None = None, grpc_port: int = 9559,
+    def __init__(self, name: str, json_path: str | None = None, grpc_port: int = 9559,
                  thrift_port: int = 9090, device_id: int = 0, cpu_port: int | None = DEFAULT_CPU_PORT,
                  log_dir: str = "logs", pcap_dir: str | None = "pcaps", target: str = "auto",
-                 log_level: str | None = None, start_timeout: float = START_TIMEOUT_S, **params):
+                 log_level: str | None = None, start_timeout: float = START_TIMEOUT_S, **params: Any):
         params.setdefault("dpid", "%016x" % (device_id + 1))
         super().__init__(name, **params)
         self.json_path = json_path
@@ -68,7 +70,7 @@ class P4Switch(Switch):
     def console_file(self) -> Path:
         return self.log_dir / f"{self.name}.out"
 
-    def data_ports(self):
+    def data_ports(self) -> list[tuple[int, Any]]:
         """(port number, interface) of every data-plane link, in port order (no loopback)."""
         return sorted((port, intf) for intf, port in self.ports.items() if intf.name != "lo")
 
@@ -78,7 +80,7 @@ class P4Switch(Switch):
         return self.process.pid if self.process else None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self, controllers):
+    def start(self, controllers: list[Any]) -> None:
         """Start the target and wait until its gRPC server accepts connections."""
         if port_open("127.0.0.1", self.grpc_port):
             raise P4SwitchError(f"{self.name}: gRPC port {self.grpc_port} is already in use "
@@ -101,17 +103,18 @@ class P4Switch(Switch):
                                             stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
 
-    def _quiet_interface(self, name: str):
+    def _quiet_interface(self, name: str) -> None:
         """No IPv6 chatter and no checksum offload on a switch port: the target sees real frames."""
         self.cmd(f"sysctl -qw net.ipv6.conf.{name}.disable_ipv6=1")
         self.cmd(f"ethtool -K {name} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1")
 
-    def _wait_ready(self):
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            status = self.process.poll() if self.process is not None else "not started"
+            if status is not None:
                 raise P4SwitchError(
-                    f"{self.name}: {target_name(self.argv)} exited with status {self.process.returncode} "
+                    f"{self.name}: {target_name(self.argv)} exited with status {status} "
                     f"while starting.\ncommand: {' '.join(self.argv)}\n"
                     + log_tail([self.console_file, self.log_file]))
             if port_open("127.0.0.1", self.grpc_port):
@@ -123,12 +126,12 @@ class P4Switch(Switch):
             f"{self.start_timeout:.0f} s.\ncommand: {' '.join(self.argv)}\n"
             + log_tail([self.console_file, self.log_file]))
 
-    def _terminate(self):
+    def _terminate(self) -> None:
         """SIGTERM the process this node started, then SIGKILL it if it lingers."""
         proc, self.process = self.process, None
         stop_process(proc, STOP_TIMEOUT_S)
 
-    def stop(self, deleteIntfs=True):
+    def stop(self, deleteIntfs: bool = True) -> None:
         self._terminate()
         super().stop(deleteIntfs)
 

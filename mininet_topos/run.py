@@ -1,4 +1,5 @@
 """`python -m p4reduce.mininet_topos run` (`make run`): the topology, the controller, a default job, the CLI."""
+import argparse
 import signal
 import sys
 
@@ -28,7 +29,7 @@ Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.
 """
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     session = Session(topo=args.topo, workers=args.workers, link=from_args(args),
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
@@ -53,7 +54,7 @@ def main(args) -> int:
     return 0
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", default="default", help="name of the job created at start (default %(default)s)")
     parser.add_argument("--mode", default="dense", choices=["dense", "sparse"],
                         help="aggregation mode of the default job (default %(default)s)")

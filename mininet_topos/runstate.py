@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 STATE_FILE = Path("run") / "state.json"
@@ -28,14 +29,15 @@ def process_record(pid: int, role: str) -> dict:
     return {"pid": pid, "role": role, "cmdline": (cmdline(pid) or "")[:200]}
 
 
-def write_state(processes: list[dict], interfaces: list[str], nft_tables: list[str], path=STATE_FILE):
+def write_state(processes: list[dict], interfaces: list[str], nft_tables: list[str],
+                path: str | Path = STATE_FILE) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"owner_pid": os.getpid(), "processes": processes,
                                 "interfaces": interfaces, "nft_tables": nft_tables}, indent=2) + "\n")
 
 
-def anything_alive(path=STATE_FILE) -> bool:
+def anything_alive(path: str | Path = STATE_FILE) -> bool:
     """True when a state file lists a process that still runs (a session not yet stopped)."""
     path = Path(path)
     if not path.is_file():
@@ -45,7 +47,7 @@ def anything_alive(path=STATE_FILE) -> bool:
 
 def _same_process(record: dict) -> bool:
     now = cmdline(record["pid"])
-    return bool(now) and bool(record.get("cmdline")) and now.startswith(record["cmdline"][:80])
+    return bool(now and record.get("cmdline") and now.startswith(record["cmdline"][:80]))
 
 
 def _signal(pid: int, sig) -> bool:
@@ -56,7 +58,8 @@ def _signal(pid: int, sig) -> bool:
         return False
 
 
-def stop_recorded(path=STATE_FILE, grace_s: float = 5.0, log=print) -> int:
+def stop_recorded(path: str | Path = STATE_FILE, grace_s: float = 5.0,
+                  log: Callable[..., None] = print) -> int:
     """End what the state file lists; returns how many processes were signalled."""
     path = Path(path)
     if not path.is_file():

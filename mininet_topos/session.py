@@ -3,9 +3,13 @@
 Shared by `run` (interactive) and `demo` (scripted). Records what it started in run/state.json so
 that `make stop` can end it if the session is killed.
 """
+from __future__ import annotations
+
 import os
 import signal
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.apirelay import ApiRelay
@@ -24,18 +28,19 @@ class SessionError(RuntimeError):
     pass
 
 
-def _terminate_on_sigterm():
+def _terminate_on_sigterm() -> None:
     """`make stop` sends SIGTERM: unwind through the finally blocks that stop everything."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, handler)
 
 
 class Session:
-    def __init__(self, topo="star", workers=4, link=LinkOptions(), program="build/p4reduce.json",
-                 target="auto", api_port=DEFAULT_PORT, grpc_base=9559, thrift_base=9090, prefix="",
-                 log_dir="logs", pcap_dir="pcaps", run_dir=RUN_DIR, controller=True,
-                 controller_args=None, switch_log_level="info"):
+    def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
+                 program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
+                 grpc_base: int = 9559, thrift_base: int = 9090, prefix: str = "", log_dir: str = "logs",
+                 pcap_dir: str | None = "pcaps", run_dir: str | Path = RUN_DIR, controller: bool = True,
+                 controller_args: list[str] | None = None, switch_log_level: str = "info"):
         if program and not Path(program).is_file():
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
@@ -59,7 +64,7 @@ class Session:
                 admin_token_file=self.admin_token_path)
         self.relay: ApiRelay | None = None
 
-    def start(self) -> "Session":
+    def start(self) -> Session:
         if runstate.anything_alive(self.state_file):
             raise SessionError(f"a previous session is still running ({self.state_file}): "
                                "`make stop` ends it")
@@ -86,7 +91,7 @@ class Session:
         return read_token_file(self.admin_token_path)
 
     def create_job(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
-                   hosts=None) -> dict:
+                   hosts: Iterable[Any] | None = None) -> dict[str, Any]:
         """Create a job and grant it to `hosts` (Mininet hosts; default: every host): workers
         started there join with only the job's name, the relay adds the job token (apirelay.py).
         Returns the Job, with its `token`."""
@@ -99,7 +104,7 @@ class Session:
             self.relay.grant(name, job["token"], [h.params["index"] for h in chosen])
         return job
 
-    def _record(self):
+    def _record(self) -> None:
         procs = [runstate.process_record(os.getpid(), "session")]
         for s in self.network.switches:
             if s.target_pid:
@@ -112,7 +117,7 @@ class Session:
         tables = [self.network.loss_table] if self.network.link.needs_nft_loss() else []
         runstate.write_state(procs, intfs, tables, self.state_file)
 
-    def stop(self):
+    def stop(self) -> None:
         if self.relay:
             self.relay.close()
             self.relay = None
@@ -122,8 +127,8 @@ class Session:
         if self.state_file.exists():
             self.state_file.unlink()
 
-    def __enter__(self):
+    def __enter__(self) -> Session:
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -17,7 +17,7 @@ class StarTopo(Topo):
     kind = "star"
 
     def build(self, workers: int = DEFAULT_WORKERS, link: LinkOptions = LinkOptions(), prefix: str = "",
-              switch_params: dict | None = None):
+              switch_params: dict | None = None) -> None:
         if not 1 <= workers <= 64:
             raise ValueError(f"--workers {workers}: the star topology takes 1..64 workers")
         switch = self.addSwitch(f"{prefix}s1", device_id=0, role="tor", **(switch_params or {}))

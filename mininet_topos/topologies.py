@@ -1,11 +1,13 @@
 """The topologies the command line can name (`--topo star|two-tier`)."""
+from mininet.topo import Topo
+
 from p4reduce.mininet_topos.star import StarTopo
 from p4reduce.mininet_topos.twotier import TwoTierTopo
 
 TOPOLOGIES = {"star": StarTopo, "two-tier": TwoTierTopo}
 
 
-def topology_class(name: str):
+def topology_class(name: str) -> type[Topo]:
     try:
         return TOPOLOGIES[name]
     except KeyError:

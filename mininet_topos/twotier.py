@@ -20,7 +20,7 @@ class TwoTierTopo(Topo):
     kind = "two-tier"
 
     def build(self, workers: int = DEFAULT_WORKERS, link: LinkOptions = LinkOptions(), prefix: str = "",
-              switch_params: dict | None = None):
+              switch_params: dict | None = None) -> None:
         if not 2 <= workers <= 64:
             raise ValueError(f"--workers {workers}: the two-tier topology takes 2..64 workers")
         params = switch_params or {}

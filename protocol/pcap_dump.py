@@ -21,7 +21,7 @@ def describe(frames: Iterable[bytes], show_lanes: bool = False) -> list[str]:
         if pkt.haslayer(P4Reduce):
             p = pkt[P4Reduce]
             kind = C.MsgType(p.msg_type).name if p.msg_type in (1, 2) else f"type{p.msg_type}"
-            flags = "|".join(f.name for f in C.Flags if f and int(p.flags) & f) or "-"
+            flags = "|".join(str(f.name) for f in C.Flags if f and int(p.flags) & f) or "-"
             nxt = "none" if p.next_offset == C.NEXT_NONE else str(p.next_offset)
             line = (f"{i:6d} {pkt['IP'].src}:{pkt['UDP'].sport} > {pkt['IP'].dst}:{pkt['UDP'].dport} "
                     f"{kind} job={p.job_id} rank={p.rank} slot={p.slot}/v{p.ver} off={p.offset} "
@@ -34,8 +34,9 @@ def describe(frames: Iterable[bytes], show_lanes: bool = False) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m p4reduce.protocol.pcap_dump", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m p4reduce.protocol.pcap_dump",
+                                 description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("pcap", help="capture file (pcap)")
     ap.add_argument("--lanes", action="store_true", help="print the lanes of every p4reduce packet")
     args = ap.parse_args(argv)

@@ -46,7 +46,7 @@ class SubBlock(Packet):
     fields_desc: ClassVar[list] = [
         FieldListField("lanes", [], SignedIntField("lane", 0), count_from=lambda pkt: _subblock)]
 
-    def extract_padding(self, s):
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
         return b"", s
 
 
@@ -77,7 +77,7 @@ class P4Reduce(Packet):
             out[k] = sb.lanes
         return out.reshape(-1)
 
-    def mysummary(self):
+    def mysummary(self) -> str:
         kind = C.MsgType(self.msg_type).name if self.msg_type in (1, 2) else str(self.msg_type)
         return self.sprintf(f"P4Reduce {kind} job=%job_id% rank=%rank% slot=%slot%/v%ver% "
                             f"off=%offset% next=%next_offset% bitmap=%bitmap%")

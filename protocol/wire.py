@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -32,10 +32,10 @@ assert HEADER_DTYPE.itemsize == C.HEADER_BYTES
 LANE_DTYPE = np.dtype(">i4")
 
 # The same header as a struct (field for field HEADER_DTYPE), for the fast path.
-HEADER_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[HEADER_DTYPE[n].itemsize]
-                                            for n in HEADER_DTYPE.names))
+_FIELDS: Mapping[str, tuple] = HEADER_DTYPE.fields or {}
+HEADER_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[dtype.itemsize] for dtype, *_ in _FIELDS.values()))
 assert HEADER_STRUCT.size == C.HEADER_BYTES
-FLAGS_OFFSET = HEADER_DTYPE.fields["flags"][1]      # byte offset of the flags in a payload
+FLAGS_OFFSET = _FIELDS["flags"][1]      # byte offset of the flags in a payload
 SLOT_BITS = 15                                      # slot_ver: ver in the top bit, slot below
 SLOT_MASK = (1 << SLOT_BITS) - 1
 assert SLOT_MASK == C.SLOT_MAX

@@ -47,7 +47,7 @@ class JobRun:
             padded[r, :len(t)] = t
         self.blocks = padded.reshape(self.n, self.num_blocks, self.lanes)
         self.expected = np.clip(padded.sum(axis=0), C.LANE_MIN, C.LANE_MAX)[:length]
-        nonzero = self.blocks.any(axis=2)                     # (n, blocks)
+        nonzero = np.asarray(self.blocks.any(axis=2))         # (n, blocks)
         # per worker and stream: sorted non-zero block indices on that stream
         self._nz = [[np.flatnonzero(nonzero[r, s::slot_count]) * slot_count + s
                      for s in range(slot_count)] for r in range(self.n)]

@@ -25,7 +25,7 @@ class SimulatedSwitch:
         self.wire = wire or WireCost()
         self._barrier = threading.Barrier(n_workers, action=self._combine)
         self._inputs: list = [None] * n_workers
-        self._result = None
+        self._result: np.ndarray | None = None
         self._error: str | None = None
         self.saturated = 0  # elements whose true sum did not fit in int32 (must stay 0)
 
@@ -61,8 +61,8 @@ class SimulatedSwitch:
         except threading.BrokenBarrierError:
             raise AggregationError(f"simulated job: rank {rank} gave up after {self.timeout}s waiting for "
                                    "the other workers (a peer crashed or called a different sequence)") from None
-        if error:
-            raise AggregationError(f"simulated job: rank {rank}: {error}")
+        if error or result is None:
+            raise AggregationError(f"simulated job: rank {rank}: {error or 'no result'}")
         return result.copy()
 
     def abort(self) -> None:

@@ -8,10 +8,19 @@ the allreduce API and training integrations (docs/worker.md).
 """
 from __future__ import annotations
 
-_default = None
+import concurrent.futures
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+_default: Agent | None = None
 
 
-def init(controller: str, job: str, **options):
+def init(controller: str, job: str, **options: Any) -> Agent:
     """Join ``job`` and make it the target of :func:`allreduce`; returns the Agent."""
     global _default
     from .agent import Agent
@@ -21,18 +30,19 @@ def init(controller: str, job: str, **options):
     return _default
 
 
-def _agent():
+def _agent() -> Agent:
     if _default is None:
         raise RuntimeError("worker.init(controller, job) must be called before worker.allreduce")
     return _default
 
 
-def allreduce(array, average: bool = False, key: str = ""):
+def allreduce(array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
     """Sum (or mean) of ``array`` over the job's workers, through the switch."""
     return _agent().allreduce(array, average, key)
 
 
-def allreduce_async(array, average: bool = False, key: str = ""):
+def allreduce_async(array: ArrayLike, average: bool = False,
+                    key: str = "") -> concurrent.futures.Future[np.ndarray]:
     """:func:`allreduce` returning a concurrent.futures.Future."""
     return _agent().allreduce_async(array, average, key)
 

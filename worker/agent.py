@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import socket
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .communicator import Communicator
 from .compressors import make_compressor
@@ -29,7 +31,7 @@ class Agent:
     def __init__(self, controller: str, job: str, compressor: str = "fixedpoint",
                  error_feedback: bool | None = None, seed: int | None = None, bind_ip: str = "0.0.0.0",
                  udp_port: int = 0, advertise_ip: str | None = None, switch_addr: tuple[str, int] | None = None,
-                 retry: RetryPolicy | None = None, compressor_options: dict | None = None, **join):
+                 retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None, **join: Any):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((bind_ip, udp_port))
@@ -60,16 +62,17 @@ class Agent:
     def n_workers(self) -> int:
         return self.params.n_workers
 
-    def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
+    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
         """Sum (or mean) over the job's workers; float32 compressed, int32 exact. Blocks."""
         return self.allreduce_async(array, average, key).result()
 
-    def allreduce_async(self, array, average: bool = False, key: str = "") -> concurrent.futures.Future:
+    def allreduce_async(self, array: ArrayLike, average: bool = False,
+                        key: str = "") -> concurrent.futures.Future[np.ndarray]:
         """Like :meth:`allreduce`, returning a Future; the array is copied now."""
         a = np.array(array, copy=True)
         return self._pool.submit(self._allreduce, a, average, key)
 
-    def _allreduce(self, a, average, key):
+    def _allreduce(self, a: np.ndarray, average: bool, key: str) -> np.ndarray:
         try:
             return self.communicator.allreduce(a, average=average, key=key)
         except AggregationError as e:
@@ -83,8 +86,8 @@ class Agent:
         self.reducer.close()
         self.sock.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Agent:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,8 +37,8 @@ def _addr(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _positive(kind):
-    def parse(text):
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
         try:
             v = kind(text)
         except ValueError:
@@ -73,14 +74,14 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS))
 
 
-def _agent(args):
+def _agent(args: argparse.Namespace) -> Agent:
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
                  workers=args.workers, mode=args.mode, wait_timeout=args.wait)
 
 
-def cmd_allreduce(args) -> int:
+def cmd_allreduce(args: argparse.Namespace) -> int:
     with _agent(args) as agent:
         n, r = agent.n_workers, agent.rank
         print(f"worker: joined job {args.job!r} as rank {r} of {n} (job id {agent.params.job_id}, "
@@ -115,7 +116,7 @@ def cmd_allreduce(args) -> int:
         return 1 if bad else 0
 
 
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     cfg = TrainConfig(model=args.model, epochs=args.epochs, lr=args.lr, batch=args.batch)
     split = load_digits_split()
     with _agent(args) as agent:
@@ -127,7 +128,7 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_compressors(args) -> int:
+def cmd_compressors(args: argparse.Namespace) -> int:
     for name in COMPRESSORS:
         comp, ef = make_compressor(name)
         print(f"{name:14s} unbiased={comp.unbiased!s:5s} error_feedback={'recommended' if ef else 'no'}")
@@ -157,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].startswith("--") and argv[0] not in ("--help",):
         argv.insert(0, "allreduce")  # `python -m p4reduce.worker --controller C --job J` = allreduce (default)

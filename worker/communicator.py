@@ -11,6 +11,7 @@ int32 tensors skip compression and are summed exactly.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .compressors import Compressor, FixedPoint
 from .memory import ErrorFeedback, NoMemory
@@ -30,7 +31,7 @@ class Communicator:
     def n_workers(self) -> int:
         return self.reducer.n_workers
 
-    def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
+    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
         """Sum (or mean with ``average``) over workers; same shape as ``array``.
 
         float32 goes through the compressor (other float dtypes are computed in float32 and cast

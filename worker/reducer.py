@@ -60,9 +60,9 @@ class IntSource(BlockSource):
         self.blocks = qz.blocks_of(np.ascontiguousarray(values, dtype=np.int32), lanes)
         self.n_blocks = self.blocks.shape[0]
         self.proposals = None
-        self.nonzero = self.blocks.any(axis=1)
+        self.nonzero = np.asarray(self.blocks.any(axis=1))
 
-    def encode(self, blocks, exponents):
+    def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
         return self.blocks[blocks]
 
 
@@ -79,7 +79,9 @@ class QuantizedSource(BlockSource):
         self.n_workers = n_workers
         self.rng = rng
 
-    def encode(self, blocks, exponents):
+    def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
+        if exponents is None:
+            raise ValueError("fixed-point blocks are encoded with agreed exponents")
         return qz.quantize_blocks(self.blocks[blocks], exponents, self.n_workers, self.rng)
 
 
@@ -107,6 +109,8 @@ class Reducer(abc.ABC):
         """Fixed-point sum of flat float32 ``x``: (int32 sums, flat, of x.size; agreed exponents)."""
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         sums, exps = self.aggregate(QuantizedSource(x, self.lanes, self.n_workers, rng))
+        if exps is None:
+            raise AggregationError("a fixed-point aggregation returned no agreed exponents")
         return sums.reshape(-1)[: x.size], exps
 
     def close(self) -> None:

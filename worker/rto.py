@@ -55,13 +55,14 @@ class RtoEstimator:
         """Feed the round-trip time of a round that was sent exactly once (Karn's rule)."""
         if rtt < 0:
             return
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
+        if self.srtt is None or self.rttvar is None:
+            srtt, rttvar = rtt, rtt / 2
         else:
-            self.rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - rtt)
-            self.srtt = (1 - ALPHA) * self.srtt + ALPHA * rtt
+            rttvar = (1 - BETA) * self.rttvar + BETA * abs(self.srtt - rtt)
+            srtt = (1 - ALPHA) * self.srtt + ALPHA * rtt
+        self.srtt, self.rttvar = srtt, rttvar
         self.samples += 1
-        self._rto = self._clamp(self.srtt + max(self.granularity, K * self.rttvar))
+        self._rto = self._clamp(srtt + max(self.granularity, K * rttvar))
 
     def timed_out(self, fired: float) -> float:
         """A timer of ``fired`` seconds expired: return that timer's backed-off value and keep at
@@ -72,7 +73,7 @@ class RtoEstimator:
         return backed
 
     def describe(self) -> str:
-        if self.srtt is None:
+        if self.srtt is None or self.rttvar is None:
             return f"rto {self._rto * 1e3:.1f} ms (no samples yet)"
         return (f"rto {self._rto * 1e3:.1f} ms, srtt {self.srtt * 1e3:.1f} ms, "
                 f"rttvar {self.rttvar * 1e3:.1f} ms, {self.samples} samples")

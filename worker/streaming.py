@@ -30,6 +30,8 @@ import socket
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.wire import Layout
 
@@ -192,7 +194,7 @@ class UdpReducer(Reducer):
             self.sock.close()
 
     # ---- one aggregation ------------------------------------------------------------------
-    def aggregate(self, source: BlockSource):
+    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
         """Stream `source` through the switch (worker/streams.py schedules the rounds and builds
         the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
         exponents or None)."""

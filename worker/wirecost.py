@@ -32,7 +32,7 @@ class WireCost:
             return 0
         if not self.sparse:
             return nb * (FRAME_OVERHEAD + 4 * self.lanes)
-        sub = lanes.reshape(nb, -1, self.sub_block).any(axis=2)
+        sub = np.asarray(np.asarray(lanes).reshape(nb, -1, self.sub_block).any(axis=2))
         blocks = int(sub.any(axis=1).sum())
         return (blocks + min(nb, self.streams)) * FRAME_OVERHEAD + 4 * self.sub_block * int(sub.sum())
 

@@ -11,10 +11,12 @@ import datetime
 import os
 import sys
 
+import numpy as np
+
 from p4reduce.bench import hostside, tensors
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m p4reduce.bench.baselines.gloo_allreduce", description=__doc__)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--world", type=int, required=True)
@@ -32,7 +34,7 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ["GLOO_SOCKET_IFNAME"] = args.iface
     try:
@@ -48,7 +50,7 @@ def main(argv=None) -> int:
     data = torch.from_numpy(tensors.make_tensor(args.rank, args.size))
     buf = torch.empty_like(data)
 
-    def allreduce():
+    def allreduce() -> np.ndarray:
         buf.copy_(data)
         dist.all_reduce(buf, op=dist.ReduceOp.SUM)
         return buf.numpy()

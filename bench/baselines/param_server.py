@@ -60,21 +60,21 @@ class Server:
         self.sum_barrier = threading.Barrier(world, action=self._sum)
         self.sync_barrier = threading.Barrier(world)
         self.iface = iface
-        self.marks = []  # (counters, rounds) at each worker barrier: the workers' timing windows
+        self.marks: list[tuple[counters.IfCounters, int]] = []  # at each worker barrier: the timing windows
         self.mark_barrier = threading.Barrier(world, action=self._mark)
         self.errors: list = []
         self.rounds = 0
 
-    def _mark(self):
+    def _mark(self) -> None:
         self.marks.append((counters.read_proc(self.iface), self.rounds))
 
-    def _sum(self):
+    def _sum(self) -> None:
         np.sum(self.inbox, axis=0, out=self.total)
         self.rounds += 1
 
     def serve_connection(self, conn: socket.socket, rank: int) -> None:
-        mine = memoryview(self.inbox[rank]).cast("B")
-        out = memoryview(self.total).cast("B")
+        mine = _bytes_view(self.inbox[rank])
+        out = _bytes_view(self.total)
         try:
             while True:
                 kind = recv_bytes(conn, 1)
@@ -99,14 +99,19 @@ class Server:
             conn.close()
 
 
-def run_server(args) -> int:
+def _bytes_view(a: np.ndarray) -> memoryview:
+    """The bytes of a contiguous array, for socket calls (send from it, receive into it)."""
+    return memoryview(a.data).cast("B")
+
+
+def run_server(args: argparse.Namespace) -> int:
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((args.bind, args.port))
     lsock.listen(args.world)
     lsock.settimeout(args.timeout)
     server = Server(args.world, args.size, args.iface)
-    conns = {}
+    conns: dict[int, socket.socket] = {}
     try:
         while len(conns) < args.world:
             conn, _ = lsock.accept()
@@ -145,7 +150,7 @@ def run_server(args) -> int:
     return 0
 
 
-def run_worker(args) -> int:
+def run_worker(args: argparse.Namespace) -> int:
     host, _, port = args.server.rpartition(":")
     deadline = time.monotonic() + args.timeout
     while True:  # the server may still be starting
@@ -160,17 +165,17 @@ def run_worker(args) -> int:
     _tune(sock)
     sock.sendall(HELLO.pack(args.rank, args.size))
     data = tensors.make_tensor(args.rank, args.size)
-    payload = memoryview(data).cast("B")
+    payload = _bytes_view(data)
     result = np.empty(args.size, dtype=np.float32)
-    result_view = memoryview(result).cast("B")
+    result_view = _bytes_view(result)
 
-    def allreduce():
+    def allreduce() -> np.ndarray:
         sock.sendall(b"T")
         sock.sendall(payload)
         recv_exact(sock, result_view)
         return result
 
-    def barrier():
+    def barrier() -> None:
         sock.sendall(b"B")
         if recv_bytes(sock, 1) != b"B":
             raise ConnectionError("barrier: unexpected reply")
@@ -186,7 +191,7 @@ def run_worker(args) -> int:
     return 0
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m p4reduce.bench.baselines.param_server", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="role", required=True)
@@ -214,7 +219,7 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return run_server(args) if args.role == "server" else run_worker(args)

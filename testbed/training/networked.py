@@ -8,6 +8,8 @@ import tempfile
 import threading
 import time
 
+import numpy as np
+
 from p4reduce.protocol.program import compile_program
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import make_compressor
@@ -64,7 +66,8 @@ def run_networked(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
         red.close()
     if errors:
         raise errors[0]
-    same = all((hists[r].params == hists[0].params).all() for r in hists)
+    first = hists[0].params
+    same = first is not None and all(h.params is not None and np.array_equal(h.params, first) for h in hists.values())
     return {"compressor": compressor, "model": cfg.model, "history": hists[0],
             "bytes_per_worker": sum(red.bytes_sent for red in reds) / n_workers, "seconds": seconds,
             "replicas_identical": same, "final_acc": hists[0].final_acc,

@@ -9,13 +9,15 @@ import json
 import sys
 import time
 
+import numpy as np
+
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.training.data import Split, load_digits_split
 from p4reduce.worker.training.loop import History, TrainConfig, train_worker
 from p4reduce.worker.wirecost import WireCost
-from testbed.simswitch import FloatReference, run_workers
+from testbed.simswitch import FloatReference, SimulatedReducer, run_workers
 
 #: compressor options used in the convergence table (docs/worker.md)
 DEFAULT_OPTIONS = {"topk": {"k": 0.1}, "randomk": {"k": 0.1}, "threshold": {"threshold": 0.3}}
@@ -28,7 +30,8 @@ def run_simulated(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
     split = split or load_digits_split(seed=cfg.seed)
     opts = {**DEFAULT_OPTIONS.get(compressor, {}), **options}
 
-    def body(reducer):
+    def body(reducer: SimulatedReducer) -> tuple[History, int]:
+        comm: FloatReference | Communicator
         if compressor == "float32":
             comm = FloatReference(reducer)
         else:
@@ -43,7 +46,8 @@ def run_simulated(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
     out = run_workers(n_workers, body, wire=WireCost(sparse=sparse))
     seconds = time.perf_counter() - t0
     hists: list[History] = [h for h, _ in out]
-    same = all((h.params == hists[0].params).all() for h in hists)
+    first = hists[0].params
+    same = first is not None and all(h.params is not None and np.array_equal(h.params, first) for h in hists)
     return {"compressor": compressor, "model": cfg.model, "history": hists[0],
             "bytes_per_worker": sum(b for _, b in out) / n_workers, "seconds": seconds,
             "replicas_identical": same, "final_acc": hists[0].final_acc}

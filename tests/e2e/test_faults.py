@@ -42,7 +42,8 @@ ATTACKED_ELEMENTS = 131072
 def run_attacked_job(session, tmp_path, kinds):
     """A dense job on h1..h4 while h5 sends the given kinds of hostile frames for its whole duration."""
     *workers, attacker = by_index(session.network.hosts)
-    # long enough (a few seconds) for the attacker to start and send throughout
+    # long enough for the attacker to send its frames throughout, even on a fast switch (the
+    # native data plane finishes a few tensors before scapy has built 100 forged results)
     runs = run_job(session, workers, "e2e-hostile", "dense", elements=ATTACKED_ELEMENTS, tensors=24, start_only=True)
     job = wait_running(session.api_addr, "e2e-hostile")
     topo = json.loads(session.description_path.read_text())

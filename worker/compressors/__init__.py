@@ -1,6 +1,8 @@
 """Switch-summable compressors (see docs/compressors.md) and a registry by name."""
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Compressor, Context
 from .diana import Diana
 from .fixedpoint import FixedPoint
@@ -36,7 +38,7 @@ COMPRESSORS = {
 }
 
 
-def make_compressor(name: str, seed: int = 0, rank: int = 0, **options) -> tuple[Compressor, bool]:
+def make_compressor(name: str, seed: int = 0, rank: int = 0, **options: Any) -> tuple[Compressor, bool]:
     """(compressor, whether error feedback is recommended) for a registry name."""
     try:
         factory, ef = COMPRESSORS[name]

@@ -32,6 +32,18 @@ class Context:
     indices: np.ndarray | None = None                    # agreed block indices (block-sparse compressors)
     extra: dict = field(default_factory=dict)            # compressor-specific agreed values
 
+    def agreed_exponents(self) -> np.ndarray:
+        """The exponents, once the aggregation agreed them (decoding needs them)."""
+        if self.exponents is None:
+            raise ValueError("lanes cannot be decoded before the exponents are agreed")
+        return self.exponents
+
+    def agreed_indices(self) -> np.ndarray:
+        """The block indices a block-sparse compressor agreed on."""
+        if self.indices is None:
+            raise ValueError("this context has no agreed block indices")
+        return self.indices
+
 
 class Compressor(abc.ABC):
     """Turns float32 tensors into switch-summable int32 blocks (collectively) and back."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Compressor
+from ..reducer import BlockSource, Reducer
+from .base import Compressor, Context
 from .ternary import Ternary
 
 
@@ -41,16 +42,16 @@ class Diana(Compressor):
             self._H[key] = np.zeros(size, np.float32)
         return self._h[key], self._H[key]
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         h, _ = self._state(key, x.size)
         src, ctx = self.inner.compress(x - h, reducer, key)
         return src, ctx
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         return self.inner.decompress(lanes, ctx)
 
-    def contribution(self, lanes, ctx, key=""):
+    def contribution(self, lanes: np.ndarray, ctx: Context, key: str = "") -> np.ndarray:
         """h_i (before this step's update) + this worker's decoded delta; updates h_i."""
         h, _ = self._state(key, ctx.size)
         delta = self.inner.decompress(lanes, ctx)
@@ -58,7 +59,7 @@ class Diana(Compressor):
         h += self.alpha * delta
         return ctx.extra["contribution"]
 
-    def finish(self, mean, ctx, key=""):
+    def finish(self, mean: np.ndarray, ctx: Context, key: str = "") -> np.ndarray:
         _h, H = self._state(key, ctx.size)
         g_hat = H + mean
         H += self.alpha * mean

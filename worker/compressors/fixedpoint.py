@@ -1,17 +1,19 @@
 """Fixed point: the baseline. Shared per-block exponent, int32 lanes, no other loss."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .. import quantize as qz
-from ..reducer import QuantizedSource
+from ..reducer import BlockSource, QuantizedSource, Reducer
 from .base import Compressor, Context
 
 
 def dequantize_lanes(lanes: np.ndarray, ctx: Context) -> np.ndarray:
     """int32 (n_blocks, lanes) with ctx's agreed exponents -> flat float32 (all blocks)."""
     lanes = np.asarray(lanes)
-    return qz.dequantize(lanes.reshape(-1), ctx.exponents, ctx.n_workers, lanes.shape[-1])
+    return qz.dequantize(lanes.reshape(-1), ctx.agreed_exponents(), ctx.n_workers, lanes.shape[-1])
 
 
 class FixedPoint(Compressor):
@@ -23,17 +25,17 @@ class FixedPoint(Compressor):
 
     name = "fixedpoint"
 
-    def __init__(self, stochastic: bool = False, seed: int = 0):
+    def __init__(self, stochastic: bool = False, seed: int | Sequence[int] = 0):
         self.stochastic = stochastic
         self.unbiased = stochastic
         if stochastic:
             self.name = "fixedpoint-sr"
         self._rng = np.random.default_rng(seed) if stochastic else None
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         src = QuantizedSource(x, reducer.lanes, reducer.n_workers, self._rng)
         return src, Context(size=x.size, n_workers=reducer.n_workers)
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         return dequantize_lanes(lanes, ctx)[: ctx.size]

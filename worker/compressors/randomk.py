@@ -10,7 +10,7 @@ import zlib
 
 import numpy as np
 
-from ..reducer import QuantizedSource
+from ..reducer import BlockSource, QuantizedSource, Reducer
 from .base import Compressor, Context
 from .blocks import count_for, gather, n_blocks, scatter
 from .fixedpoint import dequantize_lanes
@@ -34,7 +34,7 @@ class RandomKBlocks(Compressor):
         rng = np.random.default_rng([self.seed, zlib.crc32(key.encode()), step])
         return np.sort(rng.choice(nb, size=count_for(self.k, nb), replace=False))
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         lanes = reducer.lanes
         nb = n_blocks(x.size, lanes)
@@ -47,6 +47,6 @@ class RandomKBlocks(Compressor):
         src = QuantizedSource(vals, lanes, reducer.n_workers, self._rng)
         return src, Context(size=x.size, n_workers=reducer.n_workers, indices=idx)
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         lanes = np.asarray(lanes)
-        return scatter(dequantize_lanes(lanes, ctx), ctx.indices, lanes.shape[-1], ctx.size)
+        return scatter(dequantize_lanes(lanes, ctx), ctx.agreed_indices(), lanes.shape[-1], ctx.size)

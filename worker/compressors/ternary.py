@@ -15,10 +15,12 @@ change, zeros stay zeros (sparse mode still skips them), and the payload is K ti
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .. import quantize as qz
-from ..reducer import BlockSource
+from ..reducer import BlockSource, Reducer
 from .base import Compressor, Context
 
 
@@ -37,9 +39,8 @@ def pack_balanced(t: np.ndarray, n_workers: int) -> np.ndarray:
     lanes = -(-t.size // k)
     d = np.zeros(lanes * k, dtype=np.int64)
     d[: t.size] = t
-    d = d.reshape(lanes, k)
     weights = b ** np.arange(k, dtype=np.int64)
-    return (d @ weights).astype(np.int32)
+    return (d.reshape(lanes, k) @ weights).astype(np.int32)
 
 
 def unpack_balanced(v: np.ndarray, n_workers: int, size: int) -> np.ndarray:
@@ -66,7 +67,9 @@ class TernarySource(BlockSource):
         self.proposals = qz.exponents_for(amax)
         self.nonzero = amax > 0
 
-    def encode(self, blocks, exponents):
+    def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
+        if exponents is None:
+            raise ValueError("ternary blocks are encoded with agreed exponents")
         r = self.xb[blocks] / self.comp.scales(exponents)[:, None]  # |r| <= 1 (terngrad), <= 1/m (3lc)
         if self.comp.mode == "terngrad":
             t = np.sign(r) * (self.comp.rng.random(r.shape, dtype=np.float32) < np.abs(r))
@@ -78,7 +81,7 @@ class TernarySource(BlockSource):
 class Ternary(Compressor):
     """Values in {-1, 0, +1} times a shared power-of-two scale per packet, packed K per lane."""
 
-    def __init__(self, mode: str = "terngrad", sparsity_multiplier: float = 1.0, seed: int = 0):
+    def __init__(self, mode: str = "terngrad", sparsity_multiplier: float = 1.0, seed: int | Sequence[int] = 0):
         if mode not in ("terngrad", "3lc"):
             raise ValueError(f"mode must be 'terngrad' or '3lc', got {mode!r}")
         if not 1.0 <= sparsity_multiplier < 2.0:
@@ -93,14 +96,14 @@ class Ternary(Compressor):
         """Per-block scale ``m * 2**E`` from the agreed exponents."""
         return np.ldexp(np.float32(self.m), np.asarray(exps, dtype=np.int32)).astype(np.float32)
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         context = Context(size=x.size, n_workers=reducer.n_workers)
         return TernarySource(self, x, reducer.lanes, reducer.n_workers), context
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         lanes = np.asarray(lanes)
         nb, n_lanes = lanes.shape
         per_block = n_lanes * digits_per_lane(ctx.n_workers)
         t = unpack_balanced(lanes.reshape(-1), ctx.n_workers, nb * per_block).astype(np.float32)
-        return (t.reshape(nb, per_block) * self.scales(ctx.exponents)[:, None]).reshape(-1)[: ctx.size]
+        return (t.reshape(nb, per_block) * self.scales(ctx.agreed_exponents())[:, None]).reshape(-1)[: ctx.size]

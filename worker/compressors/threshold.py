@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quantize as qz
-from ..reducer import QuantizedSource
+from ..reducer import BlockSource, QuantizedSource, Reducer
 from .base import Compressor, Context
 from .blocks import block_norms
 from .fixedpoint import dequantize_lanes
@@ -26,7 +26,7 @@ class ThresholdBlocks(Compressor):
             raise ValueError(f"threshold must be in [0, 1] (relative to the largest block norm), got {threshold}")
         self.threshold = threshold
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         lanes = reducer.lanes
         norms = block_norms(x, lanes)
@@ -36,5 +36,5 @@ class ThresholdBlocks(Compressor):
         src = QuantizedSource(xb.reshape(-1)[: x.size], lanes, reducer.n_workers)
         return src, Context(size=x.size, n_workers=reducer.n_workers, extra={"kept": int(keep.sum())})
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         return dequantize_lanes(lanes, ctx)[: ctx.size]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reducer import QuantizedSource
+from ..reducer import BlockSource, QuantizedSource, Reducer
 from .base import Compressor, Context
 from .blocks import block_norms, count_for, gather, n_blocks, scatter
 from .fixedpoint import dequantize_lanes
@@ -31,7 +31,7 @@ class TopKBlocks(Compressor):
     def __init__(self, k: float = 0.1):
         self.k = k
 
-    def compress(self, x, reducer, key=""):
+    def compress(self, x: np.ndarray, reducer: Reducer, key: str = "") -> tuple[BlockSource, Context]:
         x = np.asarray(x, dtype=np.float32).reshape(-1)
         lanes = reducer.lanes
         k = count_for(self.k, n_blocks(x.size, lanes))
@@ -40,6 +40,6 @@ class TopKBlocks(Compressor):
         src = QuantizedSource(gather(x, idx, lanes), lanes, reducer.n_workers)
         return src, Context(size=x.size, n_workers=reducer.n_workers, indices=idx)
 
-    def decompress(self, lanes, ctx):
+    def decompress(self, lanes: np.ndarray, ctx: Context) -> np.ndarray:
         lanes = np.asarray(lanes)
-        return scatter(dequantize_lanes(lanes, ctx), ctx.indices, lanes.shape[-1], ctx.size)
+        return scatter(dequantize_lanes(lanes, ctx), ctx.agreed_indices(), lanes.shape[-1], ctx.size)

@@ -32,6 +32,7 @@ class History:
     train_loss: list = field(default_factory=list)
     test_acc: list = field(default_factory=list)
     seconds: float = 0.0
+    params: np.ndarray | None = None      # the trained parameters (flat)
 
     @property
     def final_acc(self) -> float:

@@ -21,6 +21,17 @@ class Model:
     name = "?"
     shapes: list[tuple[int, ...]]
 
+    def init(self, seed: int = 0) -> np.ndarray:
+        """Initial parameters (a flat float32 vector of `size`)."""
+        raise NotImplementedError
+
+    def logits(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def loss_and_grad(self, params: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean loss on (x, y) and its gradient, flat like `params`."""
+        raise NotImplementedError
+
     @property
     def size(self) -> int:
         return sum(int(np.prod(s)) for s in self.shapes)
@@ -33,7 +44,7 @@ class Model:
             i += n
         return out
 
-    def accuracy(self, params, x, y) -> float:
+    def accuracy(self, params: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
         return float((self.logits(params, x).argmax(axis=1) == y).mean())
 
 
@@ -49,11 +60,11 @@ class LogisticRegression(Model):
     def init(self, seed: int = 0) -> np.ndarray:
         return np.zeros(self.size, np.float32)
 
-    def logits(self, params, x):
+    def logits(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
         w, b = self.unflatten(params)
         return x @ w + b
 
-    def loss_and_grad(self, params, x, y):
+    def loss_and_grad(self, params: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = self.unflatten(params)
         loss, g = _softmax_xent(x @ w + b, y)
         gw = x.T @ g + self.l2 * w
@@ -75,11 +86,11 @@ class MLP(Model):
             parts.append((rng.standard_normal(s) * np.sqrt(2.0 / s[0])).ravel() if len(s) == 2 else np.zeros(s))
         return np.concatenate(parts).astype(np.float32)
 
-    def logits(self, params, x):
+    def logits(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
         w1, b1, w2, b2 = self.unflatten(params)
         return np.maximum(x @ w1 + b1, 0) @ w2 + b2
 
-    def loss_and_grad(self, params, x, y):
+    def loss_and_grad(self, params: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
         w1, b1, w2, b2 = self.unflatten(params)
         h_pre = x @ w1 + b1
         h = np.maximum(h_pre, 0)

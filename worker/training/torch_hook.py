@@ -14,37 +14,41 @@ keeps its own error-feedback residual (key ``bucket<index>``). torch is optional
 the only one that imports it.
 """
 import concurrent.futures
+from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from p4reduce.worker.communicator import Communicator
+
 
 class AsyncCommunicator:
     """Gives a :class:`worker.communicator.Communicator` the Agent's ``allreduce_async``."""
 
-    def __init__(self, communicator) -> None:
+    def __init__(self, communicator: Communicator) -> None:
         self.communicator = communicator
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="p4reduce-hook")
 
-    def allreduce_async(self, array, average=False, key=""):
+    def allreduce_async(self, array: np.ndarray, average: bool = False,
+                        key: str = "") -> concurrent.futures.Future[np.ndarray]:
         a = np.array(array, copy=True)
         return self._pool.submit(self.communicator.allreduce, a, average, key)
 
-    def close(self):
+    def close(self) -> None:
         self._pool.shutdown(wait=True)
 
 
-def p4reduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+def p4reduce_hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP comm hook: mean of the bucket over workers, computed by the switch."""
     tensor = bucket.buffer()
     array = tensor.detach().cpu().numpy()
     if array.dtype != np.float32:
         array = array.astype(np.float32)
-    result = torch.futures.Future()
+    result: torch.futures.Future[Any] = torch.futures.Future()
     pending = state.allreduce_async(array, True, f"bucket{bucket.index()}")
 
-    def done(f):
+    def done(f: concurrent.futures.Future[np.ndarray]) -> None:
         try:
             tensor.copy_(torch.from_numpy(np.ascontiguousarray(f.result())).to(tensor.dtype).reshape(tensor.shape))
             result.set_result(tensor)

@@ -15,13 +15,17 @@ SYSTEMS_TRAINED = ("gloo", "p4reduce")
 def jobs(bn: BenchNet, system: str, epochs: int) -> list[HostJob]:
     master = f"{bn.ip(bn.workers[0])}:{next_port()}"
     job = f"bench-train-{len(bn.workers)}w-{next_port()}"
+    if system == "p4reduce":
+        if bn.p4 is None or bn.p4.api_addr is None:
+            raise ValueError("a p4reduce training run needs the bench network's p4reduce switch")
+        # created through the controller and granted to the worker hosts: the relay adds its token
+        bn.p4.started().create_job(job, len(bn.workers), "dense", hosts=bn.workers)
     out = []
     for r, h in enumerate(bn.workers):
         argv = ["--system", system, "--rank", r, "--world", len(bn.workers), "--master", master,
                 "--iface", bn.iface(h), "--epochs", epochs]
         if system == "p4reduce":
-            if bn.p4 is None:
-                raise ValueError("a p4reduce training run needs the bench network's p4reduce switch")
+            assert bn.p4 is not None
             argv += ["--controller", bn.p4.api_addr, "--job", job, "--ip", bn.ip(h)]
         out.append(HostJob(h, "p4reduce.bench.train_worker", argv))
     return out

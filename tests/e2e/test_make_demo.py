@@ -24,7 +24,13 @@ def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix
     # OmniReduce: the sparse phase skips zero blocks.
     saved = re.search(r"saved vs dense streaming \(.*\): (-?[\d.]+)%", text)
     assert saved and float(saved.group(1)) > 50.0, text
-    assert len(re.findall(r"saved vs ring allreduce", text)) == 2
+    vs_ring = re.search(r"saved vs a ring allreduce's payload alone \(.*\): (-?[\d.]+)%", text)
+    assert vs_ring and float(vs_ring.group(1)) > 50.0, text
+    # the dense job against gloo's ring on the same hosts, measured in the same run, per worker
+    assert "ring allreduce (gloo) on the same hosts and switch, per worker and tensor: sent" in text, text
+    against = re.search(r"p4reduce against the ring, per worker: ([\d.]+)% (fewer|more) bytes sent, "
+                        r"([\d.]+)x the ring's time \((faster|slower)\)", text)
+    assert against and float(against.group(3)) > 0, text
     acc = re.search(r"test accuracy ([\d.]+)% \(single-machine reference ([\d.]+)%\); replicas identical: yes", text)
     assert acc and float(acc.group(1)) > 80.0, text
     assert "everything it started is stopped" in text

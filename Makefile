@@ -1,7 +1,7 @@
 # p4reduce: in-network gradient aggregation on P4 switches.
 # Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
 # The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
-# Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"
+# Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"; make shell SWITCH=leaf1
 # P4 build settings (p4src/config.p4 has the defaults and the supported range):
 #   make build LANES=256 SUBBLOCK=16 [SLOTS=4096] [MAX_WORKERS=32]
 
@@ -62,8 +62,9 @@ run: build
 demo: build
 	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
 
+# make shell [SWITCH=leaf1]: a switch of the running topology (default: the aggregating one).
 shell: setup
-	$(PY) -m p4reduce.controller shell $(ARGS)
+	$(PY) -m p4reduce.controller shell $(if $(SWITCH),--switch '$(SWITCH)') $(ARGS)
 
 test: setup
 	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)

@@ -1,24 +1,29 @@
-"""`python -m p4reduce.controller COMMAND`: serve, shell, and non-interactive inspection commands.
+"""`python -m p4reduce.controller COMMAND` (`p4reduce-controller`): serve, shell, and non-interactive
+inspection commands.
 
     serve      run the controller and the job API for a topology (or one switch)
     shell      p4runtime-shell's IPython shell plus p4reduce commands (see docs/controller.md)
     jobs       jobs on the switch (or, with --api-addr, as the running controller sees them)
     slots      slot map
-    registers  NAME [--index I | --range A:B]; or --slot S [--job NAME] [--ver V] decoded
+    registers  the list of registers; NAME [--index I | --range A:B]; or --slot S [--job NAME] [--ver V]
     counters   [NAME]: drops by reason and aggregation events
     entries    [TABLE]
     groups     multicast groups
 
-Inspection commands only read, so they never disturb the running controller; `--json` prints
-machine-readable output. Errors are one line on stderr and exit status 1.
+The shell and the inspection commands pick their switch with `--switch NAME` from the topology
+description of a running `make run` (run/topology.json; default: its aggregating switch), or
+`--grpc-addr HOST:PORT`. They only read, so they never disturb the running controller; `--json`
+prints machine-readable output. Errors are one line on stderr and exit status 1.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import pathlib
 import signal
+import socket
 import sys
 import threading
 import time
@@ -27,7 +32,7 @@ from typing import Any
 from p4reduce.controller import defaults, report
 from p4reduce.controller import topology as topo
 from p4reduce.controller.api_server import JobApi, JobApiServer
-from p4reduce.controller.errors import ControllerError
+from p4reduce.controller.errors import ControllerError, SwitchError
 from p4reduce.controller.inspection import SwitchInspector, open_inspector
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
@@ -39,6 +44,8 @@ from p4reduce.protocol.program import p4info_for
 from p4reduce.protocol.tokens import load_or_create_token_file, new_token
 
 BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
+RUN_DESCRIPTION = pathlib.Path("run") / "topology.json"   # what `make run` writes
+DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 
 
 def _addr(value: str) -> str:
@@ -60,12 +67,105 @@ def _range(value: str) -> tuple[int, int]:
 
 
 def _switch_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
-    p.add_argument("--grpc-addr", type=_addr, default="127.0.0.1:9559", help="P4Runtime address (HOST:PORT)")
-    p.add_argument("--device-id", type=int, default=0)
+    """The switch of `serve` without a topology file."""
+    p.add_argument("--grpc-addr", type=_addr, default=DEFAULT_GRPC_ADDR,
+                   help="P4Runtime address HOST:PORT (default %(default)s)")
+    p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default %(default)s)")
     p.add_argument("--thrift-port", type=int, default=None,
                    help="BMv2 Thrift port, to read registers on simple_switch_grpc (e.g. 9090)")
     p.add_argument("--wait", type=float, default=wait,
                    help=f"seconds to wait for the switch (default {wait:g}); progress is reported")
+
+
+def _target_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
+    """The switch to look at: by name from a topology description, or by address."""
+    g = p.add_argument_group("switch")
+    g.add_argument("--switch", metavar="NAME",
+                   help="a switch of the running topology, by name (default: its aggregating switch, "
+                        "e.g. s1 on the star, spine on two-tier)")
+    g.add_argument("--topology", metavar="FILE", default=str(RUN_DESCRIPTION),
+                   help="the topology description that names the switches (default %(default)s, "
+                        "written by `make run`)")
+    g.add_argument("--grpc-addr", type=_addr, default=None, metavar="HOST:PORT",
+                   help=f"P4Runtime address instead of a named switch (default: the switch's, else "
+                        f"{DEFAULT_GRPC_ADDR})")
+    g.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (default: the switch's, else 0)")
+    g.add_argument("--thrift-port", type=int, default=None,
+                   help="BMv2 Thrift port, to read registers on simple_switch_grpc (default: the switch's)")
+    g.add_argument("--wait", type=float, default=wait,
+                   help=f"seconds to wait for the switch (default {wait:g})")
+
+
+@dataclasses.dataclass
+class SwitchTarget:
+    """The switch an inspection command or the shell talks to."""
+    grpc_addr: str
+    device_id: int = 0
+    thrift_port: int | None = None
+    name: str | None = None
+    source: str | None = None      # the description that named it
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.grpc_addr})" if self.name else self.grpc_addr
+
+
+def resolve_target(args: argparse.Namespace) -> SwitchTarget:
+    """--switch NAME from the topology description; else --grpc-addr; else the description's
+    aggregating switch when a description exists; else the default address. Explicit
+    --grpc-addr/--device-id/--thrift-port override what the description says."""
+    path = pathlib.Path(args.topology)
+    target = SwitchTarget(DEFAULT_GRPC_ADDR)
+    if args.switch or (args.grpc_addr is None and path.is_file()):
+        if not path.is_file():
+            raise ControllerError(f"--switch {args.switch}: no topology description at {path} "
+                                  "(start the network with `make run`, or give --topology FILE)")
+        try:
+            tp = topo.load(path)
+        except (topo.TopologyError, OSError, ValueError) as e:
+            raise ControllerError(f"--topology {path}: {e}") from None
+        if args.switch:
+            if args.switch not in tp.switches:
+                raise ControllerError(f"--switch {args.switch}: no such switch in {path} "
+                                      f"(switches: {', '.join(tp.switches)})")
+            sw = tp.switches[args.switch]
+        else:
+            sw = tp.aggregation_switch
+        target = SwitchTarget(sw.grpc_addr, sw.device_id or 0, sw.thrift_port, sw.name, str(path))
+    if args.grpc_addr is not None:
+        target.grpc_addr = args.grpc_addr
+    if args.device_id is not None:
+        target.device_id = args.device_id
+    if args.thrift_port is not None:
+        target.thrift_port = args.thrift_port
+    return target
+
+
+def _port_open(addr: str) -> bool:
+    host, _, port = addr.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def open_target(args: argparse.Namespace, registers: bool = False) -> tuple[SwitchTarget, SwitchInspector]:
+    """(target, SwitchInspector) for the inspection commands and the shell; when nothing listens
+    at the switch's address, an error that says what to start."""
+    target = resolve_target(args)
+    try:
+        return target, open_inspector(target.grpc_addr, target.device_id, args.wait, target.thrift_port,
+                                      registers)
+    except SwitchError:
+        if _port_open(target.grpc_addr):
+            raise
+        named = f"switch {target.name} at {target.grpc_addr}" if target.name else target.grpc_addr
+        origin = f" (from {target.source})" if target.source else ""
+        raise ControllerError(
+            f"nothing answers P4Runtime at {named}{origin} within {args.wait:g} s: is the network up? "
+            "Start it with `make run` (in another terminal), or choose a running switch with "
+            "--switch NAME or --grpc-addr HOST:PORT") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,23 +198,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--slots", type=int, default=None, help="slot pool size with --no-switch")
 
     sh = sub.add_parser("shell", help="interactive P4Runtime shell with p4reduce commands")
-    _switch_args(sh)
+    _target_args(sh)
     sh.add_argument("--election-id", default="0,1", help="shell's election id (HIGH,LOW; lower than the "
                                                           "controller's so it stays a backup)")
     sh.add_argument("--api-addr", type=_addr, default=None, help="controller job API, for live job state")
 
     j = sub.add_parser("jobs", help="list jobs")
-    _switch_args(j)
+    _target_args(j)
     j.add_argument("--api-addr", type=_addr, default=None, help="ask the running controller instead")
     j.add_argument("--json", action="store_true")
 
     sl = sub.add_parser("slots", help="slot map")
-    _switch_args(sl)
+    _target_args(sl)
     sl.add_argument("--json", action="store_true")
 
-    r = sub.add_parser("registers", help="read registers")
-    _switch_args(r)
-    r.add_argument("name", nargs="?", help="register name (full or unique suffix)")
+    r = sub.add_parser("registers", help="list the registers, or read one")
+    _target_args(r)
+    r.add_argument("name", nargs="?", help="register name, full or a unique suffix (default: list them all)")
     r.add_argument("--index", type=int, default=None)
     r.add_argument("--range", type=_range, default=None, metavar="START:STOP")
     r.add_argument("--slot", type=int, default=None, help="decode a whole slot (all lane registers)")
@@ -126,23 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
 
     c = sub.add_parser("counters", help="read counters (drops by reason)")
-    _switch_args(c)
+    _target_args(c)
     c.add_argument("name", nargs="?")
     c.add_argument("--json", action="store_true")
 
     e = sub.add_parser("entries", help="table entries")
-    _switch_args(e)
+    _target_args(e)
     e.add_argument("table", nargs="?")
     e.add_argument("--json", action="store_true")
 
     g = sub.add_parser("groups", help="multicast groups")
-    _switch_args(g)
+    _target_args(g)
     g.add_argument("--json", action="store_true")
     return parser
 
 
 def _inspector(args: argparse.Namespace, registers: bool = False) -> SwitchInspector:
-    return open_inspector(args.grpc_addr, args.device_id, args.wait, args.thrift_port, registers)
+    return open_target(args, registers)[1]
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -157,6 +257,9 @@ def cmd_jobs(args: argparse.Namespace) -> None:
         try:
             jobs = JobApiClient(args.api_addr).jobs()
         except JobApiError as e:
+            if e.code == "unreachable":
+                raise ControllerError(f"no controller answers at --api-addr {args.api_addr}: is the network "
+                                      "up? Start it with `make run`") from None
             raise ControllerError(e.message) from None
     else:
         jobs = _inspector(args).jobs()
@@ -169,10 +272,12 @@ def cmd_slots(args: argparse.Namespace) -> None:
 
 
 def cmd_registers(args: argparse.Namespace) -> None:
-    if args.slot is None and not args.name:
-        raise ValueError("registers: give a register NAME, or --slot S")
     if args.watch is not None and args.watch <= 0:
         raise ValueError(f"--watch: must be a positive number of seconds, got {args.watch:g}")
+    if args.slot is None and not args.name:
+        listing = _inspector(args).register_list()
+        _emit(args, listing, report.register_list_text(listing))
+        return
     insp = _inspector(args, registers=True)
     start, stop = args.range if args.range else (None, None)
     printed = 0
@@ -272,7 +377,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 
 def cmd_shell(args: argparse.Namespace) -> None:
-    run_shell(args)
+    target, inspector = open_target(args)
+    run_shell(args, target, inspector)
 
 
 COMMANDS = {"serve": cmd_serve, "shell": cmd_shell, "jobs": cmd_jobs, "slots": cmd_slots,

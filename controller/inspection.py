@@ -7,6 +7,7 @@ controller/report.py.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 from p4reduce.controller.codec import format_ipv4, format_mac, to_signed
@@ -79,18 +80,37 @@ class SwitchInspector:
                              "give --thrift-port)")
         return self.registers
 
-    def register_info(self, name: str) -> tuple[str, int, int, bool]:
-        reg = self.index.get("register", name)
+    def register_info(self, name: str) -> tuple[str, int, int, bool, str]:
+        """(full name, size, bit width, signed): int<N> registers, and the lane registers, whose
+        bit<32> cells hold signed int32 sums, are shown signed (as slot() shows the lanes)."""
+        reg = self.index.get("register", _register_alias(name))
         spec = reg.type_spec.bitstring
         kind = spec.WhichOneof("type_spec")
         width = getattr(spec, kind).bitwidth if kind else 0
-        return reg.preamble.name, reg.size, width, kind == "int"
+        full = reg.preamble.name
+        return full, reg.size, width, kind == "int" or p4names.is_lane_register(full), f"{kind or 'bit'}<{width}>"
+
+    def register_list(self) -> list[dict[str, Any]]:
+        """[{register, size, bitwidth, signed}] of every register of the program, by name."""
+        out = []
+        for reg in self.index.all("register"):
+            full, size, width, signed, p4type = self.register_info(reg.preamble.name)
+            out.append({"register": full, "size": size, "bitwidth": width, "signed": signed, "type": p4type})
+        return sorted(out, key=lambda r: _natural(r["register"]))
+
+    def counter_list(self) -> list[dict[str, Any]]:
+        """[{counter, size, labels}] of every indirect counter, with the protocol's cell names."""
+        labels = counter_labels()
+        return sorted(({"counter": c.preamble.name, "size": c.size,
+                        "labels": labels.get(c.preamble.name, {})} for c in self.index.all("counter")),
+                      key=lambda c: c["counter"])
 
     def register(self, name: str, index: int | None = None, start: int | None = None,
                  stop: int | None = None) -> dict[str, Any]:
-        """{"register", "size", "bitwidth", "values": {index: value}} (signed types decoded)."""
+        """{"register", "size", "bitwidth", "signed", "type", "values": {index: value}}; signed
+        registers (register_info) decoded as two's complement."""
         regs = self._need_registers()
-        full, size, width, signed = self.register_info(name)
+        full, size, width, signed, p4type = self.register_info(name)
         for what, i in (("index", index), ("range start", start)):
             if i is not None and not 0 <= i < size:
                 raise ValueError(f"register {full}: {what} {i} is outside 0..{size - 1}")
@@ -104,7 +124,7 @@ class SwitchInspector:
             values = regs.read(full)
         if signed:
             values = {i: to_signed(v & ((1 << width) - 1), width) for i, v in values.items()}
-        return {"register": full, "size": size, "bitwidth": width, "signed": signed,
+        return {"register": full, "size": size, "bitwidth": width, "signed": signed, "type": p4type,
                 "values": dict(sorted(values.items()))}
 
     def slot(self, slot: int, ver: int | None = None, job: str | None = None) -> dict[str, Any]:
@@ -183,6 +203,17 @@ class SwitchInspector:
             group, replicas = decode_multicast_group(ent)
             groups.append({"group": group, "replicas": [{"port": p, "instance": i} for p, i in replicas]})
         return sorted(groups, key=lambda g: g["group"])
+
+
+def _register_alias(name: str) -> str:
+    """The lane registers' old spelling sbK_lJ stands for sbK.lJ (p4names.lane_register)."""
+    match = re.fullmatch(r"sb(\d+)_l(\d+)", str(name))
+    return p4names.lane_register(int(match[1]), int(match[2])) if match else name
+
+
+def _natural(name: str) -> list[int | str]:
+    """Sort key that puts sb2 before sb10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def open_inspector(grpc_addr: str, device_id: int = 0, wait: float = 5.0, thrift_port: int | None = None,

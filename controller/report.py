@@ -1,11 +1,12 @@
 """Text rendering of what controller/inspection.py gathers (the CLI's and the shell's output)."""
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from p4reduce.controller.inspection import format_value
-from p4reduce.protocol import constants
+from p4reduce.protocol import constants, p4names
 
 
 def jobs_text(jobs: list[dict[str, Any]]) -> str:
@@ -32,11 +33,45 @@ def slot_map_text(slot_map: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _register_type(reg: dict[str, Any]) -> str:
+    """The register's P4 type, and how its values are shown when that differs."""
+    p4type = reg.get("type") or f"{'int' if reg['signed'] else 'bit'}<{reg['bitwidth']}>"
+    if reg["signed"] and p4type.startswith("bit"):
+        return f"{p4type}, shown signed: int32 lanes"
+    return p4type
+
+
 def register_text(reg: dict[str, Any]) -> str:
-    kind = "int" if reg["signed"] else "bit"
-    lines = [f"{reg['register']} (size {reg['size']}, {kind}<{reg['bitwidth']}>)"]
+    lines = [f"{reg['register']} (size {reg['size']}, {_register_type(reg)})"]
     for i, v in reg["values"].items():
         lines.append(f"  [{i}] {v}")
+    return "\n".join(lines)
+
+
+def register_list_text(registers: Sequence[dict[str, Any]]) -> str:
+    """One line per register; the lane registers, a grid of sbK.lJ, in one line."""
+    lines, lanes = [], []
+    for reg in registers:
+        if p4names.is_lane_register(reg["register"]):
+            lanes.append(reg)
+            continue
+        lines.append(f"  {reg['register']:<44} size {reg['size']:>6}  {_register_type(reg)}")
+    if lanes:
+        k, j = p4names.lane_layout(r["register"] for r in lanes)
+        lines.append(f"  {p4names.lane_register(0, 0).rsplit('.', 2)[0]}.sb{{0..{k - 1}}}.l{{0..{j - 1}}}"
+                     f"  {len(lanes)} lane registers, size {lanes[0]['size']}, {_register_type(lanes[0])}")
+    return "registers (index = 2 * slot + ver):\n" + "\n".join(lines) if lines else "no registers"
+
+
+def counter_list_text(counters: Sequence[dict[str, Any]]) -> str:
+    if not counters:
+        return "no counters"
+    lines = ["counters:"]
+    for c in counters:
+        lines.append(f"  {c['counter']:<44} size {c['size']:>4}")
+        named = " ".join(f"{i}={n}" for i, n in sorted(c["labels"].items()))
+        if named:
+            lines += textwrap.wrap(named, 96, initial_indent="    cells: ", subsequent_indent=" " * 11)
     return "\n".join(lines)
 
 

@@ -1,18 +1,10 @@
-"""`python -m p4reduce.controller shell`: p4runtime-shell's IPython shell with p4reduce commands added.
+"""`python -m p4reduce.controller shell` (`make shell`): p4runtime-shell's IPython shell with
+p4reduce commands added.
 
 p4runtime-shell provides the P4Runtime objects (table_entry, counter_entry, multicast_group_entry,
 ...). We connect it as a *backup* client (low election id) so it never takes the primary role from
-the running controller, and add read-only commands over our own inspector:
-
-    jobs()                      jobs on the switch (or from the job API with --api-addr)
-    slotmap()                   which job owns which slots
-    reg("count", 4)             one register cell;  reg("count", range(0, 16)) a range; reg("count") all
-    slot(3, job="demo")         a whole slot (both shadow copies) decoded: state and all lanes
-    watch_slot(3, job="demo")   the same, reprinted every second until Ctrl-C (interval=, count=)
-    counters()                  drop reasons and aggregation events
-    entries("workers")          table entries (all tables without an argument)
-    groups()                    multicast groups
-    help_p4reduce()             this list
+the running controller, and add read-only commands over our own inspector. The commands, as
+`help_p4reduce()` prints them (with the program's register, counter and table names after them):
 """
 from __future__ import annotations
 
@@ -20,24 +12,44 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from p4reduce.controller import report
 from p4reduce.controller.connection import parse_election_id
-from p4reduce.controller.inspection import SwitchInspector, open_inspector
+from p4reduce.controller.inspection import SwitchInspector
 from p4reduce.controller.registers import open_register_access, thrift_address
 from p4reduce.protocol.job_api import JobApiClient
 
-COMMANDS_HELP = __doc__.split("read-only commands over our own inspector:", 1)[1]
+if TYPE_CHECKING:
+    from p4reduce.controller.cli import SwitchTarget
+
+COMMANDS = (
+    ("jobs()", "jobs on the switch (from the job API with --api-addr)"),
+    ("slots()", "which job owns which slots (also slotmap())"),
+    ("registers()", "the program's registers: name, size, type"),
+    ('reg("count", 4)', "one register cell; reg(name, range(0, 16)) a range, reg(name) all cells;"),
+    ("", 'names in full or by a unique suffix ("count", "sb0.l3"); lanes are shown signed'),
+    ("slot(3, job=\"default\")", "a whole slot (both shadow copies) decoded: state and every lane"),
+    ("watch_slot(3, job=\"default\")", "the same, reprinted every second until Ctrl-C (interval=, count=)"),
+    ("counters()", "drop reasons and aggregation events; counters(name) one counter"),
+    ("entries()", 'table entries; entries("workers") one table'),
+    ("groups()", "multicast groups"),
+    ("help_p4reduce()", "this help"),
+)
+COMMAND_NAMES = ("jobs", "slots", "slotmap", "registers", "reg", "slot", "watch_slot", "counters", "entries",
+                 "groups", "help_p4reduce")
 
 
 class ShellCommands:
-    """The functions placed in the shell's namespace; each prints text and returns the data."""
+    """The functions placed in the shell's namespace; each prints text (and returns nothing, so
+    IPython does not echo the data after it)."""
 
-    def __init__(self, inspector: SwitchInspector, api_client: JobApiClient | None = None, out: TextIO | None = None):
+    def __init__(self, inspector: SwitchInspector, api_client: JobApiClient | None = None,
+                 out: TextIO | None = None, switch: str = ""):
         self.insp = inspector
         self.api = api_client
         self.out = out or sys.stdout
+        self.switch = switch
 
     def _print(self, text: str) -> None:
         print(text, file=self.out)
@@ -46,8 +58,17 @@ class ShellCommands:
         data = self.api.jobs() if self.api is not None else self.insp.jobs()
         self._print(report.jobs_text(data))
 
-    def slotmap(self) -> None:
+    def slots(self) -> None:
         self._print(report.slot_map_text(self.insp.slot_map()))
+
+    slotmap = slots
+
+    def registers(self, name: str | None = None, index: int | range | tuple[int, int] | None = None) -> None:
+        """Without a name, the list of registers; with one, as reg(name, index)."""
+        if name is None:
+            self._print(report.register_list_text(self.insp.register_list()))
+        else:
+            self.reg(name, index)
 
     def reg(self, name: str, index: int | range | tuple[int, int] | None = None) -> None:
         if isinstance(index, range):
@@ -87,7 +108,17 @@ class ShellCommands:
         self._print(report.groups_text(self.insp.multicast_groups()))
 
     def help_p4reduce(self) -> None:
-        self._print("p4reduce commands:" + COMMANDS_HELP)
+        width = max(len(c) for c, _ in COMMANDS)
+        lines = [f"p4reduce commands{' on switch ' + self.switch if self.switch else ''} (read-only):"]
+        lines += [f"  {cmd:<{width}}  {what}" for cmd, what in COMMANDS]
+        lines.append(report.register_list_text(self.insp.register_list()))
+        lines.append(report.counter_list_text(self.insp.counter_list()))
+        tables = sorted(t.preamble.name for t in self.insp.index.all("table"))
+        lines.append("tables (entries(NAME), or p4runtime-shell's table_entry[NAME]):")
+        lines += [f"  {t}" for t in tables]
+        lines.append("p4runtime-shell's own objects are there too: tables, actions, table_entry, counter_entry, "
+                     "multicast_group_entry, ...")
+        self._print("\n".join(lines))
 
     def namespace(self) -> dict[str, Callable[..., None]]:
         """name -> callable, wrapped so errors print one line instead of a traceback."""
@@ -95,26 +126,26 @@ class ShellCommands:
             def call(*a: Any, **kw: Any) -> None:
                 try:
                     fn(*a, **kw)
-                except (ValueError, Exception) as e:
+                except Exception as e:
                     self._print(f"error: {getattr(e, 'message', None) or e}")
             call.__doc__ = fn.__doc__
             call.__name__ = fn.__name__
             return call
-        names = ("jobs", "slotmap", "reg", "slot", "watch_slot", "counters", "entries", "groups", "help_p4reduce")
-        return {n: safe(getattr(self, n)) for n in names}
+        return {n: safe(getattr(self, n)) for n in COMMAND_NAMES}
 
 
-def run_shell(args: argparse.Namespace) -> None:
-    """Start p4runtime-shell's IPython shell with our commands in its namespace."""
+def run_shell(args: argparse.Namespace, target: SwitchTarget, inspector: SwitchInspector) -> None:
+    """Start p4runtime-shell's IPython shell with our commands in its namespace. `target` is the
+    switch (controller/cli.py's SwitchTarget) and `inspector` an open SwitchInspector on it."""
     from p4runtime_sh import shell as p4sh  # IPython and friends: only when a shell is wanted
 
-    # fails fast, with a clear message, if the switch is absent
-    inspector = open_inspector(args.grpc_addr, args.device_id, args.wait)
     try:
-        inspector.registers = open_register_access(inspector.conn, thrift_address(args.grpc_addr, args.thrift_port))
+        inspector.registers = open_register_access(inspector.conn,
+                                                   thrift_address(target.grpc_addr, target.thrift_port))
     except Exception as e:
         print(f"note: registers unavailable: {getattr(e, 'message', e)}")
-    commands = ShellCommands(inspector, JobApiClient(args.api_addr) if args.api_addr else None)
+    commands = ShellCommands(inspector, JobApiClient(args.api_addr) if args.api_addr else None,
+                             switch=target.label)
     high, low = parse_election_id(args.election_id)
 
     real_start = p4sh.start_ipython
@@ -124,11 +155,11 @@ def run_shell(args: argparse.Namespace) -> None:
         user_ns.update(commands.namespace())
         if config is not None:
             config.TerminalInteractiveShell.banner1 = (
-                "*** p4reduce shell: P4Runtime (p4runtime-shell) + p4reduce commands; "
-                "help_p4reduce() lists them ***")
+                f"*** p4reduce shell on {target.label}: P4Runtime (p4runtime-shell) + p4reduce commands; "
+                "help_p4reduce() lists them, with the program's registers and counters ***")
         return real_start(user_ns=user_ns, config=config, argv=argv)
 
     p4sh.start_ipython = start_with_commands
-    sys.argv = ["p4runtime-sh", "--grpc-addr", args.grpc_addr, "--device-id", str(args.device_id),
+    sys.argv = ["p4runtime-sh", "--grpc-addr", target.grpc_addr, "--device-id", str(target.device_id),
                 "--election-id", f"{high},{low}"]
     p4sh.main()

@@ -69,6 +69,11 @@ def lane_register(subblock: int, lane: int) -> str:
     return f"{_LANE_ADDERS}.sb{subblock}.l{lane}"
 
 
+def is_lane_register(name: str) -> bool:
+    """Whether `name` (full) is a lane register: bit<32> cells that hold signed int32 sums."""
+    return _LANE_REGISTER.fullmatch(name) is not None
+
+
 def lane_layout(register_names: Iterable[str]) -> tuple[int, int]:
     """(NUM_SUBBLOCKS, SUBBLOCK) of a program, from its register names (P4Info or BMv2 JSON):
     the lane registers are exactly sb{K}.l{J} for K < NUM_SUBBLOCKS and J < SUBBLOCK.

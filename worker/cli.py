@@ -1,118 +1,267 @@
-"""``python -m p4reduce.worker``: run a worker agent from the command line.
+"""``python -m p4reduce.worker`` (``p4reduce-worker``): run a worker agent from the command line.
 
-    python -m p4reduce.worker allreduce --controller 10.0.0.100:8090 --job demo --count 10 --size 100000 --check
-    python -m p4reduce.worker train     --controller 10.0.0.100:8090 --job demo --model mlp --compressor topk
+    python -m p4reduce.worker allreduce --controller 127.0.0.1:8090 --job default --count 10 --size 100000 --check
+    python -m p4reduce.worker allreduce ... --density 0.05            # sparse data: 5% of the blocks non-zero
+    python -m p4reduce.worker train     --controller 127.0.0.1:8090 --job default --model mlp --compressor topk
     python -m p4reduce.worker compressors                                        # list the compressors
 
 Without a command (``python -m p4reduce.worker --controller C --job J ...``) it runs ``allreduce``.
 
 ``allreduce`` generates each rank's tensors from (seed, rank, index), so ``--check`` can verify the
 switch's result bit-exactly for int32 (within the documented bound for float32) on every worker.
+The report is one JSON line on stdout; progress goes to stderr (a bar on a terminal, a status line
+every few seconds otherwise). Bad arguments and failures are one line on stderr and exit status 2.
 """
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from p4reduce.protocol import constants as C
+from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient
 
 from . import quantize as qz
 from .agent import Agent
 from .compressors import COMPRESSORS, make_compressor
-from .job import JobJoinError
+from .job import TOKEN_ENV, JobJoinError
 from .quantize import QuantizationError
 from .reducer import AggregationError
 from .streaming import RetryPolicy
 from .training.data import load_digits_split
 from .training.loop import TrainConfig, train_worker
 
+PROGRESS_AFTER_S = 3.0      # runs shorter than this show no progress at all
+STATUS_EVERY_S = 5.0        # the one-line status period when stderr is not a terminal
+
+
+# -- argument types: each names what it expected, argparse names the argument -------------------
+def _controller(text: str) -> str:
+    try:
+        JobApiClient(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
 
 def _addr(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r} (the port in 1..65535)")
     return host, int(port)
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    def parse(text: str) -> float:
+def _ipv4(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an IPv4 address, got {text!r}") from None
+
+
+def _job_name(text: str) -> str:
+    if not JOB_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"a job name is {JOB_NAME_RULE}, got {text!r}")
+    return text
+
+
+def _number(kind: type, low: float | None = None, high: float | None = None,
+            low_open: bool = False) -> Callable[[str], Any]:
+    """An int or float in [low, high] (or (low, high] with low_open)."""
+    def parse(text: str) -> Any:
         try:
             v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if v != v or (low is not None and (v <= low if low_open else v < low)) or (high is not None and v > high):
+            bounds = (f"{'>' if low_open else '>='} {low:g}" if high is None
+                      else f"in {'(' if low_open else '['}{low:g}, {high:g}]")
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
         return v
     return parse
 
 
-def tensor_for(seed: int, rank: int, index: int, size: int, dtype: str) -> np.ndarray:
-    """The deterministic test tensor of ``rank`` for call ``index`` (every rank can rebuild all)."""
+def tensor_for(seed: int, rank: int, index: int, size: int, dtype: str, density: float = 1.0,
+               block: int = C.LANES) -> np.ndarray:
+    """The deterministic test tensor of ``rank`` for call ``index`` (every rank can rebuild all).
+    With ``density`` < 1, only that fraction of its ``block``-element blocks is non-zero (sparse
+    gradients: what a sparse job leaves off the wire)."""
     rng = np.random.default_rng([seed, rank, index])
     if dtype == "int32":
-        return rng.integers(-2**20, 2**20, size, dtype=np.int32)
-    return rng.standard_normal(size).astype(np.float32)
+        x = rng.integers(-2**20, 2**20, size, dtype=np.int32)
+    else:
+        x = rng.standard_normal(size).astype(np.float32)
+    if density < 1.0:
+        keep = np.repeat(rng.random(-(-size // block)) < density, block)[:size]
+        x[~keep] = 0
+    return x
+
+
+class Progress:
+    """Progress on stderr for runs longer than PROGRESS_AFTER_S: a tqdm bar on a terminal, else a
+    status line every STATUS_EVERY_S. `advance_to(done)` is called from the work; a ticker thread
+    also asks `estimate()` for progress within a long step."""
+
+    def __init__(self, total: int, unit: str, label: str, estimate: Callable[[], int] | None = None,
+                 quiet: bool = False, stream=None):
+        self.total, self.unit, self.label = total, unit, label
+        self.estimate = estimate
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.t0 = time.monotonic()
+        self.bar: Any = None
+        self.quiet = quiet
+        self.tty = self.stream.isatty()
+        self._next_status = self.t0 + max(PROGRESS_AFTER_S, STATUS_EVERY_S)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True, name="worker-progress")
+        if not quiet:
+            self._ticker.start()
+
+    def advance_to(self, done: int) -> None:
+        self.done = max(self.done, min(done, self.total))
+        self._show()
+
+    def _position(self) -> int:
+        extra = self.estimate() if self.estimate is not None else 0
+        return min(self.total, max(self.done, extra))
+
+    def _show(self) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if now - self.t0 < PROGRESS_AFTER_S:
+            return
+        pos = self._position()
+        if self.tty:
+            if self.bar is None:
+                from tqdm import tqdm
+                self.bar = tqdm(total=self.total, unit=self.unit, unit_scale=True, desc=self.label,
+                                file=self.stream, leave=False, dynamic_ncols=True)
+            self.bar.n = pos
+            self.bar.refresh()
+        elif now >= self._next_status:
+            self._next_status = now + STATUS_EVERY_S
+            rate = pos / max(now - self.t0, 1e-9)
+            print(f"{self.label}: {pos:,}/{self.total:,} {self.unit}s ({100 * pos / max(self.total, 1):.0f}%), "
+                  f"{rate:,.0f} {self.unit}s/s, {now - self.t0:.0f} s", file=self.stream, flush=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._show()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._ticker.is_alive():
+            self._ticker.join()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _join_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("job")
-    g.add_argument("--controller", required=True, help="controller job API address HOST[:PORT] (default port 8090)")
-    g.add_argument("--job", required=True, help="job name (created on first join if the controller allows)")
-    g.add_argument("--workers", type=_positive(int), help="number of workers, when this join creates the job")
-    g.add_argument("--mode", choices=["dense", "sparse"], help="job mode, when this join creates the job")
-    g.add_argument("--rank", type=int, help="ask for this rank (default: the controller picks)")
-    g.add_argument("--bind", default="0.0.0.0", help="local IP for the UDP socket (default all)")
-    g.add_argument("--port", type=int, default=0, help="local UDP port (default: any free port)")
-    g.add_argument("--advertise-ip", help="IP the switch should send results to (default: as the controller sees us)")
-    g.add_argument("--switch", type=_addr, help="send packets here instead of the job's switch address (HOST:PORT)")
-    g.add_argument("--deadline", type=_positive(float),
+    g.add_argument("--controller", type=_controller, default="127.0.0.1:8090", metavar="HOST:PORT",
+                   help="controller job API address HOST[:PORT]; inside a `make run` host it is the same "
+                        "as outside (default %(default)s)")
+    g.add_argument("--job", type=_job_name, default="default", metavar="NAME",
+                   help="job name; created by the first join if it does not exist (default %(default)s)")
+    g.add_argument("--workers", type=_number(int, 1, 255), metavar="N",
+                   help="number of workers, when this join creates the job (default: the controller's)")
+    g.add_argument("--mode", choices=["dense", "sparse"],
+                   help="aggregation mode, when this join creates the job (default: the controller's)")
+    g.add_argument("--rank", type=_number(int, 0, 254), metavar="R",
+                   help="ask for this rank (default: the controller picks)")
+    g.add_argument("--bind", type=_ipv4, default="0.0.0.0", metavar="IP",
+                   help="local IPv4 address of the worker's UDP socket (default %(default)s: all)")
+    g.add_argument("--port", type=_number(int, 0, 65535), default=0, metavar="PORT",
+                   help="local UDP port of the worker (default %(default)s: any free port)")
+    g.add_argument("--advertise-ip", type=_ipv4, metavar="IP",
+                   help="IPv4 address the switch sends results to (default: as the controller sees us)")
+    g.add_argument("--switch", type=_addr, metavar="HOST:PORT",
+                   help="send packets to HOST:PORT instead of the job's switch address (default: the job's)")
+    g.add_argument("--deadline", type=_number(float, 0, low_open=True), metavar="SECONDS",
                    help="seconds without progress before giving up (default: the job's lease)")
-    g.add_argument("--wait", type=_positive(float), default=60.0, help="seconds to wait for all ranks to join")
-    g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS))
+    g.add_argument("--wait", type=_number(float, 0, low_open=True), default=60.0, metavar="SECONDS",
+                   help="seconds to wait for every rank to join (default %(default)s)")
+    g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS), metavar="NAME",
+                   help="how float32 data becomes integers the switch can add: " + ", ".join(sorted(COMPRESSORS))
+                        + " (default %(default)s; int32 data is always exact)")
+    g.add_argument("--token", default=None, metavar="TOKEN",
+                   help=f"the job's token (default: ${TOKEN_ENV}, which other users cannot see in ps; inside "
+                        "`make run` hosts the relay adds it)")
+    g.add_argument("--quiet", action="store_true", help="no progress display on stderr")
 
 
 def _agent(args: argparse.Namespace) -> Agent:
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
-                 workers=args.workers, mode=args.mode, wait_timeout=args.wait)
+                 workers=args.workers, mode=args.mode, wait_timeout=args.wait, token=args.token)
+
+
+def _joined(args: argparse.Namespace, agent: Agent) -> None:
+    p = agent.params
+    print(f"worker: joined job {args.job!r} as rank {agent.rank} of {agent.n_workers} (job id {p.job_id}, "
+          f"{'sparse' if p.sparse else 'dense'}, {p.slot_count} slots, {p.lanes} lanes per packet)",
+          file=sys.stderr, flush=True)
+
+
+def _check(args: argparse.Namespace, agent: Agent, index: int, got: np.ndarray) -> bool:
+    n, lanes = agent.n_workers, agent.params.lanes
+    xs = [tensor_for(args.seed, k, index, args.size, args.dtype, args.density, lanes) for k in range(n)]
+    if args.dtype == "int32":
+        return bool(np.array_equal(got, np.sum([v.astype(np.int64) for v in xs], axis=0)))
+    if args.compressor != "fixedpoint":
+        return True     # lossy compressors have no per-element bound to check against
+    exact = np.sum([v.astype(np.float64) for v in xs], axis=0)
+    exps = np.max([qz.propose_exponents(v, lanes) for v in xs], axis=0)
+    bound = qz.error_bound(exps, n, lanes, args.size) + np.abs(exact) * 2.0**-23
+    return bool(np.all(np.abs(got - exact) <= bound))
 
 
 def cmd_allreduce(args: argparse.Namespace) -> int:
     with _agent(args) as agent:
-        n, r = agent.n_workers, agent.rank
-        print(f"worker: joined job {args.job!r} as rank {r} of {n} (job id {agent.params.job_id}, "
-              f"{'sparse' if agent.params.sparse else 'dense'}, {agent.params.slot_count} slots)", file=sys.stderr)
+        _joined(args, agent)
+        n, r, lanes = agent.n_workers, agent.rank, agent.params.lanes
+        stats = agent.reducer.stats
+        tensor_start = [0, stats.results]    # (tensor index, results count when it started)
+
+        def estimate() -> int:               # elements done inside the current tensor, roughly
+            i, results0 = tensor_start
+            return i * args.size + min(args.size, (stats.results - results0) * lanes)
+
+        progress = Progress(args.count * args.size, "element", f"worker rank {r}", estimate, args.quiet)
         t0 = time.perf_counter()
         bad = 0
-        for i in range(args.count):
-            x = tensor_for(args.seed, r, i, args.size, args.dtype)
-            got = agent.allreduce(x)
-            if args.check:
-                xs = [tensor_for(args.seed, k, i, args.size, args.dtype) for k in range(n)]
-                if args.dtype == "int32":
-                    ok = np.array_equal(got, np.sum([v.astype(np.int64) for v in xs], axis=0))
-                else:
-                    exact = np.sum([v.astype(np.float64) for v in xs], axis=0)
-                    exps = np.max([qz.propose_exponents(v, agent.params.lanes) for v in xs], axis=0)
-                    bound = qz.error_bound(exps, n, agent.params.lanes, args.size) + np.abs(exact) * 2.0**-23
-                    ok = args.compressor != "fixedpoint" or bool(np.all(np.abs(got - exact) <= bound))
-                bad += not ok
+        try:
+            for i in range(args.count):
+                tensor_start[:] = [i, stats.results]
+                x = tensor_for(args.seed, r, i, args.size, args.dtype, args.density, lanes)
+                got = agent.allreduce(x)
+                if args.check:
+                    bad += not _check(args, agent, i, got)
+                progress.advance_to((i + 1) * args.size)
+        finally:
+            progress.close()
         secs = time.perf_counter() - t0
-        st = agent.reducer.stats
         report = {"rank": r, "workers": n, "tensors": args.count, "size": args.size, "dtype": args.dtype,
-                  "seconds": round(secs, 3), "elements_per_s": round(args.count * args.size / secs),
-                  "bytes_sent": agent.reducer.bytes_sent, "packets_sent": st.packets_sent,
-                  "retransmissions": st.retransmissions, "ignored": st.ignored,
+                  "density": args.density, "seconds": round(secs, 3),
+                  "elements_per_s": round(args.count * args.size / secs),
+                  "bytes_sent": agent.reducer.bytes_sent, "packets_sent": stats.packets_sent,
+                  "retransmissions": stats.retransmissions, "ignored": stats.ignored,
                   "rto_ms": round(agent.reducer.rto_estimator.rto * 1e3, 2),
                   "srtt_ms": None if agent.reducer.rto_estimator.srtt is None
                   else round(agent.reducer.rto_estimator.srtt * 1e3, 2)}
         if args.check:
             report["check"] = "ok" if not bad else f"{bad} of {args.count} tensors wrong"
-        print(json.dumps(report))
+        print(json.dumps(report), flush=True)
         return 1 if bad else 0
 
 
@@ -120,11 +269,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = TrainConfig(model=args.model, epochs=args.epochs, lr=args.lr, batch=args.batch)
     split = load_digits_split()
     with _agent(args) as agent:
-        hist = train_worker(agent.rank, agent.n_workers, split, cfg,
-                            lambda g, key: agent.allreduce(g, average=True, key=key))
-        print(json.dumps({"rank": agent.rank, "model": args.model, "compressor": args.compressor,
+        _joined(args, agent)
+        n = agent.n_workers
+        steps = min(len(range(k, split.x_train.shape[0], n)) for k in range(n)) // cfg.batch
+        progress = Progress(max(1, steps * cfg.epochs), "step", f"worker rank {agent.rank}", quiet=args.quiet)
+        calls = [0]
+
+        def allreduce(g, key):
+            mean = agent.allreduce(g, average=True, key=key)
+            calls[0] += 1
+            progress.advance_to(calls[0])
+            return mean
+
+        try:
+            hist = train_worker(agent.rank, n, split, cfg, allreduce)
+        finally:
+            progress.close()
+        print(json.dumps({"rank": agent.rank, "workers": n, "model": args.model, "compressor": args.compressor,
                           "final_test_acc": round(hist.final_acc, 4), "seconds": round(hist.seconds, 2),
-                          "bytes_sent": agent.reducer.bytes_sent, "test_acc": [round(a, 4) for a in hist.test_acc]}))
+                          "bytes_sent": agent.reducer.bytes_sent, "test_acc": [round(a, 4) for a in hist.test_acc]}),
+              flush=True)
     return 0
 
 
@@ -136,22 +300,40 @@ def cmd_compressors(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m p4reduce.worker", description="p4reduce worker agent (docs/worker.md)")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("allreduce", help="join a job and allreduce N generated tensors")
+    p = argparse.ArgumentParser(prog="p4reduce-worker",
+                                description="p4reduce worker agent: join a job through the controller and "
+                                            "aggregate through the switch (docs/worker.md)")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    a = sub.add_parser("allreduce", help="join a job and allreduce generated tensors (the default command)",
+                       description="Join a job and allreduce COUNT generated tensors of SIZE elements; print "
+                                   "one JSON report line.")
     _join_args(a)
-    a.add_argument("--count", type=_positive(int), default=10)
-    a.add_argument("--size", type=_positive(int), default=100_000)
-    a.add_argument("--dtype", choices=["int32", "float32"], default="int32")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--check", action="store_true", help="verify every result (exact for int32)")
+    d = a.add_argument_group("data")
+    d.add_argument("--count", type=_number(int, 1), default=10, metavar="N",
+                   help="tensors to allreduce (default %(default)s)")
+    d.add_argument("--size", type=_number(int, 1, 2**31), default=100_000, metavar="N",
+                   help="elements per tensor (default %(default)s)")
+    d.add_argument("--dtype", choices=["int32", "float32"], default="int32",
+                   help="int32 sums are exact; float32 goes through the compressor (default %(default)s)")
+    d.add_argument("--density", type=_number(float, 0, 1, low_open=True), default=1.0, metavar="D",
+                   help="fraction of packet-sized blocks that are non-zero; a sparse job never sends the "
+                        "blocks that are zero on every worker (default %(default)s: dense data)")
+    d.add_argument("--seed", type=_number(int, 0), default=0, metavar="S",
+                   help="seed of the generated tensors; every worker must use the same (default %(default)s)")
+    d.add_argument("--check", action="store_true",
+                   help="verify every result against the sum of all ranks' tensors (exact for int32)")
     a.set_defaults(fn=cmd_allreduce)
-    t = sub.add_parser("train", help="join a job and train on digits through the switch")
+    t = sub.add_parser("train", help="join a job and train on the digits data set through the switch",
+                       description="Data-parallel SGD on scikit-learn's digits, gradients averaged through the "
+                                   "switch; print one JSON report line.")
     _join_args(t)
-    t.add_argument("--model", choices=["logreg", "mlp"], default="logreg")
-    t.add_argument("--epochs", type=_positive(int), default=30)
-    t.add_argument("--lr", type=_positive(float), default=0.03)
-    t.add_argument("--batch", type=_positive(int), default=16)
+    m = t.add_argument_group("training")
+    m.add_argument("--model", choices=["logreg", "mlp"], default="logreg", help="model (default %(default)s)")
+    m.add_argument("--epochs", type=_number(int, 1), default=30, metavar="N", help="epochs (default %(default)s)")
+    m.add_argument("--lr", type=_number(float, 0, low_open=True), default=0.03, metavar="LR",
+                   help="learning rate (default %(default)s)")
+    m.add_argument("--batch", type=_number(int, 1), default=16, metavar="N",
+                   help="batch size per worker (default %(default)s)")
     t.set_defaults(fn=cmd_train)
     c = sub.add_parser("compressors", help="list the compressors")
     c.set_defaults(fn=cmd_compressors)
@@ -161,12 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].startswith("--") and argv[0] not in ("--help",):
-        argv.insert(0, "allreduce")  # `python -m p4reduce.worker --controller C --job J` = allreduce (default)
+        argv.insert(0, "allreduce")  # `p4reduce-worker --controller C --job J` = allreduce (the default)
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (JobJoinError, AggregationError, QuantizationError, OSError) as e:
+    except (JobJoinError, AggregationError, QuantizationError, OSError, ValueError) as e:
         print(f"worker: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("worker: interrupted", file=sys.stderr)
         return 130

@@ -12,7 +12,7 @@ from .bmv2_parser import ParserBuilder, deparser_order
 from .bmv2_pipeline import PipelineBuilder
 from .bmv2_storage import Storage
 from .diagnostics import CompileError, Unsupported
-from .naming import full_name
+from .naming import UniqueNames, full_name
 
 if TYPE_CHECKING:
     from .checker import Program
@@ -38,12 +38,12 @@ class Backend:
         self.storage = Storage(prog)
         self.objects = {}
         self.actions = []
-        self._action_names = set()
-        self._table_names = set()
+        self._action_names = UniqueNames()
+        self._table_names = UniqueNames()
         self._table_actions = {}
         self._ids = {}
         self.calculations = []
-        self._calc_names = set()
+        self._calc_names = UniqueNames()
         self.field_lists = {}
         self.learn_lists = []
         self.table_info = []           # (TableDecl, control, full name) for P4Info
@@ -71,20 +71,10 @@ class Backend:
         return info
 
     def unique_action_name(self, base):
-        n, i = base, 0
-        while n in self._action_names:
-            n = f"{base}_{i}"
-            i += 1
-        self._action_names.add(n)
-        return n
+        return self._action_names.take(base)
 
     def unique_table_name(self, base):
-        n, i = base, 0
-        while n in self._table_names:
-            n = f"{base}_{i}"
-            i += 1
-        self._table_names.add(n)
-        return n
+        return self._table_names.take(base)
 
     def full_name(self, decl, block):
         return full_name(decl, block)
@@ -127,11 +117,7 @@ class Backend:
 
     def calculation(self, algo, inputs):
         """A new calculation (one per hash call and per checksum, as p4c emits them)."""
-        base, n, i = "calc", "calc", 0
-        while n in self._calc_names:
-            n = f"{base}_{i}"
-            i += 1
-        self._calc_names.add(n)
+        n = self._calc_names.take("calc")
         self.calculations.append({"name": n, "id": len(self.calculations), "algo": algo, "input": inputs})
         return n
 

@@ -6,6 +6,7 @@ fresh metadata-free header instance for header-typed locals).
 """
 from . import ast as A
 from .diagnostics import CompileError, Unsupported
+from .naming import UniqueNames
 from .types import BitsT, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, width_of
 
 
@@ -45,18 +46,13 @@ class Storage:
         self.headers = []               # [(instance name, header type name, metadata)]
         self.stacks = []                # [(name, header type name, [instance names])]
         self.scalars = []               # [(field name, width, signed)]
-        self._names = set()
+        self._names = UniqueNames()
         self.locs = {}                  # id(decl) -> Loc
         self.field_lists = {}           # index -> [FieldLoc]
 
     # ---- naming
     def unique(self, base):
-        name, i = base, 0
-        while name in self._names:
-            name = f"{base}_{i}"
-            i += 1
-        self._names.add(name)
-        return name
+        return self._names.take(base)
 
     def header_type(self, t):
         if t.name not in self._htype_names:

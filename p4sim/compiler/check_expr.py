@@ -459,19 +459,24 @@ class ExprChecker(CheckerBase):
             raise CompileError(f"cannot write to action data parameter '{p.name}'", x.pos)
         return v
 
+    def _bind_argument(self, a, p, scope):
+        """Check one argument of an action call or a sub-control's apply against its parameter:
+        out/inout take an l-value of exactly the parameter's type, in and directionless convert."""
+        pt = p.ptype
+        if p.direction in ("out", "inout"):
+            a.expr = self.lvalue(a.expr, scope, f"argument for '{p.direction} {p.name}'")
+            if a.expr.type != pt:
+                raise CompileError(f"argument for '{p.name}' has type {a.expr.type}, expected {pt}", a.pos)
+        else:
+            a.expr = self.coerce(self.expr(a.expr, scope, pt), pt, a.pos)
+
     def _control_apply_call(self, e, inst, scope):
         """``inst.apply(args)`` of a sub-control: arguments checked against its parameters as for
         an action call (out/inout take l-values of the same type; in and directionless convert)."""
         what = f"'{inst.instance.name}.apply'"
         self._nargs(e, len(inst.params), len(inst.params), what)
         for a, p in zip(e.args, inst.params):
-            pt = p.ptype
-            if p.direction in ("out", "inout"):
-                a.expr = self.lvalue(a.expr, scope, f"argument for '{p.direction} {p.name}'")
-                if a.expr.type != pt:
-                    raise CompileError(f"argument for '{p.name}' has type {a.expr.type}, expected {pt}", a.pos)
-            else:
-                a.expr = self.coerce(self.expr(a.expr, scope, pt), pt, a.pos)
+            self._bind_argument(a, p, scope)
         e.kind = ("control", inst)
         e.type = VoidT()
         return e
@@ -492,13 +497,7 @@ class ExprChecker(CheckerBase):
         for a, p in zip(e.args, params):
             if a.name is not None:
                 raise Unsupported("named arguments", a.pos)
-            pt = p.ptype
-            if p.direction in ("out", "inout"):
-                a.expr = self.lvalue(a.expr, scope, f"argument for '{p.direction} {p.name}'")
-                if a.expr.type != pt:
-                    raise CompileError(f"argument for '{p.name}' has type {a.expr.type}, expected {pt}", a.pos)
-            else:
-                a.expr = self.coerce(self.expr(a.expr, scope, pt), pt, a.pos)
+            self._bind_argument(a, p, scope)
         e.kind = ("action", decl)
         e.type = VoidT()
         return e

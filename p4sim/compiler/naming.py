@@ -43,6 +43,27 @@ def full_name(decl: Any, block: Any = None) -> str:
     return f"{block_path(block)}.{decl.name}" if block is not None else decl.name
 
 
+class UniqueNames:
+    """One namespace of emitted names (actions, tables, calculations, header instances): a base
+    name is kept while free, else suffixed ``_0``, ``_1``, ... as p4c suffixes its duplicates."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def add(self, name: str) -> None:
+        """Reserve a name given from elsewhere (a declared name, a fixed one like 'scalars')."""
+        self.taken.add(name)
+
+    def take(self, base: str) -> str:
+        """`base`, or the first free `base_i`; reserved from now on."""
+        name, i = base, 0
+        while name in self.taken:
+            name = f"{base}_{i}"
+            i += 1
+        self.taken.add(name)
+        return name
+
+
 class IdAllocator:
     """Assigns stable ids: @id first, then hashes in a deterministic order."""
 

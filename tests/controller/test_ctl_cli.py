@@ -67,7 +67,7 @@ def test_cli_entry_point_and_unreachable_switch(agg_switch):
     assert proc.returncode == 0 and proc.stdout.splitlines()[1] == "  [4] 5"
     proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "jobs", "--grpc-addr", "127.0.0.1:1", "--wait", "0.5"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1 and "no P4Runtime server answered within 0.5 s" in proc.stderr
+    assert proc.returncode == 1 and "nothing answers P4Runtime at 127.0.0.1:1 within 0.5 s" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "registers", "x", "--range", "5:2"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "need 0 <= START < STOP" in proc.stderr

@@ -8,16 +8,10 @@ import pytest
 from p4reduce.p4sim.engine import Switch
 
 from .bmv2 import SM, C, E, F, P, Program, extract, simple, wrap
+from .checksum_reference import crc16_arc, ones_complement_checksum
 
 IP_FIELDS = [("vihl", 8), ("tos", 8), ("len", 16), ("id", 16), ("frag", 16), ("ttl", 8), ("proto", 8),
              ("csum", 16), ("src", 32), ("dst", 32)]
-
-
-def ones_complement_checksum(header):
-    total = sum(struct.unpack(">10H", header))
-    while total > 0xFFFF:
-        total = (total & 0xFFFF) + (total >> 16)
-    return 0xFFFF - total
 
 
 def ipv4(ttl=64, csum=None):
@@ -57,15 +51,6 @@ def test_bad_checksum_sets_checksum_error_without_dropping():
     [(_port, data)] = out
     assert data[1] == 1
     assert int.from_bytes(data[10:12], "big") == ones_complement_checksum(data[:10] + b"\0\0" + data[12:20])
-
-
-def crc16_arc(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 @pytest.mark.parametrize("algo,ref,width", [

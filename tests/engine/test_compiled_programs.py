@@ -13,6 +13,8 @@ import pytest
 
 from p4reduce.p4sim.engine import Switch
 
+from .checksum_reference import crc16_arc, ones_sum
+
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -209,26 +211,11 @@ def test_tm_truncate(compiled):
 
 
 # ---- checksum_hash.p4 -----------------------------------------------------------------------------
-def ones_sum(data):
-    total = sum(struct.unpack(f">{len(data) // 2}H", data))
-    while total > 0xFFFF:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
-
-
 def ip_header(ttl, ident=0x1234, src=0xC0A80001, dst=0x0A000002, csum=None):
     hdr = struct.pack(">BBHHHBBHII", 0x45, 0, 20, ident, 0, ttl, 17, 0, src, dst)
     c = 0xFFFF - ones_sum(hdr) if csum is None else csum
     return hdr[:10] + struct.pack(">H", c) + hdr[12:]
 
-
-def crc16_arc(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 @pytest.mark.parametrize("good", [True, False])

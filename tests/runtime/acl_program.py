@@ -12,18 +12,12 @@ for it), so the runtime tests do not depend on the compiler:
 """
 import json
 
+from engine.bmv2 import ERRORS, STANDARD_METADATA  # v1model's layout, as p4c emits it
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 CPU_PORT = 64
 
-STANDARD_METADATA = [
-    ["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],
-    ["instance_type", 32, False], ["packet_length", 32, False], ["enq_timestamp", 32, False],
-    ["enq_qdepth", 19, False], ["deq_timedelta", 32, False], ["deq_qdepth", 19, False],
-    ["ingress_global_timestamp", 48, False], ["egress_global_timestamp", 48, False],
-    ["mcast_grp", 16, False], ["egress_rid", 16, False], ["checksum_error", 1, False],
-    ["parser_error", 32, False], ["priority", 3, False], ["_padding", 3, False]]
 
 SM = "standard_metadata"
 
@@ -103,8 +97,7 @@ def bmv2_json() -> dict:
         ],
         "header_stacks": [], "header_union_types": [], "header_unions": [], "header_union_stacks": [],
         "field_lists": [],
-        "errors": [["NoError", 0], ["PacketTooShort", 1], ["NoMatch", 2], ["StackOutOfBounds", 3],
-                   ["HeaderTooShort", 4], ["ParserTimeout", 5], ["ParserInvalidArgument", 6]],
+        "errors": ERRORS,
         "enums": [],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0, "parser_ops": [],

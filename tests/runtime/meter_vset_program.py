@@ -8,10 +8,9 @@ not take meters or value sets yet):
 """
 import json
 
+from engine.bmv2 import ERRORS, STANDARD_METADATA
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-
-from .acl_program import STANDARD_METADATA
 
 METER_ID = 343597291
 VALUE_SET_ID = 56029218
@@ -33,8 +32,7 @@ def bmv2_json() -> dict:
         ],
         "header_stacks": [], "header_union_types": [], "header_unions": [], "header_union_stacks": [],
         "field_lists": [],
-        "errors": [["NoError", 0], ["PacketTooShort", 1], ["NoMatch", 2], ["StackOutOfBounds", 3],
-                   ["HeaderTooShort", 4], ["ParserTimeout", 5], ["ParserInvalidArgument", 6]],
+        "errors": ERRORS,
         "enums": [],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0,

@@ -1,0 +1,177 @@
+"""The worker's command line (worker/cli.py): every option documented with its default, bad
+arguments named (issue #13's cases) with exit status 2 and no traceback, --density makes sparse
+data that a sparse job sends less of, and progress on stderr (bar on a terminal, status lines
+otherwise)."""
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from p4reduce.controller.api_server import JobApi, JobApiServer
+from p4reduce.controller.jobs import JobManager
+from p4reduce.controller.slots import SlotPool
+from p4reduce.controller.topology import from_dict
+from p4reduce.protocol.job_api import JobApiClient
+from p4reduce.worker import cli
+from testbed.fakeswitch import FakeSwitch
+
+TOPO = from_dict({
+    "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
+    "hosts": {"h1": {"ip": "127.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1}},
+})
+
+
+def _worker(*args, env=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "p4reduce.worker", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("args, argument, message", [
+    (["--controller", ":::"], "--controller", "expected HOST:PORT"),
+    (["--controller", "127.0.0.1:notaport"], "--controller", "the port must be a number in 1..65535"),
+    (["--controller", "127.0.0.1:99999"], "--controller", "the port must be a number in 1..65535"),
+    (["--port", "70000"], "--port", "must be in [0, 65535], got 70000"),
+    (["--port", "-1"], "--port", "must be in [0, 65535], got -1"),
+    (["--density", "0"], "--density", "must be in (0, 1], got 0"),
+    (["--density", "nan"], "--density", "must be in (0, 1], got nan"),
+    (["--seed", "-3"], "--seed", "must be >= 0, got -3"),
+    (["--bind", "host"], "--bind", "expected an IPv4 address, got 'host'"),
+    (["--job", "../x"], "--job", "a job name is 1 to 64 characters"),
+    (["--size", "many"], "--size", "expected an integer, got 'many'"),
+    (["--switch", "nohost"], "--switch", "expected HOST:PORT"),
+])
+def test_bad_arguments_are_named_without_traceback(args, argument, message):
+    p = _worker("allreduce", *args)
+    assert p.returncode == 2, p.stderr
+    assert f"error: argument {argument}: " in p.stderr and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_unreachable_controller_is_one_line():
+    p = _worker("allreduce", "--controller", "127.0.0.1:1", "--job", "x")
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("worker: error: cannot join job 'x' at controller 127.0.0.1:1: unreachable: "
+                                + p.stderr.split("unreachable: ", 1)[1].strip())
+    assert "Traceback" not in p.stderr
+
+
+def _options(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._StoreTrueAction)):
+            yield action
+
+
+@pytest.mark.parametrize("command", ["allreduce", "train"])
+def test_every_option_has_help_with_its_default(command):
+    sub = cli.build_parser()._subparsers._group_actions[0].choices[command]
+    options = list(_options(sub))
+    assert {"--controller", "--job", "--port", "--compressor", "--token"} <= {a.option_strings[0] for a in options}
+    for action in options:
+        assert action.help and "default" in action.help, action.option_strings
+    shown = _worker(command, "--help").stdout
+    assert "(default 127.0.0.1:8090)" in " ".join(shown.split())
+    if command == "allreduce":
+        assert "--density D" in shown
+
+
+def test_tensor_density_is_per_block():
+    x = cli.tensor_for(0, 1, 2, 256 * 400, "int32", density=0.1, block=256)
+    blocks = x.reshape(400, 256).any(axis=1)
+    assert 20 <= blocks.sum() <= 60                 # ~40 of 400
+    assert np.array_equal(x, cli.tensor_for(0, 1, 2, 256 * 400, "int32", density=0.1, block=256))
+    assert np.count_nonzero(cli.tensor_for(0, 1, 2, 1000, "float32")) == 1000
+
+
+@pytest.fixture
+def controller():
+    mgr = JobManager(SlotPool(256), topology=TOPO, default_workers=2, default_lease_s=5.0, join_timeout_s=30.0)
+    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
+    yield server.address
+    server.stop()
+
+
+def _run_pair(addr, job, mode, extra):
+    """Two CLI workers against a fake switch; their JSON reports."""
+    token = JobApiClient(addr).create(job, 2, mode)["token"]
+    with FakeSwitch() as sw:
+        job_desc = None
+        cmd = ["allreduce", "--controller", addr, "--job", job, "--bind", "127.0.0.1",
+               "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "2", "--size", "20000", "--check",
+               "--deadline", "10", *extra]
+        env = dict(os.environ, P4REDUCE_JOB_TOKEN=token)
+        procs = [subprocess.Popen([sys.executable, "-m", "p4reduce.worker", *cmd], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        job_desc = JobApiClient(addr).wait_running(job, timeout=30)
+        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], sparse=mode == "sparse")
+        for m in job_desc["members"]:
+            sw.add_worker(job_desc["job_id"], m["rank"], m["ip"], m["udp_port"])
+        outs = [p.communicate(timeout=90) for p in procs]
+    reports = []
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "worker: joined job" in err and "Traceback" not in err
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    return reports
+
+
+def test_density_makes_a_sparse_job_send_less(controller):
+    dense = _run_pair(controller, "d", "sparse", [])
+    sparse = _run_pair(controller, "s", "sparse", ["--density", "0.05"])
+    for r in dense + sparse:
+        assert r["check"] == "ok", r
+    assert {r["density"] for r in sparse} == {0.05}
+    # the blocks zero on both workers (~90%) never leave them
+    assert sum(r["bytes_sent"] for r in sparse) < 0.3 * sum(r["bytes_sent"] for r in dense)
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_progress_status_lines_when_not_a_terminal(monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(cli, "STATUS_EVERY_S", 0.0)
+    out = _Stream(tty=False)
+    p = cli.Progress(1000, "element", "worker rank 2", stream=out)
+    p.advance_to(250)
+    p.advance_to(1000)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("worker rank 2: 250/1,000 elements (25%)") for line in lines), lines
+    assert lines[-1].startswith("worker rank 2: 1,000/1,000 elements (100%)")
+    assert "\r" not in out.getvalue()               # a log file gets whole lines, no bar redraws
+
+
+def test_progress_bar_on_a_terminal_and_nothing_for_short_runs(monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+    out = _Stream(tty=True)
+    p = cli.Progress(400, "step", "worker rank 0", stream=out)
+    p.advance_to(100)
+    p.close()
+    assert "worker rank 0:" in out.getvalue() and "25%|" in out.getvalue()
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 3600.0)
+    quiet = _Stream(tty=False)
+    p = cli.Progress(400, "step", "short", stream=quiet)
+    p.advance_to(400)
+    p.close()
+    assert quiet.getvalue() == ""
+
+
+def test_progress_estimate_moves_inside_a_long_step(monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(cli, "STATUS_EVERY_S", 0.0)
+    out = _Stream(tty=False)
+    p = cli.Progress(1000, "element", "w", estimate=lambda: 600, stream=out)
+    p.advance_to(0)
+    p.close()
+    assert "w: 600/1,000 elements (60%)" in out.getvalue()

@@ -1,229 +1,221 @@
-"""Benchmark: in-process packets/s of the p4sim engine (not a test).
+"""Benchmark: in-process packet rate of p4sim's engines, native and Python (not a test).
 
-    python -m p4reduce.bench.switch_rate [--seconds S] [--p4reduce-json PATH] [--workers W] [--json]
+    python -m p4reduce.bench.switch_rate [--seconds S] [--backends native,python] [--repeat N]
+                                         [--quick] [--json]
 
-* L2 forwarding: a one-table exact-match L2 switch (BMv2 JSON built below), 64-byte frames.
-* Aggregation, closed loop: W workers each send their packet for a slot; the last one completes it
-  and is multicast to the W workers.  The program is p4src/p4reduce.p4 (32 lanes, 4 workers by
-  default) compiled with p4sim-compile; if that is not possible, the ground-truth agg_mini program
-  (8 lanes, 3 workers) from ../shared/p4-reference is used and the output says so.
-Reference point: simple_switch_grpc aggregates ~2,800 packets/s (32 lanes, 4 workers, one core).
+Cases, each on every backend asked for:
+* L2 forwarding: one exact-match table of 256 entries (L2_P4 below, compiled by p4sim-compile),
+  64-byte frames to 256 destinations;
+* aggregation, closed loop: p4src/p4reduce.p4 (32 lanes, 4 workers, dense), the job installed as
+  the controller installs it (controller/engine_writer.py); every round each worker contributes
+  its block for one slot, the last contribution completes it and the result is multicast to the
+  four workers; slots cycle through both shadow versions;
+* the same with the 256-lane build of the program (-DLANES=256 -DSUBBLOCK=16, 16 sub-blocks).
+
+What the figure measures: frames through the switch per CPU-second of this process
+(time.process_time, one core), best of --repeat runs.  native: the batch API -- a few thousand
+prebuilt frames per call into C (NativeSwitch.batch_runner), outputs left in C's buffer and
+counted, the number of multicast results checked after every call; python: one process() call
+per frame.  Nothing else runs in the loop, so the figure is the switch's packet path.
 """
 import argparse
+import functools
 import json
-import os
 import pathlib
-import struct
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from p4reduce.p4sim.engine import Switch
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-SHARED_AGG = REPO.parent / "shared" / "p4-reference" / "p4c-out" / "agg_mini.json"
-
-
-def l2_program() -> dict:
-    """BMv2 JSON of: parse ethernet; table dmac { eth.dst: exact } -> forward(port) / drop; emit."""
-    sm_fields = [["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],
-                 ["instance_type", 32, False], ["packet_length", 32, False], ["mcast_grp", 16, False],
-                 ["egress_rid", 16, False], ["checksum_error", 1, False], ["parser_error", 32, False],
-                 ["_padding", 4, False]]
-    return {
-        "__meta__": {"version": [2, 23]},
-        "header_types": [
-            {"name": "scalars_0", "id": 0, "fields": []},
-            {"name": "standard_metadata", "id": 1, "fields": sm_fields},
-            {"name": "ethernet_t", "id": 2, "fields": [["dst", 48, False], ["src", 48, False],
-                                                       ["etype", 16, False]]},
-        ],
-        "headers": [
-            {"name": "scalars", "id": 0, "header_type": "scalars_0", "metadata": True},
-            {"name": "standard_metadata", "id": 1, "header_type": "standard_metadata", "metadata": True},
-            {"name": "eth", "id": 2, "header_type": "ethernet_t", "metadata": False},
-        ],
-        "header_stacks": [], "errors": [["NoError", 0], ["PacketTooShort", 1]],
-        "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
-            {"name": "start", "id": 0, "parser_ops": [
-                {"op": "extract", "parameters": [{"type": "regular", "value": "eth"}]}],
-             "transitions": [{"type": "default", "value": None, "mask": None, "next_state": None}],
-             "transition_key": []}]}],
-        "deparsers": [{"name": "deparser", "id": 0, "order": ["eth"]}],
-        "actions": [
-            {"name": "forward", "id": 0, "runtime_data": [{"name": "port", "bitwidth": 9}],
-             "primitives": [{"op": "assign", "parameters": [
-                 {"type": "field", "value": ["standard_metadata", "egress_spec"]},
-                 {"type": "runtime_data", "value": 0}]}]},
-            {"name": "drop", "id": 1, "runtime_data": [], "primitives": [
-                {"op": "mark_to_drop", "parameters": [{"type": "header", "value": "standard_metadata"}]}]},
-        ],
-        "pipelines": [
-            {"name": "ingress", "id": 0, "init_table": "dmac", "tables": [
-                {"name": "dmac", "id": 0, "key": [{"match_type": "exact", "name": "hdr.eth.dst",
-                                                   "target": ["eth", "dst"], "mask": None}],
-                 "match_type": "exact", "type": "simple", "max_size": 4096, "with_counters": False,
-                 "support_timeout": False, "direct_meters": None, "action_ids": [0, 1],
-                 "actions": ["forward", "drop"], "base_default_next": None,
-                 "next_tables": {"forward": None, "drop": None},
-                 "default_entry": {"action_id": 1, "action_const": False, "action_data": [],
-                                   "action_entry_const": False}}],
-             "conditionals": [], "action_profiles": []},
-            {"name": "egress", "id": 1, "init_table": None, "tables": [], "conditionals": [],
-             "action_profiles": []},
-        ],
-        "calculations": [], "checksums": [], "register_arrays": [], "counter_arrays": [],
-        "meter_arrays": [], "field_lists": [], "learn_lists": [], "extern_instances": [],
-        "field_aliases": [],
+L2_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
+struct headers_t { ethernet_t eth; }
+struct meta_t { }
+parser L2Parser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+control L2Verify(inout headers_t hdr, inout meta_t meta) { apply { } }
+control L2Ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action forward(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
+    table dmac {
+        key = { hdr.eth.dst: exact; }
+        actions = { forward; drop; }
+        default_action = drop();
+        size = 4096;
     }
+    apply { dmac.apply(); }
+}
+control L2Egress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control L2Compute(inout headers_t hdr, inout meta_t meta) { apply { } }
+control L2Deparser(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
+V1Switch(L2Parser(), L2Verify(), L2Ingress(), L2Egress(), L2Compute(), L2Deparser()) main;
+"""
+L2_TABLE, L2_KEY, L2_ACTION = "L2Ingress.dmac", "hdr.eth.dst", "L2Ingress.forward"
+L2_DESTINATIONS = 256
+L2_ETHERTYPE = 0x88B5  # local experimental: hosts on a veth do not process it
 
 
-def rate(fn: Callable[[], None], seconds: float) -> float:
-    """Calls per CPU-second of this process (one core), so other load on the machine does not count."""
-    n = 0
-    start = time.process_time()
-    deadline = start + seconds
-    while True:
-        for _ in range(200):
-            fn()
-        n += 200
-        now = time.process_time()
-        if now >= deadline:
-            return n / (now - start)
+@functools.lru_cache(maxsize=1)
+def l2_build() -> tuple[dict[str, Any], Any]:
+    """(BMv2 JSON dict, P4Info message) of L2_P4."""
+    from p4reduce.p4sim.compiler import compile_file
+    path = tempfile.mkdtemp(prefix="p4sim-bench-l2-") + "/l2.p4"
+    with open(path, "w") as fh:
+        fh.write(L2_P4)
+    result = compile_file(path)
+    return result.bmv2, result.p4info
 
 
-def bench_l2(seconds: float) -> float:
-    sw = Switch(l2_program())
-    for i in range(256):
-        sw.table_add("dmac", {"hdr.eth.dst": i + 1}, "forward", {"port": i % 4 + 1})
-    frames = [((i % 256) + 1).to_bytes(6, "big") + b"\x00\x00\x00\x00\x00\x99\x08\x00" + bytes(50)
-              for i in range(64)]
-    state = {"i": 0}
-
-    def one():
-        i = state["i"] = (state["i"] + 1) & 63
-        out = sw.process(1, frames[i])
-        assert out, "L2 benchmark frame was dropped"
-    return rate(one, seconds)
+def l2_destination(i: int) -> int:
+    return 0x020000000100 + i
 
 
-def compile_p4reduce() -> pathlib.Path | None:
-    """BMv2 JSON of p4src/p4reduce.p4 via p4sim-compile, or None when that is not possible."""
-    import tempfile
+def l2_entries(ports: Sequence[int] = (1, 2, 3, 4)) -> list[tuple[int, int]]:
+    """[(destination MAC, egress port)] of the L2 table."""
+    return [(l2_destination(i), ports[i % len(ports)]) for i in range(L2_DESTINATIONS)]
 
+
+def l2_frame(i: int) -> bytes:
+    dst = l2_destination(i % L2_DESTINATIONS).to_bytes(6, "big")
+    return dst + bytes.fromhex("020000000001") + L2_ETHERTYPE.to_bytes(2, "big") + bytes(46)
+
+
+def compile_p4reduce(defines: Sequence[str] = ()) -> pathlib.Path | None:
+    """BMv2 JSON path of p4src/p4reduce.p4 built by p4sim-compile, or None when that fails."""
     from p4reduce.protocol.program import ProgramBuildError, compile_program
     try:
-        return compile_program(tempfile.mkdtemp(prefix="p4sim-bench-")).json_path
+        return compile_program(tempfile.mkdtemp(prefix="p4sim-bench-"), defines=defines).json_path
     except ProgramBuildError:
         return None
 
 
-def bench_p4reduce(path: str | pathlib.Path, seconds: float, workers: int = 4, slots: int = 16) -> tuple[float, str]:
-    """Closed loop on p4src/p4reduce.p4: `workers` workers, dense 32-lane blocks, `slots` streams.
+# ---- measuring ----------------------------------------------------------------------------------
+def _rate(run: Callable[[], None], frames_per_call: int, seconds: float) -> float:
+    """Frames per CPU-second of this process while calling run() for `seconds`."""
+    done = 0
+    start = time.process_time()
+    while True:
+        run()
+        done += frames_per_call
+        now = time.process_time()
+        if now - start >= seconds:
+            return done / (now - start)
 
-    Each round, every worker contributes its block for one slot; the last contribution completes
-    the round and is multicast back to all workers (docs/protocol.md).  Packets/s counts switch
-    input packets, as for simple_switch_grpc's figure.
-    """
+
+def measure(sw: Any, packets: list[tuple[int, bytes]], seconds: float, outputs_per_call: int) -> float:
+    """Frames/s of `sw` over the cyclic list `packets`; every pass through the list must emit
+    exactly `outputs_per_call` frames (RuntimeError otherwise: the benchmark is not measuring
+    what it says)."""
+    if getattr(sw, "backend", "python") == "native":
+        runner = sw.batch_runner(packets)
+
+        def run() -> None:
+            got = runner.run()
+            if got != outputs_per_call:
+                raise RuntimeError(f"benchmark pass emitted {got} frames, expected {outputs_per_call}")
+        return _rate(run, len(packets), seconds)
+
+    def run_python() -> None:
+        got = sum(len(sw.process(port, frame)) for port, frame in packets)
+        if got != outputs_per_call:
+            raise RuntimeError(f"benchmark pass emitted {got} frames, expected {outputs_per_call}")
+    return _rate(run_python, len(packets), seconds)
+
+
+def bench_l2(backend: str, seconds: float, calls: int = 4096) -> float:
+    from p4reduce.p4sim.engine import Switch
+    program, _ = l2_build()
+    sw = Switch(program, backend=backend)
+    for mac, port in l2_entries():
+        sw.table_add(L2_TABLE, {L2_KEY: mac}, L2_ACTION, {"port": port})
+    packets = [(1, l2_frame(i)) for i in range(calls if backend == "native" else 256)]
+    return measure(sw, packets, seconds, len(packets))
+
+
+def aggregation_frames(layout: Any, workers: int, slots: int) -> tuple[list[tuple[int, bytes]], list[Any]]:
+    """[(port, frame)]: 2 x slots rounds (both shadow versions of every slot), each the workers'
+    dense contributions in rank order."""
     import numpy as np
 
-    from p4reduce.controller.engine_writer import EngineJobWriter
-    from p4reduce.controller.job_entries import JobSpec, MemberSpec
-    from p4reduce.protocol import constants as PC
-    from p4reduce.protocol import p4names as N
+    from p4reduce.protocol import constants as C
     from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
     from p4reduce.protocol.frames import udp_frame
     from p4reduce.protocol.wire import Header, encode
-
-    sw = Switch(path)
-    job = 1
     hosts = [host_address(r + 1) for r in range(workers)]
-    macs, ips = [h.mac for h in hosts], [h.ip for h in hosts]
-    EngineJobWriter(sw).install(JobSpec(job, workers, 0, slots, PC.Mode.DENSE),
-                                [MemberSpec(r, ips[r], 5000, macs[r], port=r + 1) for r in range(workers)])
-    lanes = np.arange(PC.LANES, dtype=np.int32)
-    rounds = 2 * slots  # both shadow copies of every slot, then the pattern repeats
-    frames = []
-    for k in range(rounds):
+    lanes = np.arange(layout.lanes, dtype=np.int32)
+    out = []
+    for k in range(2 * slots):
         slot, ver = k % slots, (k // slots) % 2
         for r in range(workers):
-            hdr = Header(job_id=job, rank=r, slot=slot, ver=ver, offset=k * PC.LANES,
-                         next_offset=(k + slots) * PC.LANES, bitmap=PC.full_bitmap())
-            frames.append((r + 1, udp_frame(macs[r], SERVICE_MAC, ips[r], SERVICE_IP, 5000,
-                                            PC.AGG_UDP_PORT, encode(hdr, lanes + r))))
-    state = {"i": 0}
-    nframes = len(frames)
-
-    def one():
-        i = state["i"]
-        state["i"] = (i + 1) % nframes
-        port, frame = frames[i]
-        out = sw.process(port, frame)
-        if i % workers == workers - 1 and len(out) != workers:
-            raise RuntimeError(f"p4reduce benchmark: round did not complete (got {len(out)} packets; "
-                               f"drop_reasons {sw.counter_read(N.DROP_REASONS)})")
-    return rate(one, seconds), f"p4reduce ({PC.LANES} lanes, {workers} workers, dense)"
+            hdr = Header(job_id=1, rank=r, slot=slot, ver=ver, offset=k * layout.lanes,
+                         next_offset=(k + slots) * layout.lanes, bitmap=layout.full_bitmap)
+            out.append((r + 1, udp_frame(hosts[r].mac, SERVICE_MAC, hosts[r].ip, SERVICE_IP, 5000,
+                                         C.AGG_UDP_PORT, encode(hdr, lanes + r, layout))))
+    return out, hosts
 
 
-def bench_agg_mini(path: str | pathlib.Path, seconds: float) -> tuple[float, str]:
-    """Closed loop on the agg_mini program: 3 workers x 16 slots, 8 int32 lanes."""
-    sw = Switch(path)
-    workers, slots = 3, 16
-    sw.mc_group_set(1, [(w + 1, w + 1) for w in range(workers)])
-    frames = []
-    for slot in range(slots):
-        for rank in range(workers):
-            lanes = struct.pack(">8i", *[(rank + 1) * (j + 1) for j in range(8)])
-            frames.append((rank + 1, b"\x00\xaa\x00\x00\x00\x01" + bytes(5) + bytes([rank + 1])
-                           + b"\x88\xbc" + bytes([slot, rank, 0, 0]) + lanes))
-    state = {"i": 0}
-    nframes = len(frames)
+def bench_aggregation(backend: str, path: pathlib.Path, seconds: float, layout: Any, workers: int = 4) -> float:
+    from p4reduce.controller.engine_writer import EngineJobWriter
+    from p4reduce.controller.job_entries import JobSpec, MemberSpec
+    from p4reduce.p4sim.engine import Switch
+    from p4reduce.protocol import constants as C
+    slots = 256 if backend == "native" else 16
+    sw = Switch(str(path), backend=backend)
+    packets, hosts = aggregation_frames(layout, workers, slots)
+    EngineJobWriter(sw).install(JobSpec(1, workers, 0, slots, C.Mode.DENSE),
+                                [MemberSpec(r, hosts[r].ip, 5000, hosts[r].mac, port=r + 1) for r in range(workers)])
+    return measure(sw, packets, seconds, 2 * slots * workers)  # one multicast result per worker per round
 
-    def one():
-        i = state["i"]
-        state["i"] = (i + 1) % nframes
-        if i == 0:  # agg_mini has no slot versioning: start each round with fresh slots
-            sw.register_reset("Ing.seen")
-            sw.register_reset("Ing.cnt")
-        port, frame = frames[i]
-        out = sw.process(port, frame)
-        if i % workers == workers - 1:
-            assert len(out) == workers, "aggregation benchmark: slot did not complete"
-    return rate(one, seconds), "agg_mini (8 lanes, 3 workers, ground truth program)"
+
+def run(backends: Sequence[str], seconds: float, repeat: int) -> dict[str, Any]:
+    """{"rows": [...]} with the best of `repeat` runs per case and backend."""
+    from p4reduce.protocol.wire import Layout
+    rows: list[dict[str, Any]] = []
+
+    def best(fn: Callable[..., float], *args: Any) -> float:
+        return max(fn(*args) for _ in range(repeat))
+
+    p4reduce, wide = compile_p4reduce(), compile_p4reduce(("LANES=256", "SUBBLOCK=16"))
+    for backend in backends:
+        rows.append({"case": "L2 forwarding (1 exact table, 256 entries)", "backend": backend,
+                     "unit": "packets/s", "pps": round(best(bench_l2, backend, seconds))})
+        for path, layout, what in ((p4reduce, Layout(32, 8), "32 lanes"), (wide, Layout(256, 16), "256 lanes")):
+            if path is None:
+                rows.append({"case": f"aggregation ({what})", "backend": backend, "status": "failed",
+                             "error": "p4src/p4reduce.p4 did not compile"})
+                continue
+            rows.append({"case": f"aggregation closed loop ({what}, 4 workers, dense)", "backend": backend,
+                         "unit": "contributions/s",
+                         "pps": round(best(bench_aggregation, backend, path, seconds, layout))})
+    return {"rows": rows, "method": "frames per CPU-second of one process (one core); native: batch API, "
+                                    f"python: process() per frame; best of {repeat}"}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement")
-    ap.add_argument("--p4reduce-json", help="BMv2 JSON of p4src/p4reduce.p4 (default: compile it now)")
-    ap.add_argument("--workers", type=int, default=4, help="workers in the p4reduce closed loop")
-    ap.add_argument("--agg-json", help="BMv2 JSON with agg_mini's wire format (used when p4reduce is unavailable)")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (CPU seconds)")
+    ap.add_argument("--backends", default="native,python", help="comma-separated: native, python")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best counts")
+    ap.add_argument("--quick", action="store_true", help="one short run per case")
+    ap.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = ap.parse_args(argv)
-    results: dict[str, Any] = {"l2_forwarding_pps": round(bench_l2(args.seconds))}
-    p4reduce = args.p4reduce_json or compile_p4reduce()
-    agg = args.agg_json or (str(SHARED_AGG) if SHARED_AGG.exists() else None)
-    if p4reduce:
-        pps, what = bench_p4reduce(p4reduce, args.seconds, workers=args.workers)
-        results["aggregation_pps"] = round(pps)
-        results["aggregation_program"] = what
-    elif agg:
-        pps, what = bench_agg_mini(agg, args.seconds)
-        results["aggregation_pps"] = round(pps)
-        results["aggregation_program"] = what if not args.agg_json else os.path.basename(agg)
-    else:
-        results["aggregation_pps"] = None
-        results["aggregation_program"] = "none found (pass --agg-json)"
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    for b in backends:
+        if b not in ("native", "python"):
+            ap.error(f"--backends: {b!r} is not native or python")
+    seconds, repeat = (0.5, 1) if args.quick else (args.seconds, max(1, args.repeat))
+    doc = run(backends, seconds, repeat)
     if args.json:
-        print(json.dumps(results))
-    else:
-        print(f"L2 forwarding (1 exact table, 256 entries): {results['l2_forwarding_pps']:,} packets/s")
-        if results["aggregation_pps"] is not None:
-            print(f"Aggregation [{results['aggregation_program']}]: {results['aggregation_pps']:,} packets/s")
-        else:
-            print(f"Aggregation: {results['aggregation_program']}")
-        print("Reference: simple_switch_grpc ~2,800 packets/s (32 lanes, 4 workers, one core)")
+        print(json.dumps(doc))
+        return 0
+    for row in doc["rows"]:
+        figure = f"{row['pps']:>12,} {row['unit']}" if "pps" in row else f"failed: {row['error']}"
+        print(f"{row['backend']:>6}  {row['case']:<55} {figure}")
+    print(doc["method"])
     return 0
 
 

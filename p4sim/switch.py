@@ -1,8 +1,12 @@
 """p4sim-switch: a stand-in for simple_switch_grpc with the same command line.
 
     p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] [--log-file F] [-L LEVEL]
-                 [--pcap [DIR]] [--thrift-port N] (--no-p4 | PROGRAM.json)
+                 [--pcap [DIR]] [--thrift-port N] [--backend native|python] (--no-p4 | PROGRAM.json)
                  [-- --grpc-server-addr HOST:PORT --cpu-port N --drop-port N]
+
+--backend: native (the default when a C compiler is installed) compiles each program to C and
+moves packets in a C thread (p4sim/ports/native_loop.py); python runs the Python engine and the
+Python packet loop.  Tracing works on both (the native trace is generated C too).
 
 Startup order: load the JSON (if any), open the ports (errors name the -i binding), listen on
 gRPC (then print "Server listening on ADDR") and on Thrift, then move packets. SIGINT/SIGTERM
@@ -19,13 +23,9 @@ import os
 import signal
 import sys
 import threading
-import time
-from typing import ClassVar
 
-LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-          "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-          "off": logging.CRITICAL + 10}
-TRACE = 5
+from .switch_logging import LEVELS, TraceSink, setup_logging, trace_streams
+
 MAX_PORT = 511
 
 
@@ -95,6 +95,9 @@ def build_parsers():
     main.add_argument("--thrift-port", type=_non_negative, default=None,
                       help="BMv2 Thrift runtime API port for simple_switch_CLI (registers and "
                            "counters only; default 9090, skipped with a warning if taken)")
+    main.add_argument("--backend", choices=("native", "python"), default=None,
+                      help="packet path: native (generated C; the default when gcc is installed) or "
+                           "python (the Python engine)")
     main.add_argument("--no-p4", action="store_true", help="start without a program; push one "
                       "with SetForwardingPipelineConfig")
     main.add_argument("--restore-state", help=argparse.SUPPRESS)
@@ -157,96 +160,6 @@ def parse_args(argv):
     return options, target_options
 
 
-def setup_logging(options):
-    """BMv2-like log lines on the console and/or in a file; returns True if tracing is on."""
-    logging.addLevelName(TRACE, "TRACE")
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    level_name = options.log_level or ("trace" if (options.log_console or options.log_file) else "info")
-    level = LEVELS[level_name]
-    formatter = _BmvFormatter()
-    handlers = []
-    if options.log_console:
-        handlers.append(logging.StreamHandler(sys.stdout))
-    if options.log_file:
-        directory = os.path.dirname(os.path.abspath(options.log_file))
-        os.makedirs(directory, exist_ok=True)
-        handlers.append(logging.FileHandler(options.log_file, mode="a"))
-    if not handlers:
-        handlers.append(logging.StreamHandler(sys.stderr))
-        level = max(level, logging.WARNING)
-    for handler in handlers:
-        handler.setFormatter(formatter)
-        root.addHandler(handler)
-    root.setLevel(level)
-    return level <= TRACE or (level <= logging.DEBUG and (options.log_console or options.log_file))
-
-
-class _BmvFormatter(logging.Formatter):
-    SHORT: ClassVar[dict[int, str]] = {TRACE: "T", logging.DEBUG: "D", logging.INFO: "I", logging.WARNING: "W",
-             logging.ERROR: "E", logging.CRITICAL: "C"}
-
-    def format(self, record):
-        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
-        millis = int(record.msecs)
-        text = (f"[{stamp}.{millis:03d}] [bmv2] [{self.SHORT.get(record.levelno, 'I')}] "
-                f"[thread {record.thread % 100000}] {record.getMessage()}")
-        if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
-        return text
-
-
-class TraceSink:
-    """Fast writer for the engine's per-packet trace lines (one call per line).
-
-    Bypasses the logging machinery: lines go straight to the log streams with a BMv2-like prefix
-    (time cached per millisecond) and are flushed by a background timer and at shutdown, so a
-    traced switch still moves thousands of packets per second."""
-
-    def __init__(self, streams, flush_interval=0.2):
-        self.streams = list(streams)
-        self._ms = -1
-        self._prefix = ""
-        self._stop = threading.Event()
-        self._flusher = threading.Thread(target=self._flush_loop, args=(flush_interval,),
-                                         name="p4sim-trace-flush", daemon=True)
-        self._flusher.start()
-
-    def __call__(self, line):
-        now = time.time()
-        ms = int(now * 1000)
-        if ms != self._ms:
-            self._ms = ms
-            self._prefix = f"[{time.strftime('%H:%M:%S', time.localtime(now))}.{ms % 1000:03d}] [bmv2] [T] [thread "
-        text = f"{self._prefix}{threading.get_ident() % 100000}] {line}\n"
-        for stream in self.streams:
-            try:
-                stream.write(text)
-            except (OSError, ValueError):
-                pass
-
-    def flush(self):
-        for stream in self.streams:
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-
-    def _flush_loop(self, interval):
-        while not self._stop.wait(interval):
-            self.flush()
-
-    def close(self):
-        self._stop.set()
-        self.flush()
-
-
-def trace_streams():
-    """The streams of the root logger's handlers (console and/or log file)."""
-    return [h.stream for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
-
-
 def _start_thrift(device, port, log):
     """The Thrift runtime API: fatal if the port was asked for and is taken, else a warning."""
     from p4reduce.p4sim.runtime import ServerError
@@ -264,16 +177,31 @@ def _start_thrift(device, port, log):
     return thrift
 
 
+def _packet_loop(backend, options, target, log):
+    """The port loop for the backend: in C for native (if its runtime builds), else in Python."""
+    from p4reduce.p4sim.ports import PacketLoop
+    if backend == "native":
+        from p4reduce.p4sim.engine.native import NativeBuildError
+        from p4reduce.p4sim.ports.native_loop import NativePacketLoop
+        try:
+            return NativePacketLoop(options.ports, options.pcap, target.cpu_port)
+        except NativeBuildError as exc:
+            log.warning("native port loop unavailable (%s): using the Python packet loop", exc)
+    return PacketLoop(options.ports, options.pcap)
+
+
 def run(options, target, ready=None, stop_event=None):
     """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
-    from p4reduce.p4sim.ports import PacketLoop
+    from p4reduce.p4sim.engine.native import default_backend
     from p4reduce.p4sim.runtime import P4RuntimeServer
 
     tracing = setup_logging(options)
     log = logging.getLogger("p4reduce.p4sim.switch")
     stop_event = stop_event or threading.Event()
+    backend = options.backend or default_backend()
+    log.info("packets run on the %s", "native backend (generated C)" if backend == "native" else "Python engine")
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
-                             target.drop_port, roles=getattr(target, "roles", None))
+                             target.drop_port, roles=getattr(target, "roles", None), backend=backend)
     trace = TraceSink(trace_streams()) if tracing else None
     if trace is not None:
         def attach_trace(engine):
@@ -285,7 +213,7 @@ def run(options, target, ready=None, stop_event=None):
             server.device.load_json(options.program)
         except Exception as exc:
             raise UsageError(f"JSON program '{options.program}' cannot be loaded: {exc}") from None
-    loop = PacketLoop(options.ports, options.pcap)  # opens the sockets: fails early if bad
+    loop = _packet_loop(backend, options, target, log)  # opens the sockets: fails early if bad
     thrift = None
     try:
         server.start()
@@ -295,6 +223,12 @@ def run(options, target, ready=None, stop_event=None):
             print(f"Adding interface {interface} as port {number}", flush=True)
         loop.inject = server.packet_path.inject
         server.packet_path.port_sink = loop.send
+        attach = getattr(loop, "attach", None)
+        if attach is not None:  # the native loop: CPU frames and trace come back through it
+            loop.packet_in = server.packet_path.to_controller
+            loop.trace = trace
+            server.device.engine_listeners.append(attach)
+            attach(server.device.engine)
         loop.start()
         if ready is not None:
             ready(server)
@@ -317,7 +251,7 @@ def main(argv=None):
     except UsageError as exc:
         print(f"p4sim-switch: error: {exc}", file=sys.stderr)
         print("usage: p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] "
-              "[--log-file F] [-L LEVEL] [--pcap [DIR]] [--thrift-port N] "
+              "[--log-file F] [-L LEVEL] [--pcap [DIR]] [--thrift-port N] [--backend native|python] "
               "(--no-p4 | PROGRAM.json) [-- --grpc-server-addr HOST:PORT --cpu-port N "
               "--drop-port N]", file=sys.stderr)
         return 2

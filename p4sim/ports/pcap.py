@@ -18,7 +18,8 @@ class PcapWriter:
         self._file.write(_GLOBAL_HEADER)
         self._file.flush()
 
-    def write(self, frame: bytes, timestamp: float | None = None):
+    def write(self, frame: bytes, timestamp: float | None = None, flush: bool = True):
+        """Append one record; flush=False leaves it buffered until flush() (batched writers)."""
         now = time.time() if timestamp is None else timestamp
         seconds = int(now)
         micros = int((now - seconds) * 1e6)
@@ -27,7 +28,13 @@ class PcapWriter:
                 return
             self._file.write(_RECORD.pack(seconds, micros, min(len(frame), 65535), len(frame)))
             self._file.write(frame[:65535])
-            self._file.flush()
+            if flush:
+                self._file.flush()
+
+    def flush(self):
+        with self._lock:
+            if not self._file.closed:
+                self._file.flush()
 
     def close(self):
         with self._lock:

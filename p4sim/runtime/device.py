@@ -24,8 +24,10 @@ GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 
 class Device:
-    def __init__(self, device_id: int = 0, cpu_port: int | None = None, drop_port: int = 511):
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None, drop_port: int = 511,
+                 backend: str | None = None):
         self.device_id = device_id
+        self.backend = backend  # engine backend: "native", "python" or None (p4sim.engine's default)
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.lock = threading.RLock()
@@ -43,7 +45,7 @@ class Device:
     def load_json(self, program_json):
         """Start with a BMv2 JSON and no P4Info (the positional JSON argument of the CLI)."""
         from p4reduce.p4sim.engine import Switch
-        engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port)
+        engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port, backend=self.backend)
         with self.lock:
             self.loaded_program = program_json  # what the Thrift bm_get_config answers
             self.pipeline = None
@@ -85,14 +87,14 @@ class Device:
         if not config.HasField("p4info"):
             raise invalid("ForwardingPipelineConfig.p4info is missing")
         pipeline = Pipeline(config)
-        pipeline.engine = pipeline.build_engine(self.cpu_port, self.drop_port)
+        pipeline.engine = pipeline.build_engine(self.cpu_port, self.drop_port, self.backend)
         return pipeline
 
     def _commit(self, pipeline: Pipeline, cookie):
         engine = pipeline.engine
         pipeline.engine = None
         if engine is None:
-            engine = pipeline.build_engine(self.cpu_port, self.drop_port)
+            engine = pipeline.build_engine(self.cpu_port, self.drop_port, self.backend)
         self.pipeline = pipeline
         self._install(engine, Tables(pipeline, engine), Replication(engine))
         self.cookie = cookie

@@ -284,11 +284,11 @@ class Pipeline:
             message.priority = 2147483647 - int(entry.get("priority", position + 1))
         return message
 
-    def build_engine(self, cpu_port=None, drop_port=511):
+    def build_engine(self, cpu_port=None, drop_port=511, backend=None):
         """Compile the JSON with the engine; INVALID_ARGUMENT with the engine's message on failure."""
         from p4reduce.p4sim.engine import Switch
         try:
-            return Switch(self.program, cpu_port=cpu_port, drop_port=drop_port)
+            return Switch(self.program, cpu_port=cpu_port, drop_port=drop_port, backend=backend)
         except ValueError as exc:
             raise invalid(f"BMv2 JSON rejected by the engine: {exc}") from None
         except Exception as exc:  # an engine bug must not kill the server

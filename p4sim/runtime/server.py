@@ -23,12 +23,14 @@ class P4RuntimeServer:
 
     def __init__(self, address: str = "0.0.0.0:9559", device_id: int = 0,
                  cpu_port: int | None = None, drop_port: int = 511, max_workers: int = 32,
-                 roles: Roles | None = None, streams_per_client: int = 8, max_streams: int | None = None):
+                 roles: Roles | None = None, streams_per_client: int = 8, max_streams: int | None = None,
+                 backend: str | None = None):
         """Each StreamChannel holds one of the `max_workers` threads for its whole life: at most
         `max_streams` (default half of them) are open at once, `streams_per_client` per client
-        host, so unary RPCs always find a thread. `roles`: the non-default roles (roles.py)."""
+        host, so unary RPCs always find a thread. `roles`: the non-default roles (roles.py).
+        `backend`: the engine's ("native", "python", or None for p4sim.engine's default)."""
         self.address = address
-        self.device = Device(device_id, cpu_port, drop_port)
+        self.device = Device(device_id, cpu_port, drop_port, backend)
         self.arbitration = Arbitration(device_id, roles)
         self.packet_path = PacketPath(self.device, self.arbitration)
         total = max_streams if max_streams is not None else max(1, max_workers // 2)

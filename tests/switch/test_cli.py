@@ -34,6 +34,7 @@ def switch(*args, timeout=30):
     (["--no-p4", "--", "--cpu-port", "9999"], ["--cpu-port", "9999"]),
     (["--no-p4", "--", "--unknown-target-flag"], ["--unknown-target-flag"]),
     (["--no-p4", "-i", "5@a", "--", "--cpu-port", "5"], ["CPU port"]),
+    (["--no-p4", "--backend", "fpga"], ["--backend", "fpga", "native", "python"]),
 ])
 def test_bad_arguments_are_reported_by_name(args, words, capsys):
     from p4reduce.p4sim.switch import main
@@ -172,3 +173,5 @@ def test_simple_switch_grpc_command_lines_parse(tmp_path):
     assert target.grpc_server_addr == "0.0.0.0:9559" and target.cpu_port is None
     options, _ = parse_args(["--pcap", str(tmp_path), str(program)])
     assert options.pcap == str(tmp_path) and options.program == str(program)
+    assert parse_args(["--backend", "python", "--no-p4"])[0].backend == "python"
+    assert parse_args(["--no-p4"])[0].backend is None  # the engine's default: native when gcc is there

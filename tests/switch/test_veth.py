@@ -1,5 +1,6 @@
 """p4sim-switch on real veth interfaces: hosts in network namespaces created by the test, the
-pipeline pushed over gRPC, real frames forwarded, multicast, sent to and from the controller."""
+pipeline pushed over gRPC, real frames forwarded, multicast, sent to and from the controller --
+with the native packet path (C port loop, generated C) and with the Python one."""
 import json
 import signal
 
@@ -17,9 +18,10 @@ pytestmark = pytest.mark.root
 MARK = b"p4rt-veth-test"
 
 
-@pytest.fixture
-def topo(tmp_path):
-    topology = VethSwitch(3, tmp_path, extra_args=("--log-console",))
+@pytest.fixture(params=["native", "python"])
+def topo(tmp_path, request):
+    topology = VethSwitch(3, tmp_path, extra_args=("--log-console", "--backend", request.param))
+    topology.backend = request.param
     yield topology
     topology.close()
 
@@ -57,6 +59,8 @@ def test_l2_forwarding_trace_pcap_and_clean_shutdown(topo, client, reference_dir
     assert read_pcap(str(topo.pcap_dir / f"{topo.switch_ifaces[1]}_out.pcap")).count(frame) == 1
     assert read_pcap(str(topo.pcap_dir / f"{topo.switch_ifaces[2]}_out.pcap")) == []
     log = topo.log_path.read_text()
+    engine = "native backend (generated C)" if topo.backend == "native" else "Python engine"
+    assert f"packets run on the {engine}" in log
     assert "Processing packet received on port 1" in log
     assert "Table 'Ing.l2': hit" in log
     assert "Traceback" not in log

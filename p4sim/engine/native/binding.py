@@ -58,6 +58,7 @@ SIGNATURES: dict = {
     "rt_mc_delete": (c_int, [c_void_p, c_uint32]),
     "rt_clone_set": (c_int, [c_void_p, c_uint32, c_uint32, U16P, U16P, c_uint32]),
     "rt_clone_delete": (c_int, [c_void_p, c_uint32]),
+    "rt_nstats": (c_int, []),
     "rt_stats": (None, [c_void_p, U64P]),
     "rt_last_error": (c_size_t, [c_void_p, c_char_p, c_size_t]),
     "rt_set_determinism": (None, [c_void_p, c_int64, c_int]),
@@ -68,8 +69,25 @@ SIGNATURES: dict = {
     "rt_outbuf_new": (POINTER(OutBuf), []),
     "rt_outbuf_free": (None, [POINTER(OutBuf)]),
     "rt_outbuf_reset": (None, [POINTER(OutBuf)]),
-    "rt_process": (c_uint32, [c_void_p, c_void_p, U32P, U32P, U16P, c_uint32, POINTER(OutBuf)]),
+    "rt_process": (c_uint32, [c_void_p, POINTER(c_void_p), U32P, U16P, c_uint32, POINTER(OutBuf)]),
 }
+
+PORTS_SIGNATURES: dict = {
+    "rt_ports_new": (c_void_p, [c_uint32, POINTER(c_int), U16P, POINTER(c_char_p), c_int, c_int, c_size_t]),
+    "rt_ports_start": (c_int, [c_void_p]),
+    "rt_ports_stop": (None, [c_void_p]),
+    "rt_ports_free": (None, [c_void_p]),
+    "rt_ports_set_switch": (None, [c_void_p, c_void_p]),
+    "rt_ports_send": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "rt_ports_take": (c_size_t, [c_void_p, c_void_p, c_size_t]),
+    "rt_ports_event_fd": (c_int, [c_void_p]),
+    "rt_ports_notify": (None, [c_void_p]),
+    "rt_ports_nstats": (c_int, []),
+    "rt_ports_stats": (None, [c_void_p, U64P]),
+}
+
+PORT_STAT_NAMES = ("rx", "tx", "tx_dropped", "to_cpu", "unknown_port", "queue_dropped", "truncated", "batches",
+                   "rx_rings")
 
 PROGRAM_SIGNATURES: dict = {
     "p4prog_abi": (c_int, []),
@@ -85,4 +103,9 @@ def declare(lib, signatures):
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    # the C side writes this many counters: a name list of another length is a bug here
+    if "rt_nstats" in signatures and lib.rt_nstats() != len(STAT_NAMES):
+        raise RuntimeError("native runtime: switch statistics do not match binding.STAT_NAMES")
+    if "rt_ports_nstats" in signatures and lib.rt_ports_nstats() != len(PORT_STAT_NAMES):
+        raise RuntimeError("native runtime: port statistics do not match binding.PORT_STAT_NAMES")
     return lib

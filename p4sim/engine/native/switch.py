@@ -311,12 +311,13 @@ class NativeSwitch(ControlAPI):
                 self._lib.rt_set_meter_clock(self._c, float(m.clock()))
                 return
 
-    def _run(self, data, offs, lens, ports, n):
+    def _run(self, frames, lens, ports, n):
+        """frames: n frame addresses (the caller keeps the bytes alive during the call)."""
         if self._meters:
             self._sync_meter_clock()
         ob = self._outbuf()
         self._lib.rt_outbuf_reset(ob)
-        self._lib.rt_process(self._c, data, offs, lens, ports, n, ob)
+        self._lib.rt_process(self._c, frames, lens, ports, n, ob)
         b = ob.contents
         if b.events:
             self._report_events(b)
@@ -351,7 +352,7 @@ class NativeSwitch(ControlAPI):
         if not isinstance(frame, (bytes, bytearray, memoryview)):
             raise EngineError(f"process: frame must be bytes, got {type(frame).__name__}")
         data = bytes(frame)
-        b = self._run(data, (ctypes.c_uint32 * 1)(0), (ctypes.c_uint32 * 1)(len(data)),
+        b = self._run((ctypes.c_void_p * 1)(_address(data)), (ctypes.c_uint32 * 1)(len(data)),
                       (ctypes.c_uint16 * 1)(ingress_port & 0xFFFF), 1)
         base = ctypes.addressof(b.data.contents) if b.nrec else 0
         return [(r.port, ctypes.string_at(base + r.off, r.len)) for r in b.recs[:b.nrec]]
@@ -362,15 +363,12 @@ class NativeSwitch(ControlAPI):
         n = len(packets)
         if not n:
             return []
-        offs, lens, ports = (ctypes.c_uint32 * n)(), (ctypes.c_uint32 * n)(), (ctypes.c_uint16 * n)()
-        pos = 0
-        for i, (port, frame) in enumerate(packets):
+        for port, _frame in packets:
             if isinstance(port, bool) or not isinstance(port, int):
                 raise EngineError(f"process_batch: ingress_port must be an int, got {port!r}")
-            offs[i], lens[i], ports[i] = pos, len(frame), port & 0xFFFF
-            pos += len(frame)
         data = b"".join(bytes(f) for _, f in packets)
-        b = self._run(data, offs, lens, ports, n)
+        frames, lens, ports = _batch_arrays(_address(data), packets)
+        b = self._run(frames, lens, ports, n)
         out = [[] for _ in range(n)]
         base = ctypes.addressof(b.data.contents) if b.nrec else 0
         for r in b.recs[:b.nrec]:
@@ -548,26 +546,38 @@ class NativeSwitch(ControlAPI):
             self._lib.rt_clone_delete(self._c, session)
 
 
+def _address(data: bytes) -> int:
+    """Address of the bytes of `data` (valid while `data` is alive; C only reads it)."""
+    return ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
+
+
+def _batch_arrays(base, packets):
+    """(frame addresses, lengths, ports) of frames laid end to end from address `base`."""
+    n = len(packets)
+    frames, lens, ports = (ctypes.c_void_p * n)(), (ctypes.c_uint32 * n)(), (ctypes.c_uint16 * n)()
+    pos = 0
+    for i, (port, frame) in enumerate(packets):
+        frames[i], lens[i], ports[i] = base + pos, len(frame), port & 0xFFFF
+        pos += len(frame)
+    return frames, lens, ports
+
+
 class BatchRunner:
     """Frames loaded once into C-visible buffers; run() processes all of them in one call."""
 
     def __init__(self, switch, packets):
         self.switch = switch
-        n = len(packets)
-        self.n = n
-        self.offs, self.lens, self.ports = (ctypes.c_uint32 * n)(), (ctypes.c_uint32 * n)(), (ctypes.c_uint16 * n)()
-        pos = 0
-        for i, (port, frame) in enumerate(packets):
-            self.offs[i], self.lens[i], self.ports[i] = pos, len(frame), port & 0xFFFF
-            pos += len(frame)
-        self.data = ctypes.create_string_buffer(b"".join(bytes(f) for _, f in packets), max(1, pos))
+        self.n = len(packets)
+        blob = b"".join(bytes(f) for _, f in packets)
+        self.data = ctypes.create_string_buffer(blob, max(1, len(blob)))
+        self.frames, self.lens, self.ports = _batch_arrays(ctypes.addressof(self.data), packets)
         self.ob = switch._lib.rt_outbuf_new()
 
     def run(self):
         """-> frames emitted by this batch (outputs stay in the runner's buffer until the next run)."""
         sw = self.switch
         sw._lib.rt_outbuf_reset(self.ob)
-        sw._lib.rt_process(sw._c, self.data, self.offs, self.lens, self.ports, self.n, self.ob)
+        sw._lib.rt_process(sw._c, self.frames, self.lens, self.ports, self.n, self.ob)
         return self.ob.contents.nrec
 
     def outputs(self):

@@ -26,7 +26,7 @@ from .errors import NativeBuildError
 
 log = logging.getLogger("p4reduce.p4sim.native")
 
-RUNTIME_SOURCES = ("rt_core.c", "rt_tables.c", "rt_calc.c")
+RUNTIME_SOURCES = ("rt_core.c", "rt_tables.c", "rt_calc.c", "rt_ports.c")
 RUNTIME_HEADERS = ("p4sim_rt.h", "p4sim_wide.h", "p4sim_tm.h")
 BASE_FLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fvisibility=hidden", "-fno-strict-aliasing",
               "-pthread", "-w")
@@ -214,3 +214,28 @@ def build_program(source: str) -> ctypes.CDLL:
         os.replace(tmp, c_path)
         _build("prog", key, [c_path], [rt_path])
     return ctypes.CDLL(so_path)
+
+
+def build_executable(source: str, name: str) -> str:
+    """Compile one standalone C program (e.g. the benchmarks' traffic generator) into the cache;
+    -> the path of the executable."""
+    cc = compiler()
+    if cc is None:
+        raise NativeBuildError("no C compiler (gcc or cc) on PATH")
+    with open(source, "rb") as fh:
+        text = fh.read()
+    flags = ("-O2", "-std=gnu11", "-w")
+    out = os.path.join(cache_dir(), f"{name}-{_digest(text, cc, flags)}")
+    if _loadable(out):
+        return out
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=cache_dir())
+    os.close(fd)
+    try:
+        _compile([cc[0], *flags, "-o", tmp, source], name)
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+

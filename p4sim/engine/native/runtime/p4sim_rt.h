@@ -108,9 +108,9 @@ enum {
 };
 
 typedef struct rt_switch rt_switch;
-typedef uint32_t (*rt_batch_fn)(rt_switch *sw, const uint8_t *data, const uint32_t *off,
-                                const uint32_t *len, const uint16_t *port, uint32_t n,
-                                rt_outbuf *ob);
+/* n frames (frames[i], len[i] bytes, received on port[i]) through the program; outputs appended */
+typedef uint32_t (*rt_batch_fn)(rt_switch *sw, const uint8_t *const *frames, const uint32_t *len,
+                                const uint16_t *port, uint32_t n, rt_outbuf *ob);
 
 struct rt_switch {
     pthread_mutex_t lock;     /* recursive: held per batch of packets and per control call */
@@ -158,6 +158,9 @@ RT_EXPORT int rt_meter_exec(rt_switch *sw, uint32_t m, int64_t index, uint64_t p
 RT_EXPORT int rt_vset_match(const rt_switch *sw, uint32_t v, uint64_t key, uint64_t mask);
 RT_EXPORT void rt_trace(rt_switch *sw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 RT_EXPORT void rt_trace_log(rt_switch *sw, const char *fmt, int nargs, const int64_t *vals, const int *neg);
+RT_EXPORT rt_outbuf *rt_outbuf_new(void);
+RT_EXPORT void rt_outbuf_free(rt_outbuf *ob);
+RT_EXPORT void rt_outbuf_reset(rt_outbuf *ob);
 RT_EXPORT uint8_t *rt_out_reserve(rt_outbuf *ob, size_t n);
 RT_EXPORT void rt_out_commit(rt_outbuf *ob, uint32_t port, uint32_t len, uint32_t input);
 RT_EXPORT void rt_set_error(rt_switch *sw, const char *msg);

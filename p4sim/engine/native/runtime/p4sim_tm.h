@@ -289,12 +289,12 @@ static void tm_run(rt_switch *sw, uint32_t port, const uint8_t *data, uint32_t l
 }
 
 /* the program's batch entry point: every frame of the batch, outputs appended to `ob` */
-RT_EXPORT uint32_t p4prog_batch(rt_switch *sw, const uint8_t *data, const uint32_t *off,
-                                const uint32_t *len, const uint16_t *port, uint32_t n, rt_outbuf *ob) {
+RT_EXPORT uint32_t p4prog_batch(rt_switch *sw, const uint8_t *const *frames, const uint32_t *len,
+                                const uint16_t *port, uint32_t n, rt_outbuf *ob) {
     for (uint32_t i = 0; i < n; i++) {
         sw->pkt_id++;
         sw->stats[RT_ST_RECEIVED]++;
-        tm_run(sw, port[i], data + off[i], len[i], ob, i);
+        tm_run(sw, port[i], frames[i], len[i], ob, i);
     }
     return n;
 }

@@ -338,6 +338,8 @@ RT_EXPORT int rt_clone_delete(rt_switch *sw, uint32_t session) {
 }
 
 /* ---- statistics, errors, time, randomness ------------------------------------------------- */
+RT_EXPORT int rt_nstats(void) { return RT_NSTATS; }
+
 RT_EXPORT void rt_stats(rt_switch *sw, uint64_t *out) {
     pthread_mutex_lock(&sw->lock);
     memcpy(out, sw->stats, sizeof sw->stats);
@@ -440,8 +442,8 @@ void rt_trace_log(rt_switch *sw, const char *fmt, int nargs, const int64_t *vals
     int a = 0;
     for (const char *p = fmt; *p && o < sizeof out - 32; p++) {
         if (p[0] == '{' && p[1] == '}' && a < nargs) {
-            o += (size_t)snprintf(out + o, sizeof out - o, neg[a] ? "%lld" : "%llu",
-                                  neg[a] ? (long long)vals[a] : (unsigned long long)vals[a]);
+            if (neg[a]) o += (size_t)snprintf(out + o, sizeof out - o, "%lld", (long long)vals[a]);
+            else o += (size_t)snprintf(out + o, sizeof out - o, "%llu", (unsigned long long)vals[a]);
             a++;
             p++;
         } else {
@@ -534,10 +536,10 @@ uint8_t *rt_scratch(rt_switch *sw, size_t n) {
 }
 
 /* ---- the packet path entry point ---------------------------------------------------------- */
-RT_EXPORT uint32_t rt_process(rt_switch *sw, const uint8_t *data, const uint32_t *off, const uint32_t *len,
+RT_EXPORT uint32_t rt_process(rt_switch *sw, const uint8_t *const *frames, const uint32_t *len,
                               const uint16_t *port, uint32_t n, rt_outbuf *ob) {
     pthread_mutex_lock(&sw->lock);
-    uint32_t done = sw->batch ? sw->batch(sw, data, off, len, port, n, ob) : 0;
+    uint32_t done = sw->batch ? sw->batch(sw, frames, len, port, n, ob) : 0;
     pthread_mutex_unlock(&sw->lock);
     return done;
 }

@@ -1,11 +1,17 @@
 """PNG charts of a result document (matplotlib, Agg backend: no display needed).
 
 One function per chart; each returns the path it wrote, or None when the section has nothing to
-plot. How to read them: docs/benchmarks.md.
+plot. Cells that were not measured are drawn as such, never left out silently: a hollow marker at
+the top edge labelled "skipped" (over the time budget, or a baseline not installed), a cross
+labelled "failed" for failures and wrong results; a footnote lists them with their reasons. Titles
+and labels are wrapped and the figures sized so that nothing is cut off. How to read them:
+docs/benchmarks.md.
 """
 from __future__ import annotations
 
 import pathlib
+import re
+import textwrap
 
 import matplotlib
 
@@ -23,11 +29,64 @@ def _ok(cells):
     return [c for c in cells if c.get("status") == "ok"]
 
 
+def _not_measured(cells):
+    return [c for c in cells if c.get("status") not in ("ok", None)]
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(str(text), width)) or str(text)
+
+
+def _footnote(fig, cells, group, item) -> int:
+    """A footnote under the axes listing the cells not measured and why, one line per group
+    (e.g. a system on one grid cell) with its items (e.g. sizes); returns its line count."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for c in cells:
+        status = c.get("status", "failed")
+        reason = re.sub(r"predicted \d+s > ", "predicted over the ", str(c.get("error") or "not measured"))
+        key = (f"{status}: {group(c)}", reason)
+        if item(c) not in groups.setdefault(key, []):
+            groups[key].append(item(c))
+    if not groups:
+        return 0
+    notes = [f"{head}: {', '.join(items)} ({reason})" for (head, reason), items in groups.items()]
+    if len(notes) > 10:
+        notes = notes[:10] + [f"... and {len(notes) - 10} more (see the result document)"]
+    text = "\n".join(_wrap(n, 150) for n in notes)
+    fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize="small", color="dimgray")
+    return text.count("\n") + 1
+
+
+def _mark_not_measured(ax, xs_status, color, row=0):
+    """Hollow markers near the top edge for skipped cells, crosses for failed ones, labelled;
+    `row` stacks the systems' marks so they never overlap."""
+    top = ax.get_xaxis_transform()          # x in data, y in axes fraction
+    y = 0.95 - 0.09 * row
+    for x, status in xs_status:
+        skipped = status == "skipped"
+        ax.plot([x], [y], marker="o" if skipped else "x", mfc="none", mec=color, color=color, ls="none",
+                transform=top, clip_on=False, ms=7)
+        ax.annotate("skipped" if skipped else "failed", (x, y), xytext=(-6, 0), textcoords="offset points",
+                    xycoords=top, ha="right", va="center", fontsize="x-small", color=color)
+
+
 def _grid_axes(workers, links, title):
-    fig, axes = plt.subplots(len(workers), len(links), figsize=(5.5 * len(links), 4 * len(workers)),
+    fig, axes = plt.subplots(len(workers), len(links), figsize=(6 * len(links), 4.4 * len(workers)),
                              squeeze=False, sharex=True)
     fig.suptitle(title)
     return fig, axes
+
+
+def _save(fig, path, footnote_lines=0):
+    """tight_layout leaving room for the footnote, then a bounding box that holds every label."""
+    height = fig.get_figheight()
+    if footnote_lines:
+        fig.set_figheight(height + 0.17 * footnote_lines)
+    fig.tight_layout(rect=(0, min(0.4, 0.17 * footnote_lines / fig.get_figheight()) if footnote_lines else 0,
+                           1, 1))
+    fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
+    plt.close(fig)
+    return path
 
 
 def _size_axis(ax, sizes):
@@ -40,12 +99,14 @@ def _size_axis(ax, sizes):
 
 def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str) -> pathlib.Path | None:
     """metric 'time': time per allreduce; 'bytes': bytes sent per worker per allreduce."""
-    cells = [c for c in _ok(cells) if c["section"] == "allreduce"]
+    every = [c for c in cells if c.get("section") == "allreduce"]
+    missing = _not_measured(every)
+    cells = _ok(every)
     if not cells:
         return None
     workers = sorted({c["workers"] for c in cells})
     links = sorted({c["link"] for c in cells})
-    sizes = sorted({c["size"] for c in cells})
+    sizes = sorted({c["size"] for c in every if c.get("workers") in workers and c.get("link") in links})
     title = ("Time per allreduce (median of repetitions, slowest worker)" if metric == "time"
              else "Bytes sent per worker per allreduce (interface tx counters)")
     fig, axes = _grid_axes(workers, links, title)
@@ -66,21 +127,27 @@ def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str) -> pathl
             if metric == "bytes":
                 ax.plot(sizes, [s * 4 for s in sizes], "k--", lw=1, label="tensor size")
             ax.set_yscale("log")
+            for row, system in enumerate(STYLE):
+                _mark_not_measured(ax, [(c["size"], c["status"]) for c in missing if c.get("system") == system
+                                        and c.get("workers") == n and c.get("link") == link],
+                                   STYLE[system]["color"], row)
             ax.set_ylabel("seconds" if metric == "time" else "bytes")
             applied = next((c.get("link_applied") for c in cells if c["link"] == link), None)
-            ax.set_title(f"{n} workers, {link}" + (f"\n({applied})" if applied and applied != link else ""),
-                         fontsize="medium")
+            ax.set_title(f"{n} workers, {link}" + (f"\n({_wrap(applied, 60)})" if applied and applied != link
+                                                   else ""), fontsize="medium")
             _size_axis(ax, sizes)
-            ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+            ax.tick_params(labelbottom=True)
+            ax.legend(fontsize="small", loc="lower right")
+    lines = _footnote(fig, missing, lambda c: f"{c.get('system')}, {c.get('workers')} workers, {c.get('link')}",
+                      lambda c: human_size(c.get("size", 0)))
+    return _save(fig, path, lines)
 
 
 def sparsity_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None:
     """Speed-up and byte reduction of sparse p4reduce over dense, with the ideal 1/density."""
-    cells = [c for c in _ok(cells) if c["section"] == "sparsity"]
+    every = [c for c in cells if c.get("section") == "sparsity"]
+    missing = _not_measured(every)
+    cells = _ok(every)
     links = sorted({c["link"] for c in cells})
     dense = {c["link"]: c for c in cells if c["density"] == 1.0}
     if not dense:
@@ -113,31 +180,35 @@ def sparsity_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
     fig.suptitle(f"p4reduce sparse vs dense ({cells[0]['workers']} workers, {human_size(cells[0]['size'])} elements)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    lines = _footnote(fig, missing, lambda c: f"{c.get('link')}, density", lambda c: f"{c.get('density', 0) * 100:g}%")
+    return _save(fig, path, lines)
 
 
 def bar_chart(rows: list[dict], label_key: str, value_key: str, title: str, ylabel: str,
               path: pathlib.Path) -> pathlib.Path | None:
-    rows = [r for r in rows if isinstance(r.get(value_key), (int, float))]
-    if not rows:
+    """Horizontal bars (long labels stay readable), the value written on each; rows with status
+    skipped or failed get an empty bar labelled with that status and the reason."""
+    measured = [r for r in rows if isinstance(r.get(value_key), (int, float))]
+    if not measured:
         return None
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(rows) + 2), 4))
-    labels = [str(r.get(label_key, "?")) for r in rows]
-    values = [r[value_key] for r in rows]
-    bars = ax.bar(range(len(rows)), values, color="tab:purple")
-    ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize="small")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, rotation=20, ha="right")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    shown = [r for r in rows if r in measured or r.get("status") not in (None, "ok")]
+    labels = [_wrap(r.get(label_key, "?"), 38) for r in shown]
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.55 * sum(lab.count("\n") + 1 for lab in labels)))
+    values = [r[value_key] if r in measured else 0 for r in shown]
+    ys = range(len(shown))
+    bars = ax.barh(ys, values, color=["tab:purple" if r in measured else "lightgray" for r in shown])
+    top = max(values)
+    texts = [f"{r[value_key]:,.0f}" if r in measured
+             else _wrap(f"{r.get('status')}: {r.get('error', 'not measured')}", 60) for r in shown]
+    ax.bar_label(bars, labels=texts, padding=4, fontsize="small")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.3)
+    ax.set_xlabel(ylabel)
+    ax.set_title(_wrap(title, 70))
+    ax.grid(True, axis="x", alpha=0.3)
+    return _save(fig, path)
 
 
 def _numeric_key(rows: list[dict], preferred) -> str | None:
@@ -165,10 +236,12 @@ def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     written.append(allreduce_chart(ar, out_dir / f"{stem}-allreduce-bytes.png", "bytes"))
     written.append(sparsity_chart(sp, out_dir / f"{stem}-sparsity.png"))
     rate_rows = []
-    for part in sections.get("switch-rate", {}).values():
+    for name, part in sections.get("switch-rate", {}).items():
         if isinstance(part, dict) and isinstance(part.get("rows"), list):
             rate_rows += [r for r in part["rows"] if isinstance(r, dict)]
-    key = _numeric_key(rate_rows, ("pps", "packets_per_s", "rate_pps"))
+        elif isinstance(part, dict) and part.get("status") not in (None, "ok"):
+            rate_rows.append({"case": name, "status": part["status"], "error": part.get("error", "")})
+    key = _numeric_key([r for r in rate_rows if r.get("status") in (None, "ok")], ("pps", "packets_per_s", "rate_pps"))
     if key:
         written.append(bar_chart(rate_rows, _label_key(rate_rows, ("target", "name", "case")), key,
                                  "Switch packet rate (aggregation program)", "packets/s",

@@ -1,11 +1,14 @@
 """`python -m p4reduce.mininet_topos run` (`make run`): the topology, the controller, a default job, the CLI."""
 import argparse
+import os
 import signal
 import sys
 
 from mininet.cli import CLI
+from mininet.log import setLogLevel
 
 from p4reduce.mininet_topos.links import from_args
+from p4reduce.mininet_topos.runcli import RunCLI
 from p4reduce.mininet_topos.session import Session
 
 BANNER = """\
@@ -14,10 +17,15 @@ p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
   controller job API     http://{api}/v1   (also at this address inside every host)
   default job            {job!r}: {workers} workers, {mode} (the relay gives its token to every host)
   job API admin token    {admin} (mode 0600; opens every job)
-Run the workers from this CLI, e.g.:
-  h1 .venv/bin/python -m p4reduce.worker allreduce --controller {api} --job {job} --check &
-  ... the same on h2 .. h{workers}; each prints a JSON report when the job's workers are all in.
-Inspect the switch from another terminal:  make shell
+In this CLI:
+  workers                 run the worker agent on h1 .. h{workers} at once (job {job!r}: --count 4 --size
+                          100000 --check); each host's progress and JSON report, then a summary
+  workers {job} --count 10 --size 1000000 --density 0.1     the same with other options
+  job NAME [N] [MODE]     a new job (or {job!r} again: a job ends when its workers leave;
+                          `workers` re-creates it by itself)          jobs   the jobs and their state
+  h1 ping -c1 h2          any host command, as in Mininet; one worker by hand:
+  h1 p4reduce-worker allreduce --controller {api} --job {job} --check
+Inspect a switch from another terminal:  make shell [SWITCH=name]
 Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.
 """
 
@@ -29,7 +37,17 @@ Leave with `exit` (or Ctrl-D); `make stop` cleans up if this session is killed.
 """
 
 
+def _venv_on_path() -> None:
+    """Hosts' shells inherit this process's environment: put this Python's scripts directory
+    (p4reduce-worker, p4reduce-controller, ...) first on their PATH."""
+    scripts = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if scripts not in path.split(os.pathsep):
+        os.environ["PATH"] = scripts + os.pathsep + path
+
+
 def main(args: argparse.Namespace) -> int:
+    _venv_on_path()
     session = Session(topo=args.topo, workers=args.workers, link=from_args(args),
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
@@ -41,13 +59,19 @@ def main(args: argparse.Namespace) -> int:
                                      switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches)))
         else:
             session.create_job(args.job, args.workers, args.mode)
+            session.default_job = args.job
             print(BANNER.format(topo=args.topo, workers=args.workers,
                             switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,
                             mode=args.mode, admin=session.admin_token_path))
         sys.stdout.flush()
         if sys.stdin.isatty() or args.cli:
-            CLI(session.network.net)
+            # Mininet's CLI prints host output at its `output` level (setup ran at `warning`)
+            setLogLevel(os.environ.get("P4REDUCE_MININET_LOG", "output"))
+            if args.no_controller:
+                CLI(session.network.net)
+            else:
+                RunCLI(session, args.mode)
         else:
             print("stdin is not a terminal: waiting for SIGTERM (`make stop`)", flush=True)
             signal.pause()

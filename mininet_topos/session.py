@@ -63,6 +63,7 @@ class Session:
                 api_addr=self.api_addr, log_dir=log_dir, extra=controller_args,
                 admin_token_file=self.admin_token_path)
         self.relay: ApiRelay | None = None
+        self.default_job = "default"     # the job `run` created, what the CLI's `workers` runs
 
     def start(self) -> Session:
         if runstate.anything_alive(self.state_file):

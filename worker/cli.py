@@ -340,6 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _hint(error: Exception) -> str:
+    """What to do next, for the errors a user meets on the README's path."""
+    if isinstance(error, JobJoinError) and "job_ended" in str(error):
+        return ("; a job ends when its workers leave: create it again (in `make run`'s CLI: "
+                "`job NAME`, or `workers NAME` which also starts the workers; or POST /v1/jobs)")
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].startswith("--") and argv[0] not in ("--help",):
@@ -348,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except (JobJoinError, AggregationError, QuantizationError, OSError, ValueError) as e:
-        print(f"worker: error: {e}", file=sys.stderr)
+        print(f"worker: error: {e}{_hint(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("worker: interrupted", file=sys.stderr)

@@ -175,3 +175,14 @@ def test_progress_estimate_moves_inside_a_long_step(monkeypatch):
     p.advance_to(0)
     p.close()
     assert "w: 600/1,000 elements (60%)" in out.getvalue()
+
+
+def test_a_job_that_ended_says_how_to_run_it_again(controller, capsys):
+    client = JobApiClient(controller)
+    client.create("once", 2)
+    client.end("once")
+    assert cli.main(["allreduce", "--controller", controller, "--job", "once", "--bind", "127.0.0.1",
+                     "--wait", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "job 'once' has ended (ended by request)" in err, err
+    assert "create it again (in `make run`'s CLI: `job NAME`, or `workers NAME`" in err

@@ -1,6 +1,7 @@
 """`python -m p4reduce.mininet_topos demo` (`make demo`): the main job, non-interactive.
 
-Starts the topology on the embedded target with the controller, then runs three phases on every
+Starts the topology (simple_switch_grpc when it is on PATH, else the embedded p4sim-switch; the
+output names the one it runs on) with the controller, then runs three phases on every
 worker host, each a job of its own: a dense allreduce of gradient-sized tensors, a sparse one
 (OmniReduce block skipping) and a short data-parallel training run through the switch. It shows
 progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
@@ -17,6 +18,7 @@ from typing import Any
 from p4reduce.mininet_topos.hostproc import HostRun, follow, start_on_hosts
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
+from p4reduce.mininet_topos.target import describe_target, find_target
 
 
 @dataclass
@@ -178,8 +180,8 @@ def _problem(phase: Phase, run: HostRun) -> str:
 def main(args: argparse.Namespace) -> int:
     quiet = args.quiet
     started = time.monotonic()
-    print(f"demo: starting a {args.topo} topology with {args.workers} workers on the embedded target ...",
-          file=sys.stderr)
+    on = describe_target(find_target(args.target))
+    print(f"demo: starting a {args.topo} topology with {args.workers} workers on {on} ...", file=sys.stderr)
     failures = []
     report = []
     with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
@@ -208,9 +210,9 @@ def main(args: argparse.Namespace) -> int:
     print("\n".join(report))
     total = time.monotonic() - started
     if failures:
-        print(f"demo: FAILED ({', '.join(failures)}) after {total:.0f} s; logs in logs/", file=sys.stderr)
+        print(f"demo: FAILED ({', '.join(failures)}) after {total:.0f} s on {on}; logs in logs/", file=sys.stderr)
         return 1
-    print(f"demo: done in {total:.0f} s; everything it started is stopped")
+    print(f"demo: done in {total:.0f} s on {on}; everything it started is stopped")
     return 0
 
 

@@ -53,6 +53,16 @@ def target_name(argv0: Sequence[str]) -> str:
     return os.path.basename(argv0[0])
 
 
+def describe_target(argv0: Sequence[str]) -> str:
+    """What a person reads for a target argv prefix: which switch really runs the program."""
+    name = target_name(argv0)
+    if name == EMBEDDED_TARGET:
+        return f"{EMBEDDED_TARGET} (the embedded target)"
+    if name == REAL_TARGET:
+        return f"{REAL_TARGET} (BMv2, {argv0[0]})"
+    return f"{name} ({argv0[0]})"
+
+
 @dataclass
 class SwitchCommand:
     """Everything simple_switch_grpc / p4sim-switch is started with."""

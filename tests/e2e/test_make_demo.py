@@ -1,5 +1,6 @@
 """`make demo`, the README's first command, run as a test (small tensors, unique names and ports)."""
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -34,6 +35,8 @@ def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix
     acc = re.search(r"test accuracy ([\d.]+)% \(single-machine reference ([\d.]+)%\); replicas identical: yes", text)
     assert acc and float(acc.group(1)) > 80.0, text
     assert "everything it started is stopped" in text
+    on = "simple_switch_grpc (BMv2," if shutil.which("simple_switch_grpc") else "p4sim-switch (the embedded target)"
+    assert f"workers on {on}" in out.stderr and f" on {on}; everything it started is stopped" in text
     # Nothing left behind: no recorded state, no interfaces with our prefix.
     assert not (tmp_path / "run" / "state.json").exists()
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

@@ -7,7 +7,7 @@ import pytest
 
 from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
-from p4reduce.mininet_topos.target import SwitchCommand, find_target, target_name
+from p4reduce.mininet_topos.target import SwitchCommand, describe_target, find_target, target_name
 from p4reduce.protocol.addressing import host_address
 
 
@@ -31,7 +31,9 @@ def test_find_target_prefers_override_and_falls_back_to_p4sim(monkeypatch, tmp_p
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
     assert find_target("auto") == [str(fake)]
+    assert describe_target(find_target("auto")) == f"simple_switch_grpc (BMv2, {fake})"   # what demo says
     assert target_name(find_target("p4sim")) == "p4sim-switch"
+    assert describe_target(find_target("p4sim")) == "p4sim-switch (the embedded target)"
     with pytest.raises(RuntimeError, match="not found"):
         find_target("no-such-switch-binary")
 

@@ -238,12 +238,13 @@ def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     rate_rows = []
     for name, part in sections.get("switch-rate", {}).items():
         if isinstance(part, dict) and isinstance(part.get("rows"), list):
-            rate_rows += [r for r in part["rows"] if isinstance(r, dict)]
+            rate_rows += [{**r, "case": f"{r.get('case', name)}, {r['backend']}" if r.get("backend") else
+                           r.get("case", name)} for r in part["rows"] if isinstance(r, dict)]
         elif isinstance(part, dict) and part.get("status") not in (None, "ok"):
             rate_rows.append({"case": name, "status": part["status"], "error": part.get("error", "")})
     key = _numeric_key([r for r in rate_rows if r.get("status") in (None, "ok")], ("pps", "packets_per_s", "rate_pps"))
     if key:
-        written.append(bar_chart(rate_rows, _label_key(rate_rows, ("target", "name", "case")), key,
+        written.append(bar_chart(rate_rows, "case", key,
                                  "Switch packet rate (aggregation program)", "packets/s",
                                  out_dir / f"{stem}-switch-rate.png"))
     enc_rows = [r for r in sections.get("encode", {}).get("rows", []) if isinstance(r, dict)]

@@ -64,7 +64,9 @@ def test_switch_rate_chart_keeps_long_labels_and_names_skipped_parts(figures, tm
     doc = {"sections": {"switch-rate": {
         "embedded": {"status": "ok", "rows": [
             {"case": "p4sim in-process aggregation [p4reduce (256 lanes, 4 workers, dense)]", "pps": 40289},
-            {"case": "p4sim in-process l2 forwarding", "pps": 248978}]},
+            {"case": "p4sim in-process l2 forwarding", "pps": 248978},
+            {"case": "L2 forwarding", "backend": "native", "pps": 1500000},
+            {"case": "aggregation (256 lanes)", "backend": "python", "status": "failed", "error": "timed out"}]},
         "veth": {"status": "skipped", "error": "simple_switch_grpc is not on PATH"}}}}
     written = charts.write_all(doc, tmp_path, "t")
     assert [p.rsplit("/", 1)[-1] for p in written] == ["t-switch-rate.png"]
@@ -72,8 +74,10 @@ def test_switch_rate_chart_keeps_long_labels_and_names_skipped_parts(figures, tm
     ax = fig.axes[0]
     ticks = [t.get_text().replace("\n", " ") for t in ax.get_yticklabels()]
     assert ticks == ["p4sim in-process aggregation [p4reduce (256 lanes, 4 workers, dense)]",
-                     "p4sim in-process l2 forwarding", "veth"]
+                     "p4sim in-process l2 forwarding", "L2 forwarding, native", "aggregation (256 lanes), python",
+                     "veth"]
     values = [t.get_text() for t in ax.texts]
-    assert values == ["40,289", "248,978", "skipped: simple_switch_grpc is not on PATH"]
+    assert values == ["40,289", "248,978", "1,500,000", "failed: timed out",
+                      "skipped: simple_switch_grpc is not on PATH"]
     assert _all_inside(fig)
     assert open(written[0], "rb").read(8) == b"\x89PNG\r\n\x1a\n"

@@ -32,7 +32,7 @@ $(foreach s,$(P4_SETTINGS),$(if $(filter-out undefined,$(origin $(s))),$(if $(or
 	must be a positive decimal number))))
 P4_DEFINES := $(strip $(foreach s,$(P4_SETTINGS),$(if $($(s)),-D$(s)=$($(s)))))
 
-.PHONY: all setup build run demo shell test lint bench bench-quick stop clean FORCE
+.PHONY: all setup build run demo shell wireshark test lint bench bench-quick stop clean FORCE
 
 all: build
 
@@ -65,6 +65,10 @@ demo: build
 # make shell [SWITCH=leaf1]: a switch of the running topology (default: the aggregating one).
 shell: setup
 	$(PY) -m p4reduce.controller shell $(if $(SWITCH),--switch '$(SWITCH)') $(ARGS)
+
+# The p4reduce dissector for Wireshark/tshark, for this user (ARGS="--out FILE.lua" elsewhere).
+wireshark: setup
+	$(PY) tools/wireshark/dissector.py $(ARGS)
 
 test: setup
 	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)

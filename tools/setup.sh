@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 # nftables: link loss emulation where the kernel has no netem (mininet_topos/links.py).
 # gcc (+ libc6-dev): p4sim's native data plane compiles each P4 program to C at pipeline load.
-APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps nftables python3-venv gcc libc6-dev"
+# tshark: the p4reduce Wireshark dissector (make wireshark) and its test.
+APT_PKGS="mininet iproute2 cpp tcpdump ethtool iputils-ping procps nftables python3-venv gcc libc6-dev tshark"
 missing=""
-for cmd in mnexec cpp tcpdump ip ethtool ping nft gcc; do
+for cmd in mnexec cpp tcpdump ip ethtool ping nft gcc tshark; do
     command -v "$cmd" >/dev/null 2>&1 || missing="$missing $cmd"
 done
 /usr/bin/python3 -c 'import mininet.net' >/dev/null 2>&1 || missing="$missing python3-mininet"

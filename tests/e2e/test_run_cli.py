@@ -1,13 +1,24 @@
 """`make run`'s Mininet CLI as a user at a terminal sees it (a pty): host commands print their
 output, the banner says how to run workers and start jobs, `workers` runs the agents on every host
-with their reports and a summary, and the job runs again after it ended."""
+with their reports and a summary, and the job runs again after it ended. Then the README's
+Wireshark step on that run's own captures: `make wireshark` installs the dissector and real tshark
+decodes the p4reduce header, field for field as pcap_dump does, and each result's lanes are the sum
+of the four workers' contributions."""
+import json
+import os
+import random
 import re
+import string
+import subprocess
 import sys
+import time
+from collections import defaultdict
 
 import pexpect
 import pytest
 
 from p4reduce.mininet_topos.ports import free_port
+from p4reduce.protocol import constants as C
 
 from .conftest import REPO
 
@@ -15,8 +26,10 @@ pytestmark = pytest.mark.root
 PROMPT = "mininet> "
 
 
-@pytest.fixture
-def run_cli(tmp_path, node_prefix, p4reduce_program):
+@pytest.fixture(scope="module")
+def run_cli(tmp_path_factory, p4reduce_program):
+    tmp_path = tmp_path_factory.mktemp("run")
+    node_prefix = "e" + "".join(random.choice(string.ascii_lowercase) for _ in range(2))
     argv = ["-m", "p4reduce.mininet_topos", "run", "--workers", "4", "--target", "p4sim",
             "--program", p4reduce_program[0], "--api-port", str(free_port(1)), "--grpc-port", str(free_port(1)),
             "--thrift-port", str(free_port(1)), "--run-dir", str(tmp_path / "run"),
@@ -24,7 +37,7 @@ def run_cli(tmp_path, node_prefix, p4reduce_program):
     child = pexpect.spawn(sys.executable, argv, cwd=str(REPO), encoding="utf-8", timeout=90,
                           dimensions=(50, 200))
     try:
-        yield child, node_prefix
+        yield child, node_prefix, tmp_path
     finally:
         if child.isalive():
             child.sendline("exit")
@@ -40,7 +53,7 @@ def _command(child, line, timeout=90):
 
 
 def test_cli_shows_host_output_runs_workers_and_reruns_the_job(run_cli):
-    child, p = run_cli
+    child, p, _ = run_cli
     child.expect_exact(PROMPT)
     banner = child.before
     assert "workers " in banner and "job NAME [N] [MODE]" in banner and "make shell [SWITCH=name]" in banner
@@ -71,5 +84,77 @@ def test_cli_shows_host_output_runs_workers_and_reruns_the_job(run_cli):
     assert [r[0] for r in rows] == [f"{p}h1", f"{p}h2"] and all(r[2] == "ok" for r in rows), out
     out = _command(child, "workers --count 0")
     assert "--count: must be >= 1" in out and "exit 2" in out, out
-    child.sendline("exit")
-    child.expect(pexpect.EOF, timeout=60)
+
+
+FIELDS = ["frame.time_epoch", "p4reduce.msg_type", "p4reduce.flags", "p4reduce.job_id", "p4reduce.rank",
+          "p4reduce.count", "p4reduce.slot", "p4reduce.ver", "p4reduce.offset", "p4reduce.next_offset",
+          "p4reduce.exponent", "p4reduce.bitmap", "p4reduce.lane"]
+
+
+def _tshark(pcap, home, *args):
+    env = dict(os.environ, HOME=str(home))
+    proc = subprocess.run(["tshark", "-r", str(pcap), *args], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _decoded(pcap, home, since):
+    """tshark's p4reduce fields of every packet in `pcap` after `since`: dicts, lanes a list."""
+    out = _tshark(pcap, home, "-Y", "p4reduce", "-T", "fields", "-E", "separator=;", "-E", "occurrence=a",
+                  "-E", "aggregator=,", *[x for f in FIELDS for x in ("-e", f)])
+    rows = []
+    for line in out.splitlines():
+        values = line.split(";")
+        row = {f.split(".")[-1]: v for f, v in zip(FIELDS, values)}
+        if float(row["time_epoch"]) < since:
+            continue
+        rows.append({**{k: int(v, 0) for k, v in row.items() if k not in ("time_epoch", "lane")},
+                     "lanes": [int(v) for v in row["lane"].split(",")] if row["lane"] else []})
+    return rows
+
+
+def test_wireshark_decodes_the_runs_traffic(run_cli, tmp_path):
+    child, p, run_tmp = run_cli
+    home = tmp_path / "home"
+    make = subprocess.run(["make", "wireshark"], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, HOME=str(home)))
+    assert make.returncode == 0, make.stdout + make.stderr
+    assert (home / ".local/lib/wireshark/plugins/p4reduce.lua").is_file()
+
+    since = time.time()
+    out = _command(child, "workers wire --count 1 --size 3000 --check")
+    assert out.count(" ok ") == 4, out
+    pcaps = run_tmp / "pcaps"
+    ins = [pcaps / f"{p}s1-eth{k}_in.pcap" for k in range(1, 5)]
+    result_pcap = pcaps / f"{p}s1-eth1_out.pcap"
+
+    # the installed plugin is loaded (HOME), nothing is taken for WireGuard
+    summary = _tshark(ins[0], home)
+    assert "p4reduce" in summary and "CONTRIB job=" in summary and "WireGuard" not in summary, summary[:2000]
+
+    contribs = {k: _decoded(pcap, home, since) for k, pcap in enumerate(ins)}
+    results = _decoded(result_pcap, home, since)
+    assert {r["msg_type"] for rows in contribs.values() for r in rows} == {C.MsgType.CONTRIB}
+    assert results and {r["msg_type"] for r in results} == {C.MsgType.RESULT}
+    # field for field what pcap_dump (the Python decoder) says
+    dump = subprocess.run([sys.executable, "-m", "p4reduce.protocol.pcap_dump", str(result_pcap), "--json",
+                           "--lanes", "--only"], capture_output=True, text=True, timeout=120)
+    ours = [json.loads(line) for line in dump.stdout.splitlines() if json.loads(line)["time"] >= since - 1e-3]
+    assert len(ours) == len(results)
+    for mine, theirs in zip(ours, results):
+        for field in ("msg_type", "flags", "job_id", "rank", "count", "slot", "ver", "offset", "next_offset",
+                      "exponent", "bitmap"):
+            assert mine[field] == theirs[field], (field, mine, theirs)
+        assert [mine["lanes"][str(i)] for i in sorted(map(int, mine["lanes"]))] == theirs["lanes"]
+    # a result is the lane-wise sum of the four ranks' first contributions to that offset
+    first = defaultdict(dict)
+    for rows in contribs.values():
+        for r in rows:
+            first[r["offset"]].setdefault(r["rank"], r["lanes"])
+    checked = 0
+    for r in results:
+        parts = first.get(r["offset"], {})
+        if r["count"] == 4 and len(parts) == 4 and not r["flags"] & C.Flags.RETX:
+            assert r["lanes"] == [sum(v) for v in zip(*parts.values())], r["offset"]
+            checked += 1
+    assert checked >= 1

@@ -8,6 +8,11 @@
 moves packets in a C thread (p4sim/ports/native_loop.py); python runs the Python engine and the
 Python packet loop.  Tracing works on both (the native trace is generated C too).
 
+Every pipeline load (the JSON at startup, after "Server listening", or a
+SetForwardingPipelineConfig) prints one line on stdout, "Pipeline loaded: packets run on the
+native backend (generated C)" or "... on the Python engine" with the reason when the native
+backend gave the program up.
+
 Startup order: load the JSON (if any), open the ports (errors name the -i binding), listen on
 gRPC (then print "Server listening on ADDR") and on Thrift, then move packets. SIGINT/SIGTERM
 stop the packet loop (sockets closed, pcaps flushed), Thrift and the gRPC server; exit status 0.
@@ -192,7 +197,7 @@ def _packet_loop(backend, options, target, log):
 
 def run(options, target, ready=None, stop_event=None):
     """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
-    from p4reduce.p4sim.engine.native import default_backend
+    from p4reduce.p4sim.engine.native import default_backend, engine_label
     from p4reduce.p4sim.runtime import P4RuntimeServer
 
     tracing = setup_logging(options)
@@ -202,6 +207,18 @@ def run(options, target, ready=None, stop_event=None):
     log.info("packets run on the %s", "native backend (generated C)" if backend == "native" else "Python engine")
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
                              target.drop_port, roles=getattr(target, "roles", None), backend=backend)
+
+    announced: list[str] = []  # the startup program's line waits for "Server listening" (stdout's first line)
+
+    def announce(engine):
+        if engine is not None:
+            label = engine_label(engine)
+            log.info("pipeline loaded: packets run on the %s", label)
+            if announced:
+                print(f"Pipeline loaded: packets run on the {label}", flush=True)
+            else:
+                announced.append(label)
+    server.device.engine_listeners.append(announce)
     trace = TraceSink(trace_streams()) if tracing else None
     if trace is not None:
         def attach_trace(engine):
@@ -221,6 +238,9 @@ def run(options, target, ready=None, stop_event=None):
         print(f"Server listening on {target.grpc_server_addr}", flush=True)
         for number, interface in sorted(options.ports.items()):
             print(f"Adding interface {interface} as port {number}", flush=True)
+        if announced:  # the program given on the command line
+            print(f"Pipeline loaded: packets run on the {announced[0]}", flush=True)
+        announced.append("started")
         loop.inject = server.packet_path.inject
         server.packet_path.port_sink = loop.send
         attach = getattr(loop, "attach", None)

@@ -54,6 +54,9 @@ log = logging.getLogger("p4reduce.p4sim.engine")
 class Switch(ControlAPI):
     """A v1model software switch running one BMv2 JSON program (see p4sim.engine docs)."""
 
+    backend = "python"
+    native_fallback: str | None = None  # why the native backend gave this program up (engine.native.backend)
+
     def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, cpu_port: int | None = None,
                  drop_port: int = 511) -> None:
         self.lock = threading.RLock()

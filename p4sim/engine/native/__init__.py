@@ -8,7 +8,7 @@ runtime's C API for ctypes), switch (NativeSwitch), backend (choosing native or 
 The C runtime shipped with the package is in runtime/ (tables, replication, hashes, buffers,
 the traffic manager template, the port loop).
 """
-from .backend import Switch, default_backend
+from .backend import Switch, default_backend, engine_label
 from .errors import NativeBuildError, NativeUnsupported
 
-__all__ = ["NativeBuildError", "NativeUnsupported", "Switch", "default_backend"]
+__all__ = ["NativeBuildError", "NativeUnsupported", "Switch", "default_backend", "engine_label"]

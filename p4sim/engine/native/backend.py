@@ -38,6 +38,15 @@ def default_backend() -> str:
     return "native"
 
 
+def engine_label(engine: object) -> str:
+    """What runs an engine's packets, for people: 'native backend (generated C)' or 'Python engine'
+    (with the reason when the native backend gave the program up)."""
+    if getattr(engine, "backend", "python") == "native":
+        return "native backend (generated C)"
+    why = getattr(engine, "native_fallback", None)
+    return f"Python engine (the native backend cannot run this program: {why})" if why else "Python engine"
+
+
 def Switch(bmv2_json, cpu_port=None, drop_port=511, backend=None):
     """A v1model switch running `bmv2_json` on the chosen backend (see module docs)."""
     choice = default_backend() if backend is None else backend
@@ -52,4 +61,5 @@ def Switch(bmv2_json, cpu_port=None, drop_port=511, backend=None):
         sw = PythonSwitch(bmv2_json, cpu_port=cpu_port, drop_port=drop_port)
         log.warning("p4sim: the native backend cannot run this program (%s); it runs on the Python engine", exc)
         fallbacks.append(str(exc))
+        sw.native_fallback = str(exc)
         return sw

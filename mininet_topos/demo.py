@@ -188,8 +188,7 @@ def main(args: argparse.Namespace) -> int:
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
                  pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
-        switches = ", ".join(f"{s.name} ({s.describe()['target']}, pid {s.target_pid})"
-                             for s in session.network.switches)
+        switches = ", ".join(s.label() for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):
             session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)

@@ -18,6 +18,7 @@ from p4reduce.mininet_topos.target import DEFAULT_CPU_PORT, SwitchCommand, find_
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+PIPELINE_LOADED = "Pipeline loaded: packets run on the "  # p4sim-switch's console line (p4sim/switch.py)
 
 
 class P4SwitchError(RuntimeError):
@@ -69,6 +70,23 @@ class P4Switch(Switch):
     @property
     def console_file(self) -> Path:
         return self.log_dir / f"{self.name}.out"
+
+    def engine(self) -> str | None:
+        """What runs this switch's packets, as p4sim-switch last said on its console at a pipeline
+        load ('native backend (generated C)', 'Python engine (...)'); None before any program is
+        loaded or for a target that does not say (simple_switch_grpc)."""
+        try:
+            lines = self.console_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        said = [line[len(PIPELINE_LOADED):] for line in lines if line.startswith(PIPELINE_LOADED)]
+        return said[-1] if said else None
+
+    def label(self) -> str:
+        """'s1 (p4sim-switch, native backend (generated C), pid 123)' for people."""
+        parts = [target_name(self.argv) if self.argv else "not started", self.engine(),
+                 f"pid {self.target_pid}" if self.target_pid else None]
+        return f"{self.name} ({', '.join(p for p in parts if p)})"
 
     def data_ports(self) -> list[tuple[int, Any]]:
         """(port number, interface) of every data-plane link, in port order (no loopback)."""

@@ -61,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
             session.create_job(args.job, args.workers, args.mode)
             session.default_job = args.job
             print(BANNER.format(topo=args.topo, workers=args.workers,
-                            switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches),
+                            switches=", ".join(f"{s.label()} @{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,
                             mode=args.mode, admin=session.admin_token_path))
         sys.stdout.flush()

@@ -21,6 +21,8 @@ def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix
                          timeout=540)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     text = out.stdout
+    # The switch runs the program on p4sim-switch's default engine, the native backend, and says so.
+    assert "(p4sim-switch, native backend (generated C), pid " in out.stderr, out.stderr[-3000:]
     assert text.count("exact: yes") == 2, text
     # OmniReduce: the sparse phase skips zero blocks.
     saved = re.search(r"saved vs dense streaming \(.*\): (-?[\d.]+)%", text)

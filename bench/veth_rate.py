@@ -357,12 +357,12 @@ def main(argv=None) -> int:
     if os.geteuid() != 0:
         print("veth_rate: needs root (veth pairs, AF_PACKET)", file=sys.stderr)
         return 2
-    from p4reduce.bench.switch_rate import compile_p4reduce
+    from p4reduce.bench.switch_rate import LANES_32, LANES_256, compile_p4reduce
     from p4reduce.protocol.wire import Layout
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    programs = {"aggregation": (compile_p4reduce(), Layout(32, 8)),
-                "aggregation256": (compile_p4reduce(("LANES=256", "SUBBLOCK=16")), Layout(256, 16))}
+    programs = {"aggregation": (compile_p4reduce(LANES_32), Layout(32, 8)),
+                "aggregation256": (compile_p4reduce(LANES_256), Layout(256, 16))}
     rows = []
     for case in cases:
         for target, backend, label in _targets(backends):

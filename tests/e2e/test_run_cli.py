@@ -1,9 +1,10 @@
-"""`make run`'s Mininet CLI as a user at a terminal sees it (a pty): host commands print their
+"""`make run` (two-tier: leaf1, leaf2 under spine) and its Mininet CLI as a user at a terminal sees
+it (a pty): host commands print their
 output, the banner says how to run workers and start jobs, `workers` runs the agents on every host
 with their reports and a summary, and the job runs again after it ended. Then the README's
 Wireshark step on that run's own captures: `make wireshark` installs the dissector and real tshark
 decodes the p4reduce header, field for field as pcap_dump does, and each result's lanes are the sum
-of the four workers' contributions."""
+of the four workers' contributions. And `make shell SWITCH=NAME` on any switch of that run."""
 import json
 import os
 import random
@@ -30,7 +31,7 @@ PROMPT = "mininet> "
 def run_cli(tmp_path_factory, p4reduce_program):
     tmp_path = tmp_path_factory.mktemp("run")
     node_prefix = "e" + "".join(random.choice(string.ascii_lowercase) for _ in range(2))
-    argv = ["-m", "p4reduce.mininet_topos", "run", "--workers", "4", "--target", "p4sim",
+    argv = ["-m", "p4reduce.mininet_topos", "run", "--topo", "two-tier", "--workers", "4", "--target", "p4sim",
             "--program", p4reduce_program[0], "--api-port", str(free_port(1)), "--grpc-port", str(free_port(1)),
             "--thrift-port", str(free_port(1)), "--run-dir", str(tmp_path / "run"),
             "--log-dir", str(tmp_path / "logs"), "--pcap-dir", str(tmp_path / "pcaps"), "--prefix", node_prefix]
@@ -125,8 +126,8 @@ def test_wireshark_decodes_the_runs_traffic(run_cli, tmp_path):
     out = _command(child, "workers wire --count 1 --size 3000 --check")
     assert out.count(" ok ") == 4, out
     pcaps = run_tmp / "pcaps"
-    ins = [pcaps / f"{p}s1-eth{k}_in.pcap" for k in range(1, 5)]
-    result_pcap = pcaps / f"{p}s1-eth1_out.pcap"
+    ins = [pcaps / f"{p}leaf{leaf}-eth{k}_in.pcap" for leaf in (1, 2) for k in (1, 2)]    # h1, h2 | h3, h4
+    result_pcap = pcaps / f"{p}leaf1-eth1_out.pcap"
 
     # the installed plugin is loaded (HOME), nothing is taken for WireGuard
     summary = _tshark(ins[0], home)
@@ -158,3 +159,22 @@ def test_wireshark_decodes_the_runs_traffic(run_cli, tmp_path):
             assert r["lanes"] == [sum(v) for v in zip(*parts.values())], r["offset"]
             checked += 1
     assert checked >= 1
+
+
+def test_make_shell_on_any_switch(run_cli):
+    _, p, run_tmp = run_cli
+    topo = run_tmp / "run" / "topology.json"
+    names = [s["name"] for s in json.loads(topo.read_text())["switches"]]
+    assert sorted(names) == sorted(f"{p}{n}" for n in ("leaf1", "leaf2", "spine"))
+    script = "registers\nhelp_p4reduce()\nentries()\nexit\n"
+    for name in (f"{p}leaf1", f"{p}spine"):
+        shell = subprocess.run(["make", "shell", f"SWITCH={name}", f"ARGS=--topology {topo}"], cwd=REPO,
+                               input=script, capture_output=True, text=True, timeout=180)
+        out = shell.stdout
+        assert shell.returncode == 0 and "Traceback" not in out + shell.stderr, out[-3000:] + shell.stderr[-3000:]
+        assert f"p4reduce shell on {name} (" in out and f"p4reduce commands on switch {name} (" in out
+        assert "registers (index = 2 * slot + ver):" in out and "NameError" not in out
+    # without SWITCH: the aggregating switch, the spine (leaf1 comes first in the description)
+    shell = subprocess.run(["make", "shell", f"ARGS=--topology {topo}"], cwd=REPO, input="exit\n",
+                           capture_output=True, text=True, timeout=180)
+    assert shell.returncode == 0 and f"p4reduce shell on {p}spine (" in shell.stdout, shell.stdout[-2000:]

@@ -6,11 +6,12 @@ contribution at once, so the figure is what a worker can feed a switch, not what
 
 The reflector runs in its own process (no shared interpreter lock) on 127.0.0.1 and turns every
 contribution into the result a one-worker job would get (the same lanes, ``RESULT``, count 1,
-``EOT`` when the stream ends), in place. Each case is timed over whole allreduces (best of
-``--reps``) of an int32 tensor (the exact path) and of a float32 one (fixed point: exponent
-pre-rounds, quantization and dequantization included), dense and sparse (half the blocks zero),
-and reported as packets/s and elements/s per worker. Every result is checked against the input
-(int32: bit for bit). The last line of stdout is one JSON document (``--json``: nothing else).
+``EOT`` when the stream ends, the job's wire token kept, as the switch stamps it), in place. Each
+case is timed over whole allreduces (best of ``--reps``) of an int32 tensor (the exact path) and of
+a float32 one (fixed point: exponent pre-rounds, quantization and dequantization included), dense
+and sparse (half the blocks zero), and reported as packets/s and elements/s per worker. Every
+result is checked against the input (int32: bit for bit). The last line of stdout is one JSON
+document (``--json``: nothing else).
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def measure(reflector: Reflector, elements: int, lanes: int, subblock: int, slot
             dtype: str, sparse: bool) -> dict:
     """Best-of-`reps` allreduce of one tensor against the reflector: packets/s and elements/s."""
     job = JobParams(1, 0, 1, slots, reflector.addr[0], reflector.addr[1], sparse=sparse, lanes=lanes,
-                    subblock=subblock, name="worker-rate")
+                    subblock=subblock, name="worker-rate", wire_token=0x5EC0_0001)
     red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.2, deadline=30.0))
     rng = np.random.default_rng(1)
     if dtype == "int32":

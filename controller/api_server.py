@@ -130,7 +130,7 @@ class JobApi:
         return (201 if created else 200), job
 
     def get_job(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
-        return 200, self.manager.status(name)
+        return 200, self.manager.status(name, caller)
 
     def end_job(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         return 200, self.manager.end(name, caller=caller)

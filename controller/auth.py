@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from dataclasses import dataclass
 
 from p4reduce.protocol.tokens import new_token
 
-__all__ = ["TRUSTED", "Caller", "digest_matches", "new_token", "token_digest"]
+__all__ = ["TRUSTED", "Caller", "digest_matches", "new_token", "new_wire_token", "token_digest"]
+
+
+def new_wire_token() -> int:
+    """A job's wire token: the 32-bit secret in the p4reduce header (docs/protocol.md section 10);
+    never 0, the value of packets built without one."""
+    return secrets.randbelow(0xFFFFFFFF) + 1
 
 
 def token_digest(token: str) -> str:

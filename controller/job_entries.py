@@ -27,12 +27,15 @@ def job_multicast_group(job_id: int) -> int:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What the switch knows of a job: its id, size, slot range and mode."""
+    """What the switch knows of a job: its id, size, slot range, mode and wire token (the 32-bit
+    secret its contributions must carry and its results are stamped with; 0 for stand-ins and
+    tests that build packets without one)."""
     job_id: int
     workers: int
     slot_base: int
     slot_count: int
     mode: Mode = Mode.DENSE
+    wire_token: int = 0
 
     @property
     def multicast_group(self) -> int:
@@ -83,10 +86,10 @@ class Entry:
 
 
 def job_entry(job: JobSpec) -> Entry:
-    """jobs: job_id -> set_job(slot range, size, multicast group, mode)."""
+    """jobs: job_id -> set_job(slot range, size, multicast group, mode, wire token)."""
     return Entry(p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id}, p4names.SET_JOB,
                  {"slot_base": job.slot_base, "slot_count": job.slot_count, "num_workers": job.workers,
-                  "mcast_grp": job.multicast_group, "mode": int(job.mode)})
+                  "mcast_grp": job.multicast_group, "mode": int(job.mode), "token": job.wire_token})
 
 
 def worker_entry(job_id: int, member: SwitchMember) -> Entry:

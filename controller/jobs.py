@@ -7,7 +7,9 @@ without a switch). Every change that the switch refuses is rolled back, so state
 
 Every change to an existing job needs its job token or the admin token (controller/auth.py): the
 caller of each request is passed in as a Caller; in-process callers use auth.TRUSTED. A worker's
-binding (IP and UDP port, MAC, switch port) belongs to one rank of one job at a time.
+binding (IP and UDP port, MAC, switch port) belongs to one rank of one job at a time. Each job also
+has a wire token, the 32-bit secret of its packets (docs/protocol.md section 10): it is installed in
+the switch's jobs table and appears only in the answers of callers who hold the job's token.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller import defaults
-from p4reduce.controller.auth import TRUSTED, Caller, new_token, token_digest
+from p4reduce.controller.auth import TRUSTED, Caller, new_token, new_wire_token, token_digest
 from p4reduce.controller.codec import parse_ipv4, parse_mac
 from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Forbidden, NotFound, Unauthorized
 from p4reduce.controller.job_entries import JobSpec
@@ -60,19 +62,23 @@ class Job:
         self.last_activity = now  # join/leave/heartbeat: a memberless job expires from here
         self.state = "waiting"
         self.token_digest: str | None = None  # SHA-256 of the job token (None: admin only)
+        self.wire_token = 0                   # the packets' secret (jobs table; members only)
 
     @property
     def spec(self) -> JobSpec:
         """What the switch knows of this job (controller/job_entries.py builds its entries)."""
         return JobSpec(self.job_id, self.workers, self.slots.base, self.slots.count,
-                       Mode.SPARSE if self.mode == "sparse" else Mode.DENSE)
+                       Mode.SPARSE if self.mode == "sparse" else Mode.DENSE, self.wire_token)
 
     def update_state(self) -> None:
         if self.state != "ended":
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
-    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout = DEFAULT_LAYOUT) -> dict[str, Any]:
-        return {
+    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout = DEFAULT_LAYOUT,
+                members_only: bool = False) -> dict[str, Any]:
+        """The job description; `members_only` adds the wire token (for callers holding the job's
+        token: its workers, its creator, the admin)."""
+        desc = {
             "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
             "workers": self.workers, "joined": len(self.members),
             "lanes": layout.lanes, "subblock": layout.subblock,
@@ -81,6 +87,9 @@ class Job:
             "members": [m.to_json(now) for _, m in sorted(self.members.items())],
             "created_at": self.created_at,
         }
+        if members_only:
+            desc["wire_token"] = self.wire_token
+        return desc
 
     def descriptor(self) -> dict[str, Any]:
         """What the switch must remember to resume this job after a controller restart."""
@@ -181,9 +190,12 @@ class JobManager:
                 raise NotFound(f"no job named {name!r}", code="no_such_job")
             return job
 
-    def status(self, name: str) -> dict[str, Any]:
+    def status(self, name: str, caller: Caller | None = None) -> dict[str, Any]:
+        """The job's description; with the wire token only for a `caller` who may change the job."""
         with self.lock:
-            return self.get(name).to_json(self.clock(), self.switch_info, self.layout)
+            job = self.get(name)
+            secret = caller is not None and caller.may_change(job.token_digest)
+            return job.to_json(self.clock(), self.switch_info, self.layout, members_only=secret)
 
     def list(self) -> builtins.list[dict[str, Any]]:
         with self.lock:
@@ -217,13 +229,14 @@ class JobManager:
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
                         f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
-                return existing.to_json(self.clock(), self.switch_info, self.layout), False, None
+                return existing.to_json(self.clock(), self.switch_info, self.layout, members_only=True), False, None
             job_id = self._free_job_id()
             rng = self.pool.allocate(name, slots)
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
             token = new_token()
             job.token_digest = token_digest(token)
+            job.wire_token = new_wire_token()
             try:
                 if self.programmer is not None:
                     self.programmer.install_job(job)
@@ -235,7 +248,7 @@ class JobManager:
             self._changed()
             self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
                      f"[{rng.base}, {rng.end}))")
-            return job.to_json(now, self.switch_info, self.layout), True, token
+            return job.to_json(now, self.switch_info, self.layout, members_only=True), True, token
 
     # -- join ----------------------------------------------------------------------------------
     def join(self, name: str, ip: str | None = None, udp_port: int | None = None, mac: str | None = None,
@@ -336,7 +349,7 @@ class JobManager:
         job.update_state()
         self._changed()
         self.log(f"job {name}: rank {rank} joined from {ip}:{udp_port} ({len(job.members)}/{job.workers})")
-        return rank, job.to_json(now, self.switch_info, self.layout)
+        return rank, job.to_json(now, self.switch_info, self.layout, members_only=True)
 
     def _check_binding(self, job: Job, ip: str, udp_port: int, mac: str, port: int | None) -> None:
         """409 if the new worker's address, MAC or switch port is bound to a worker of another host

@@ -59,6 +59,7 @@ def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
             job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
                       rec.get("lease_s", manager.default_lease_s), now, time.time())
             job.token_digest = rec.get("token_sha256")   # None: only the admin token opens it
+            job.wire_token = rec.get("wire_token", 0)     # from the jobs-table entry itself
             for m in rec.get("members", []):
                 mac, port = m.get("mac"), m.get("port")
                 host = topology.host_by_ip(m["ip"]) if topology is not None else None

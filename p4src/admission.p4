@@ -18,15 +18,16 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
     PayloadLength() payload_length;
 
     action set_job(bit<32> slot_base, bit<16> slot_count, bit<8> num_workers, bit<16> mcast_grp,
-                   bit<8> mode) {
+                   bit<8> mode, bit<32> token) {
         job.slot_base = slot_base;
         job.slot_count = slot_count;
         job.num_workers = num_workers;
         job.mcast_grp = mcast_grp;
         job.mode = mode;
+        job.token = token;
     }
 
-    /* job id -> the job's slot range, size, multicast group and mode */
+    /* job id -> the job's slot range, size, multicast group, mode and wire token */
     table jobs {
         key = { hdr.p4r.job_id: exact; }
         actions = { set_job; NoAction; }
@@ -60,6 +61,7 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         job.num_workers = 0;
         job.mcast_grp = 0;
         job.mode = 0;
+        job.token = 0;
         worker.rank = 0;
         worker.port = 0;
         drop_reason = DROP_NONE;

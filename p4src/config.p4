@@ -3,7 +3,7 @@
  * or p4sim-compile). protocol/constants.py holds the same defaults for Python.
  *
  * Supported layouts: SUBBLOCK 1..32, NUM_SUBBLOCKS = LANES / SUBBLOCK 1..16, and a dense packet
- * (20 + 8 + 20 + 4 * LANES bytes of IPv4) within IPV4_MTU: up to 363 lanes at 1500 bytes. */
+ * (20 + 8 + 24 + 4 * LANES bytes of IPv4) within IPV4_MTU: up to 362 lanes at 1500 bytes. */
 #ifndef P4REDUCE_CONFIG_P4
 #define P4REDUCE_CONFIG_P4
 
@@ -36,8 +36,8 @@
 #if NUM_SUBBLOCKS > 16
 #error "LANES / SUBBLOCK must be 1..16 (the sub-block bitmap is 16 bits)"
 #endif
-#if 20 + 8 + 20 + 4 * LANES > IPV4_MTU
-#error "a dense packet of LANES lanes (48 + 4 * LANES bytes of IPv4) exceeds IPV4_MTU"
+#if 20 + 8 + 24 + 4 * LANES > IPV4_MTU
+#error "a dense packet of LANES lanes (52 + 4 * LANES bytes of IPv4) exceeds IPV4_MTU"
 #endif
 #if SLOTS < 1 || SLOTS > 0x7FFFFFFF
 #error "SLOTS must be 1..2^31-1 (registers hold 2 * SLOTS cells, a bit<32> size)"

@@ -5,7 +5,7 @@
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IPPROTO_UDP    = 17;
 
-const bit<16> P4R_HEADER_BYTES = 20;
+const bit<16> P4R_HEADER_BYTES = 24;
 const bit<16> UDP_HEADER_BYTES = 8;
 const bit<16> IPV4_HEADER_BYTES = 20;
 const bit<32> ETH_HEADER_BYTES = 14;
@@ -51,7 +51,8 @@ const bit<32> DROP_NO_WORKER_ADDR    = 14;
 const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
 const bit<32> DROP_SPOOFED_SOURCE    = 17;
-#define DROP_REASONS_SIZE 18
+const bit<32> DROP_BAD_TOKEN         = 18;
+#define DROP_REASONS_SIZE 19
 
 /* indices of counter ReduceIngress.agg_events */
 const bit<32> EVENT_ABSORBED         = 0;

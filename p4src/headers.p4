@@ -37,7 +37,7 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* The p4reduce header, 20 bytes. */
+/* The p4reduce header, 24 bytes. */
 header p4r_t {
     bit<8>      msg_type;       /* MSG_CONTRIB or MSG_RESULT */
     bit<8>      flags;          /* FLAG_EOT, FLAG_RETX */
@@ -51,6 +51,7 @@ header p4r_t {
     bit<8>      exponent;       /* biased shared exponent (max over the round in results) */
     bit<8>      reserved;
     sb_bitmap_t bitmap;         /* present sub-blocks (union over the round in results) */
+    bit<32>     token;          /* the job's wire token: checked on contributions, stamped on results */
 }
 
 /* One sub-block of SUBBLOCK int32 lanes: fields l0, l1, ... */

@@ -9,7 +9,7 @@ SLOTS = 4096                    # aggregator slots shared by all jobs (each has 
 MAX_WORKERS = 32                # width of the per-slot seen bitmap
 AGG_UDP_PORT = 48864            # 0xBEE0: the switch's aggregation UDP port (SwitchML's)
 
-HEADER_BYTES = 20               # p4reduce header
+HEADER_BYTES = 24               # p4reduce header (the last 4 bytes: the job's wire token)
 LANE_BYTES = 4                  # int32
 SUBBLOCK_BYTES = SUBBLOCK * LANE_BYTES
 UDP_HEADER_BYTES = 8
@@ -65,9 +65,10 @@ class DropReason(enum.IntEnum):
     STALE_COPY = 15
     SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
     SPOOFED_SOURCE = 17         # IPv4 from a host port with another source than the host's (source guard)
+    BAD_TOKEN = 18              # a contribution whose wire token is not its job's (TokenCheck)
 
 
-DROP_REASONS_SIZE = 18
+DROP_REASONS_SIZE = 19
 
 
 class AggEvent(enum.IntEnum):

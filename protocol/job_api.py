@@ -131,7 +131,8 @@ class JobApiClient:
         return self._remember(name, self.request("POST", "/jobs", body, self.token_for(name)))
 
     def job(self, name: str) -> dict[str, Any]:
-        return self.request("GET", f"/jobs/{_quoted(name)}")
+        """The job's description; with its wire token when this client holds the job's token."""
+        return self.request("GET", f"/jobs/{_quoted(name)}", token=self.token_for(name))
 
     def join(self, name: str, **fields: Any) -> dict[str, Any]:
         body = {k: v for k, v in fields.items() if v is not None}

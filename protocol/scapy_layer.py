@@ -21,6 +21,7 @@ from scapy.fields import (
     ShortField,
     SignedIntField,
     XByteField,
+    XIntField,
     XShortField,
 )
 from scapy.layers.inet import UDP
@@ -65,6 +66,7 @@ class P4Reduce(Packet):
         ByteField("exponent", C.EXP_BIAS),
         XByteField("reserved", 0),
         XShortField("bitmap", 0),
+        XIntField("token", 0),
         PacketListField("subblocks", [], SubBlock,
                         count_from=lambda pkt: bin(pkt.bitmap).count("1")),
     ]

@@ -44,14 +44,14 @@ class Fabric:
 
     # ---- control plane, as the controller does it -------------------------------------------
     def add_job(self, job_id: int, num_workers: int, slot_base: int, slot_count: int,
-                mode: Mode = Mode.DENSE, ports: list[int] | None = None) -> None:
+                mode: Mode = Mode.DENSE, ports: list[int] | None = None, wire_token: int = 0) -> None:
         """A job and its workers (rank r on switch port ports[r], default r+1), in each job its own
         addresses (10.<job>.x.y), written as the controller writes them (controller.job_entries)."""
         ports = ports or [r + 1 for r in range(num_workers)]
-        job = JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode))
+        job = JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode), wire_token)
         self.jobs[job_id] = job
         self.writer.install_job(job)
-        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, job.multicast_group)
+        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, job.multicast_group, wire_token)
         for r in range(num_workers):
             self.add_worker(WorkerEnd(job_id, r, f"10.{job_id % 256}.{r // 200}.{r % 200 + 1}", 40000 + r,
                                       f"02:00:{job_id >> 8:02x}:{job_id & 255:02x}:00:{r + 1:02x}", ports[r]))

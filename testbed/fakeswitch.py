@@ -58,8 +58,10 @@ class FakeSwitch:
         self._thread = threading.Thread(target=self._serve, name="fakeswitch", daemon=True)
         self.received = 0
 
-    def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False, slot_base: int = 0):
-        self.model.add_job(job_id, slot_base, slot_count, n_workers, Mode.SPARSE if sparse else Mode.DENSE)
+    def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False, slot_base: int = 0,
+                wire_token: int = 0):
+        self.model.add_job(job_id, slot_base, slot_count, n_workers, Mode.SPARSE if sparse else Mode.DENSE,
+                           wire_token=wire_token)
 
     def add_worker(self, job_id: int, rank: int, ip: str, port: int):
         self.model.add_worker(job_id, rank, ip, port)

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 
+LOOPBACK_WIRE_TOKEN = 0x5EC0_0001   # the wire token of loopback jobs: packets carry one, as on a real switch
+
 
 def loopback_reducers(switch, job_id: int, n_workers: int, slots: int, *, sparse: bool = False,
-                      name: str = "loopback", retry: RetryPolicy | None = None) -> list[UdpReducer]:
+                      name: str = "loopback", retry: RetryPolicy | None = None,
+                      wire_token: int = LOOPBACK_WIRE_TOKEN) -> list[UdpReducer]:
     """Create the job on `switch` and one UdpReducer per rank bound to 127.0.0.1 (caller closes them)."""
-    switch.add_job(job_id, n_workers, slots, sparse=sparse)
+    switch.add_job(job_id, n_workers, slots, sparse=sparse, wire_token=wire_token)
     reducers = []
     for rank in range(n_workers):
-        job = JobParams(job_id, rank, n_workers, slots, "127.0.0.1", switch.addr[1], sparse=sparse, name=name)
+        job = JobParams(job_id, rank, n_workers, slots, "127.0.0.1", switch.addr[1], sparse=sparse, name=name,
+                        wire_token=wire_token)
         reducer = UdpReducer(job, bind=("127.0.0.1", 0), retry=retry)
         switch.add_worker(job_id, rank, "127.0.0.1", reducer.local_port)
         reducers.append(reducer)

@@ -45,8 +45,9 @@ class P4SimUdpSwitch:
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False,
-                slot_base: int = 0) -> None:
-        self.jobs[job_id] = JobSpec(job_id, n_workers, slot_base, slot_count, Mode.SPARSE if sparse else Mode.DENSE)
+                slot_base: int = 0, wire_token: int = 0) -> None:
+        self.jobs[job_id] = JobSpec(job_id, n_workers, slot_base, slot_count, Mode.SPARSE if sparse else Mode.DENSE,
+                                    wire_token)
         self.writer.install_job(self.jobs[job_id])
 
     def add_worker(self, job_id: int, rank: int, ip: str, udp_port: int) -> None:

@@ -34,6 +34,7 @@ class Job:
     num_workers: int
     mode: Mode = Mode.DENSE
     mcast_grp: int = 0
+    wire_token: int = 0         # set_job's token: contributions must carry it, results get it
 
 
 @dataclasses.dataclass
@@ -89,12 +90,12 @@ class SwitchModel:
 
     # ---- control plane ----------------------------------------------------------------------
     def add_job(self, job_id: int, slot_base: int, slot_count: int, num_workers: int,
-                mode: Mode = Mode.DENSE, mcast_grp: int = 0) -> Job:
+                mode: Mode = Mode.DENSE, mcast_grp: int = 0, wire_token: int = 0) -> Job:
         if slot_base + slot_count > self.slots:
             raise ValueError(f"job {job_id}: slots [{slot_base}, {slot_base + slot_count}) exceed SLOTS={self.slots}")
         if not 1 <= num_workers <= self.max_workers:
             raise ValueError(f"job {job_id}: num_workers={num_workers} must be 1..{self.max_workers}")
-        job = Job(job_id, slot_base, slot_count, num_workers, Mode(mode), mcast_grp)
+        job = Job(job_id, slot_base, slot_count, num_workers, Mode(mode), mcast_grp, wire_token)
         self.jobs[job_id] = job
         self.clear_slots(slot_base, slot_count)
         return job
@@ -196,6 +197,8 @@ class SwitchModel:
             return self._drop(DropReason.BAD_BITMAP)
         if not lengths_ok or len(payload) != lay.payload_bytes(h.bitmap):
             return self._drop(DropReason.BAD_LENGTH)
+        if h.token != job.wire_token:
+            return self._drop(DropReason.BAD_TOKEN)
 
         i = 2 * (job.slot_base + h.slot) + h.ver
         me = np.uint64(1 << h.rank)
@@ -253,7 +256,8 @@ class SwitchModel:
         flags = int(flags) | (Flags.EOT if nxt == C.NEXT_NONE else 0)
         out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
                      count=job.num_workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
-                     next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union)
+                     next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union,
+                     token=job.wire_token)
         return out.pack() + encode_subblocks(self.lanes[i], union, lay)
 
     def _drop(self, reason: DropReason) -> Outcome:

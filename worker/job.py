@@ -55,11 +55,24 @@ def job_params(job: dict, rank: int, switch_addr: tuple[str, int] | None = None)
         params = JobParams(job_id=int(job["job_id"]), rank=int(rank), n_workers=int(job["workers"]),
                            slot_count=int(job["slots"]["count"]), switch_ip=ip, switch_port=int(port),
                            sparse=job.get("mode", "dense") == "sparse", lanes=int(job["lanes"]),
-                           subblock=int(job["subblock"]), name=str(job["name"]))
+                           subblock=int(job["subblock"]), name=str(job["name"]),
+                           wire_token=_wire_token(job))
     except (KeyError, TypeError, ValueError) as e:
         raise JobJoinError(f"the controller's job description lacks or garbles {e}: {job!r}") from None
     _check_params(params)
     return params
+
+
+def _wire_token(job: dict) -> int:
+    """The job's wire token: the controller gives it only to callers holding the job's token."""
+    token = job.get("wire_token")
+    if token is None:
+        raise JobJoinError("the controller's job description has no wire_token: it is given only to "
+                           "requests that present the job's token (or the admin token)")
+    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token <= 0xFFFFFFFF:
+        raise JobJoinError(f"the controller's job description is unusable: wire_token is {token!r}, "
+                           "expected 0..4294967295")
+    return token
 
 
 def _check_params(p: JobParams) -> None:

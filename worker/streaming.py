@@ -17,6 +17,10 @@ sends, waits and retransmits):
 * sparse mode (OmniReduce): zero sub-blocks are left out, a worker names its next non-zero block
   in ``next_offset`` and the switch's minimum tells everyone where to go, so blocks that are zero
   on every worker are never sent;
+* forged results: only datagrams from the switch's aggregation address and port are read (the
+  socket is connected to it; where it cannot be, each datagram's source is checked), and only
+  results carrying the job's wire token count (docs/protocol.md section 10); the rest are counted
+  in ``StreamStats.forged`` and change nothing;
 * loss: a slot whose result does not come within a timeout is retransmitted (flag RETX) with
   exponential backoff; the timeout adapts to the measured round trips (worker/rto.py, RFC 6298);
   results that are not the round a slot waits for (late duplicates) are ignored; when a slot
@@ -55,6 +59,7 @@ class JobParams:
     lanes: int = C.LANES
     subblock: int = C.SUBBLOCK
     name: str = ""
+    wire_token: int = 0        # the job's secret in every packet header (docs/protocol.md section 10)
 
     def describe(self) -> str:
         return f"job {self.name or '?'} (id {self.job_id}) rank {self.rank}"
@@ -88,7 +93,8 @@ class StreamStats:
     packets_sent: int = 0
     retransmissions: int = 0
     results: int = 0
-    ignored: int = 0          # duplicates, stale results, packets of other jobs
+    ignored: int = 0          # duplicates, stale results, packets of other jobs, forged results
+    forged: int = 0           # of those: not from the switch's address, or without the job's wire token
     send_errors: int = 0
     rtt_samples: int = 0      # rounds sent once whose round trip fed the RTO estimator
 
@@ -142,7 +148,7 @@ class UdpReducer(Reducer):
 
     The socket is connected to the switch's aggregation address when there is a route to it, so
     the kernel delivers only datagrams from there (results come from the address the worker sends
-    to, docs/protocol.md).
+    to, docs/protocol.md); otherwise every datagram's source is checked against it.
     """
 
     def __init__(self, job: JobParams, sock: socket.socket | None = None,
@@ -199,7 +205,7 @@ class UdpReducer(Reducer):
         the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
         exponents or None)."""
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
-                           self.layout, self._last_ver)
+                           self.layout, self._last_ver, token=self.job.wire_token)
         if win.n_blocks == 0:
             return win.sums, win.exps
         timers = RoundTimers(win.S, self.retry, self.rto_estimator)
@@ -239,6 +245,9 @@ class UdpReducer(Reducer):
                 window.answered(newest, S, len(answers))
             stats.results += len(answers)
             stats.ignored += count - len(answers)
+            if win.forged:
+                stats.forged += win.forged
+                win.forged = 0
             self._open_ready(win, timers, now)
         return win.sums, win.exps
 
@@ -268,6 +277,8 @@ class UdpReducer(Reducer):
     def _receive(self, win: StreamWindow) -> int:
         """Read the datagrams waiting on the socket into the window's ring (at most one ring's
         worth); returns how many."""
+        if not self._connected:
+            return self._receive_checked(win)
         recv_into, slots, lengths = self.sock.recv_into, win.ring_slots, win.ring_len
         count = 0
         for view in slots:
@@ -278,6 +289,27 @@ class UdpReducer(Reducer):
             except OSError:  # e.g. ICMP port unreachable reported on the socket: like a loss
                 self.stats.send_errors += 1
                 break
+            count += 1
+        return count
+
+    def _receive_checked(self, win: StreamWindow) -> int:
+        """_receive for a socket the kernel does not filter (not connected): datagrams from any
+        other source than the switch's aggregation address and port are dropped and counted."""
+        recvfrom_into, slots, lengths, dest = self.sock.recvfrom_into, win.ring_slots, win.ring_len, self.dest
+        count = 0
+        for _ in range(len(slots)):
+            try:
+                n, source = recvfrom_into(slots[count])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.stats.send_errors += 1
+                break
+            if source[0] != dest[0] or source[1] != dest[1]:
+                self.stats.forged += 1
+                self.stats.ignored += 1
+                continue
+            lengths[count] = n
             count += 1
         return count
 

@@ -76,12 +76,15 @@ class StreamWindow:
     """The S streams of one aggregation call, their open rounds' packets and the results' batch.
 
     `last_ver` is the caller's per-slot version of the previous round (it persists across calls:
-    a slot's copies alternate for ever); it is updated as rounds open.
+    a slot's copies alternate for ever); it is updated as rounds open. `token` is the job's wire
+    token: every packet carries it, and a result without it is forged (counted in `forged`).
     """
 
     def __init__(self, source: BlockSource, job_id: int, rank: int, slot_count: int, sparse: bool,
-                 layout: Layout, last_ver: list[int], ring: int = RING):
+                 layout: Layout, last_ver: list[int], ring: int = RING, token: int = 0):
         self.source, self.job_id, self.rank, self.sparse, self.layout = source, job_id, rank, sparse, layout
+        self.token = token
+        self.forged = 0                  # results of this job without its wire token, ignored
         self.L = L = layout.lanes
         self.n_blocks = nb = source.n_blocks
         if nb * L >= NONE:
@@ -178,7 +181,7 @@ class StreamWindow:
         if pre and not self.sparse:  # a dense job takes only full packets: the pre-round carries zeros
             self._frames_np[pre, H:H + L * C.LANE_BYTES] = 0
         i = 0
-        frames, sb_bytes = self.frames, self._subblock_bytes
+        frames, sb_bytes, token = self.frames, self._subblock_bytes, self.token
         for s, b, e in rounds:
             v = self.last_ver[s] = 1 - self.last_ver[s]
             if b < 0:
@@ -197,7 +200,7 @@ class StreamWindow:
             nxt = nxt_b * L if nxt_b >= 0 else NONE
             proposal = self.props[nxt_b] if self.props is not None and nxt_b >= 0 else 0
             pack_header_into(frames, s * stride, C.MsgType.CONTRIB, C.Flags.EOT if nxt == NONE else 0,
-                             self.job_id, self.rank, 0, v, s, offset, nxt, proposal, 0, bitmap)
+                             self.job_id, self.rank, 0, v, s, offset, nxt, proposal, 0, bitmap, token)
             self.length[s] = H + bitmap.bit_count() * sb_bytes
             self.block[s], self.agreed[s], self.ver[s] = b, (e if e is not None else 0), v
             self.offset[s], self.key[s] = offset, key
@@ -227,11 +230,11 @@ class StreamWindow:
     # ---- taking results --------------------------------------------------------------------
     def take_results(self, count: int, describe: str) -> list[Answer]:
         """Absorb the first `count` datagrams of the ring (lengths in ring_len): the Answers of
-        the rounds they close. Late duplicates, stale copies, other jobs' packets and bad lengths
-        close nothing. A switch naming an impossible next block raises AggregationError
-        (`describe` names job and rank)."""
+        the rounds they close. Late duplicates, stale copies, other jobs' packets, bad lengths and
+        results without the job's wire token (forged: counted in `forged`) close nothing. A switch
+        naming an impossible next block raises AggregationError (`describe` names job and rank)."""
         L, S, nb, H, full = self.L, self.S, self.n_blocks, C.HEADER_BYTES, self._full
-        ring, rs, sb_bytes = self.ring, self.ring_stride, self._subblock_bytes
+        ring, rs, sb_bytes, token = self.ring, self.ring_stride, self._subblock_bytes, self.token
         answers: list[Answer] = []
         rows: list[int] = []
         done_blocks: list[int] = []
@@ -241,7 +244,10 @@ class StreamWindow:
             n = self.ring_len[i]
             if n < H:
                 continue
-            mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap = unpack_header(ring, i * rs)
+            mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap, tok = unpack_header(ring, i * rs)
+            if mt == C.MsgType.RESULT and job_id == self.job_id and tok != token:
+                self.forged += 1
+                continue
             if (mt != C.MsgType.RESULT or job_id != self.job_id or s >= S or s not in self.open
                     or v != self.ver[s] or offset != self.offset[s]):
                 continue

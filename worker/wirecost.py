@@ -1,6 +1,6 @@
 """How many bytes a worker puts on the wire for one aggregation (docs/protocol.md, section 2).
 
-Every packet is a 62-byte frame (Ethernet 14 + IPv4 20 + UDP 8 + p4reduce header 20) plus its
+Every packet is a 66-byte frame (Ethernet 14 + IPv4 20 + UDP 8 + p4reduce header 24) plus its
 present sub-blocks. Dense mode sends every block with every sub-block. Sparse mode (OmniReduce)
 sends a block only if some worker has a non-zero there (this model counts the worker's own
 non-zero blocks, plus one header-only packet per stream) and leaves zero sub-blocks out.

@@ -50,10 +50,12 @@ def reader(addr):
     return SwitchInspector(conn, open_register_access(conn))
 
 
-def contribution(job, rank, ip, mac, sport, lanes, slot=0, ver=0):
+def contribution(job, rank, ip, mac, sport, lanes, slot=0, ver=0, token=None):
+    """A worker's contribution; with the job's wire token (from its creator's description) unless
+    `token` says otherwise."""
     hdr = wire.Header(job_id=job["job_id"], rank=rank, slot=slot, ver=ver, offset=0,
                       next_offset=constants.NEXT_NONE, bitmap=constants.full_bitmap(),
-                      flags=constants.Flags.EOT)
+                      flags=constants.Flags.EOT, token=job["wire_token"] if token is None else token)
     return frames.udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, constants.AGG_UDP_PORT,
                             wire.encode(hdr, lanes))
 
@@ -101,6 +103,7 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
         assert (f.dst_ip, f.dport, f.dst_mac) == (ip, udp, mac)
         hdr, lanes = wire.decode(f.payload)
         assert hdr.msg_type == constants.MsgType.RESULT and hdr.rank == rank and hdr.count == 2
+        assert hdr.token == job["wire_token"] != 0      # results are stamped with the job's token
         assert list(lanes) == list(a + b)
     # ... and a person can see it in the slot's registers
     slot0 = insp.slot(0, ver=0, job="demo")["copies"][0]
@@ -123,6 +126,12 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     [drops] = insp.counters(p4names.DROP_REASONS)
     by_label = {c["label"]: c["packets"] for c in drops["cells"]}
     assert by_label["SPOOFED_SOURCE"] == 2 and by_label["SPOOFED_PORT"] == 1 and by_label["UNKNOWN_WORKER"] == 1
+    # a member's own contribution without the job's wire token adds nothing: BAD_TOKEN
+    assert engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a, ver=1,
+                                          token=job["wire_token"] ^ 1)) == []
+    [drops] = insp.counters(p4names.DROP_REASONS)
+    assert {c["label"]: c["packets"] for c in drops["cells"]}["BAD_TOKEN"] == 1
+    assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
     assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
 
     # ending frees entries, group, slots, and resets the slot registers
@@ -179,6 +188,9 @@ def test_restart_resumes_jobs(controller_factory):
     alpha = client.job("alpha")
     assert (alpha["job_id"], alpha["mode"], alpha["slots"], alpha["lease_s"], alpha["state"]) == (
         a["job_id"], "sparse", {"base": 0, "count": 32}, 20, "running")
+    # the wire token is read back from the jobs-table entry: workers' packets keep passing
+    assert alpha["wire_token"] == a["wire_token"] != 0
+    assert "wire_token" not in JobApiClient(second.api_server.address).job("alpha")   # not for strangers
     assert [(m["rank"], m["ip"], m["udp_port"], m["port"]) for m in alpha["members"]] == [
         (0, "10.0.0.1", constants.AGG_UDP_PORT, 1), (1, "10.0.0.3", 41000, 3)]
     assert client.heartbeat("alpha", 1)["state"] == "running"

@@ -21,7 +21,8 @@ TABLES = {N.JOBS: N.JOBS_KEY, N.WORKERS: N.WORKERS_KEY, N.IPV4_ROUTES: N.IPV4_RO
           N.L2_FORWARD: N.L2_FORWARD_KEY, N.WORKER_ADDRS: N.WORKER_ADDRS_KEY,
           N.SOURCE_GUARD: N.SOURCE_GUARD_KEY}
 ACTIONS = {   # docs/protocol.md section 3: parameter names and widths
-    N.SET_JOB: [("slot_base", 32), ("slot_count", 16), ("num_workers", 8), ("mcast_grp", 16), ("mode", 8)],
+    N.SET_JOB: [("slot_base", 32), ("slot_count", 16), ("num_workers", 8), ("mcast_grp", 16), ("mode", 8),
+                ("token", 32)],
     N.SET_RANK: [("rank", 8), ("port", 9)],
     N.ROUTE: [("port", 9), ("dst_mac", 48), ("src_mac", 48)],
     N.FORWARD: [("port", 9)],
@@ -88,7 +89,7 @@ def test_lane_layout_refuses_a_broken_grid():
 
 @pytest.mark.parametrize("layout,slots,max_workers", [
     (Layout(352, 22), C.SLOTS, C.MAX_WORKERS),      # the widest packets a 1500-byte MTU carries:
-    (Layout(352, 32), 64, 64),                      # 1470-byte frames, 16 and 11 sub-blocks
+    (Layout(352, 32), 64, 64),                      # 1474-byte frames, 16 and 11 sub-blocks
     (Layout(64, 16), 16, 4),
 ], ids=["352x22", "352x32-slots64-workers64", "64x16-slots16-workers4"])
 def test_widest_packets_and_other_sizes_aggregate(tmp_path, layout, slots, max_workers):
@@ -112,9 +113,9 @@ def test_widest_packets_and_other_sizes_aggregate(tmp_path, layout, slots, max_w
         LossyNetwork(fabric.send, seed=job_id, loss=0.1, dup=0.1).run({job_id: run})
         assert (run.results() == np.sum(tensors, axis=0)).all()
     fabric.assert_counters_match_model()
-    # a dense result is a full-size frame: 14 + 20 + 8 + 20 + 4 * LANES bytes
+    # a dense result is a full-size frame: 14 + 20 + 8 + 24 + 4 * LANES bytes
     fabric.add_job(3, n, slot_base=8, slot_count=1, mode=Mode.DENSE)
     for r in range(n):
         out = fabric.inject(*fabric.frame(3, r, encode(Header(job_id=3, rank=r, bitmap=layout.full_bitmap),
                                                        np.full(layout.lanes, r, np.int32), layout)))
-    assert len(out) == n and {len(frame) for _, frame in out} == {62 + 4 * layout.lanes}
+    assert len(out) == n and {len(frame) for _, frame in out} == {66 + 4 * layout.lanes}

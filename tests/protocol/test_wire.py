@@ -8,6 +8,7 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.frames import FrameError, ipv4_source, parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import (
     HEADER_DTYPE,
+    TOKEN_OFFSET,
     Header,
     Layout,
     WireError,
@@ -33,11 +34,13 @@ def random_block(rng, density):
     return (block.reshape(C.NUM_SUBBLOCKS, C.SUBBLOCK) * keep[:, None]).reshape(-1).astype(np.int32)
 
 
-def test_header_layout_is_20_bytes_big_endian():
+def test_header_layout_is_24_bytes_big_endian():
     h = Header(msg_type=2, flags=3, job_id=0x1234, rank=7, count=9, ver=1, slot=0x0155,
-               offset=0x01020304, next_offset=0xA0B0C0D0, exponent=131, reserved=0, bitmap=0x000B)
+               offset=0x01020304, next_offset=0xA0B0C0D0, exponent=131, reserved=0, bitmap=0x000B,
+               token=0xDEADBEEF)
     raw = h.pack()
-    assert raw.hex() == "0203" "1234" "07" "09" "8155" "01020304" "a0b0c0d0" "83" "00" "000b"
+    assert raw.hex() == "0203" "1234" "07" "09" "8155" "01020304" "a0b0c0d0" "83" "00" "000b" "deadbeef"
+    assert TOKEN_OFFSET == 20 and raw[TOKEN_OFFSET:] == bytes.fromhex("deadbeef")
     assert Header.unpack(raw) == h
 
 
@@ -50,7 +53,7 @@ def test_round_trip_keeps_exactly_the_bitmap_subblocks(density):
         h = Header(job_id=rng.integers(0, 65536), rank=3, slot=rng.integers(0, 32768), ver=1,
                    offset=rng.integers(0, 2**32), bitmap=bitmap)
         payload = encode(h, block)
-        assert len(payload) == 20 + bin(bitmap).count("1") * C.SUBBLOCK_BYTES
+        assert len(payload) == 24 + bin(bitmap).count("1") * C.SUBBLOCK_BYTES
         h2, block2 = decode(payload)
         assert h2 == h
         np.testing.assert_array_equal(block2, block)
@@ -89,7 +92,7 @@ def test_batch_encode_equals_single_encode_and_decodes_back():
 
 
 def test_strict_errors_name_the_problem():
-    with pytest.raises(WireError, match="shorter than the 20-byte header"):
+    with pytest.raises(WireError, match="shorter than the 24-byte header"):
         decode(b"\x01" * 10)
     payload = encode(Header(bitmap=0b11), np.ones(C.LANES, np.int32))
     needs = f"needs {C.HEADER_BYTES + 2 * C.SUBBLOCK_BYTES}"
@@ -142,7 +145,8 @@ def test_fast_path_is_the_same_codec():
     """pack_header/unpack_header, slot_ver, with_flags and the sub-block helpers produce and read
     exactly what Header, encode and decode do."""
     h = Header(msg_type=2, flags=1, job_id=0x1234, rank=7, count=9, ver=1, slot=0x7FFE,
-               offset=64, next_offset=C.NEXT_NONE, exponent=131, reserved=5, bitmap=0b1010)
+               offset=64, next_offset=C.NEXT_NONE, exponent=131, reserved=5, bitmap=0b1010,
+               token=0x5EC0_0001)
     fields = tuple(vars(h).values())
     assert pack_header(*fields) == h.pack()
     assert unpack_header(b"xx" + h.pack(), offset=2) == fields and Header(*unpack_header(h.pack())) == h

@@ -9,6 +9,7 @@ from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
+from tests.worker.conftest import p4reduce_json  # noqa: F401 - the P4 program on p4sim's engine
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

@@ -25,7 +25,7 @@ from .conftest import TOPO
 
 JOB = {"name": "x", "job_id": 1, "state": "running", "mode": "dense", "workers": 1, "lanes": 32, "subblock": 8,
        "slots": {"base": 0, "count": 4}, "lease_s": 10.0, "joined": 1, "members": [],
-       "switch": {"ip": "127.0.0.1", "udp_port": 48864, "mac": "00:00:00:00:01:fe"}}
+       "switch": {"ip": "127.0.0.1", "udp_port": 48864, "mac": "00:00:00:00:01:fe"}, "wire_token": 7}
 
 
 class FakeController:
@@ -83,6 +83,9 @@ def _join_answer(**job_changes):
     ((_join_answer(slots__count="many"),), "garbles"),
     ((_join_answer(switch__ip="not-an-ip"),), "switch.ip"),
     ((_join_answer(lease_s=-1),), "lease_s"),
+    ((_join_answer(wire_token=None),), "no wire_token"),               # as a GET without the job token
+    ((_join_answer(wire_token=1 << 32),), "wire_token is 4294967296"),
+    ((_join_answer(wire_token="secret"),), "wire_token is 'secret'"),
     ((json.dumps({"rank": "zero", "job": JOB}).encode(),), "integer 'rank'"),
     ((json.dumps({"rank": 0}).encode(),), "no job description"),
     ((json.dumps({"error": {"code": "teapot", "message": "no\x1b[2J\x07way"}}).encode(), 418), "teapot: no?[2J?way"),
@@ -145,7 +148,7 @@ def test_a_worker_whose_peers_start_late_keeps_the_job():
                 assert not errors and time.monotonic() < deadline, errors
                 time.sleep(0.05)
             job = JobApiClient(server.address).job("late")
-            sw.add_job(job["job_id"], 2, job["slots"]["count"])
+            sw.add_job(job["job_id"], 2, job["slots"]["count"], wire_token=mgr.jobs["late"].wire_token)
             for m in job["members"]:
                 sw.add_worker(job["job_id"], m["rank"], m["ip"], m["udp_port"])
             for t in threads:

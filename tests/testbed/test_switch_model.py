@@ -155,7 +155,7 @@ def test_sparse_union_and_fill():
     assert h.bitmap == 0b1001 and h.next_offset == 160
     want = z.copy(); want[0:sb] = 6; want[3 * sb:4 * sb] = -2
     np.testing.assert_array_equal(lanes, want)
-    assert len(out.deliveries[0].payload) == 20 + 2 * C.SUBBLOCK_BYTES
+    assert len(out.deliveries[0].payload) == 24 + 2 * C.SUBBLOCK_BYTES
 
 
 def test_saturation():

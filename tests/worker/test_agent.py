@@ -41,8 +41,10 @@ def _create(addr, name, workers, mode="dense"):
     return JobApiClient(addr).create(name, workers, mode)["token"]
 
 
-def _program_when_running(client_addr, name, sw):
-    """What the controller does for a real switch: the job and its members, once all joined."""
+def _program_when_running(controller, name, sw):
+    """What the controller does for a real switch: the job (with its wire token) and its members,
+    once all joined."""
+    client_addr, mgr = controller
     from p4reduce.protocol.job_api import JobApiClient, JobApiError
     deadline = time.monotonic() + 20
     while True:  # the workers may not have created the job yet
@@ -53,7 +55,8 @@ def _program_when_running(client_addr, name, sw):
             if e.code != "no_such_job" or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    sw.add_job(job["job_id"], job["workers"], job["slots"]["count"], sparse=job["mode"] == "sparse")
+    sw.add_job(job["job_id"], job["workers"], job["slots"]["count"], sparse=job["mode"] == "sparse",
+               wire_token=mgr.jobs[name].wire_token)
     for m in job["members"]:
         sw.add_worker(job["job_id"], m["rank"], m["ip"], m["udp_port"])
     return job
@@ -79,7 +82,7 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
         threads = [threading.Thread(target=body) for _ in range(n)]
         for t in threads:
             t.start()
-        job = _program_when_running(addr, "demo", sw)
+        job = _program_when_running(controller, "demo", sw)
         for t in threads:
             t.join(60)
     assert not errors, errors
@@ -128,7 +131,7 @@ def test_cli_allreduce_checks_results(controller):
         env = dict(os.environ, P4REDUCE_JOB_TOKEN=_create(addr, "cli", 2))
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                  for _ in range(2)]
-        _program_when_running(addr, "cli", sw)
+        _program_when_running(controller, "cli", sw)
         outs = [p.communicate(timeout=60) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
@@ -154,7 +157,7 @@ def test_module_level_api_needs_init_and_joins_by_name(controller):
     addr, _ = controller
     with FakeSwitch() as sw:
         agent = worker.init(addr, "mod", workers=1, bind_ip="127.0.0.1", switch_addr=sw.addr)
-        _program_when_running(addr, "mod", sw)
+        _program_when_running(controller, "mod", sw)
         try:
             assert np.array_equal(worker.allreduce(np.arange(5, dtype=np.int32)), np.arange(5))
             assert worker.allreduce_async(np.full(4, 2.5, np.float32)).result().tolist() == [2.5] * 4

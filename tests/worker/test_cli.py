@@ -106,8 +106,9 @@ def _run_pair(addr, job, mode, extra):
         env = dict(os.environ, P4REDUCE_JOB_TOKEN=token)
         procs = [subprocess.Popen([sys.executable, "-m", "p4reduce.worker", *cmd], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-        job_desc = JobApiClient(addr).wait_running(job, timeout=30)
-        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], sparse=mode == "sparse")
+        job_desc = JobApiClient(addr, token=token).wait_running(job, timeout=30)
+        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], sparse=mode == "sparse",
+                   wire_token=job_desc["wire_token"])
         for m in job_desc["members"]:
             sw.add_worker(job_desc["job_id"], m["rank"], m["ip"], m["udp_port"])
         outs = [p.communicate(timeout=90) for p in procs]

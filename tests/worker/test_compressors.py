@@ -231,8 +231,8 @@ def test_sparse_wire_cost_skips_zero_blocks():
     x = np.zeros((100, C.LANES), np.int32)
     x[5, 3] = 1
     dense, sparse = WireCost(), WireCost(sparse=True, streams=4)
-    assert dense.bytes_for(x) == 100 * (62 + 4 * C.LANES)
-    assert sparse.bytes_for(x) == (1 + 4) * 62 + C.SUBBLOCK_BYTES   # headers, and one sub-block
+    assert dense.bytes_for(x) == 100 * (66 + 4 * C.LANES)
+    assert sparse.bytes_for(x) == (1 + 4) * 66 + C.SUBBLOCK_BYTES   # headers, and one sub-block
 
 
 def test_mismatched_calls_are_a_clear_error():

@@ -92,7 +92,7 @@ def test_sparse_mode_skips_blocks_that_are_zero_everywhere():
     for red in reds:
         assert red.stats.packets_sent <= slots + 2
     # the non-zero sub-block travels alone: 8 lanes, not 32
-    assert reds[0].bytes_sent < (slots + 2) * (62 + 4 * C.SUBBLOCK) + 1
+    assert reds[0].bytes_sent < (slots + 2) * (66 + 4 * C.SUBBLOCK) + 1
 
 
 def test_many_calls_of_different_sizes_keep_slot_versions_in_step():

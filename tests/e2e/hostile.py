@@ -1,8 +1,10 @@
 """A hostile host: garbage, malformed and spoofed frames at the switch, for a bounded time.
 
-    python hostile.py '{"intf": ..., "seconds": 5, "stop_file": PATH (stop early when it exists), "job_id": 1, "victims": [{"ip","mac","udp_port","rank"}],
+    python hostile.py '{"intf": ..., "seconds": 5, "stop_file": PATH (stop early when it exists),
+                        "count": N (stop after N frames), "job_id": 1, "tokens": [0, ...] (the wire
+                        tokens forged frames carry, in turn), "victims": [{"ip","mac","udp_port","rank"}],
                         "service_ip": ..., "service_mac": ..., "udp_port": 48864, "own_mac": ...}'
-Prints how many frames it sent.
+Prints how many frames it sent, in all and by kind.
 """
 import json
 import random
@@ -13,14 +15,15 @@ import time
 from scapy.all import IP, UDP, Ether, Raw, conf
 
 from p4reduce.protocol import constants as C
+from p4reduce.protocol import wire
 
 FULL = C.full_bitmap()
 
 
-def contrib(job_id, rank, slot, offset, lanes=C.LANES, bitmap=FULL, value=0x01000000, ver=0):
-    # docs/protocol.md 2.1: type, flags, job, rank, count, ver|slot, offset, next, exponent, ...
-    header = struct.pack("!BBHBBHIIBBH", 1, 0, job_id, rank, 0, (ver << 15) | (slot & 0x7FFF), offset,
-                         0xFFFFFFFF, 128, 0, bitmap)
+def contrib(job_id, rank, slot, offset, lanes=C.LANES, bitmap=FULL, value=0x01000000, ver=0, token=0,
+            msg_type=C.MsgType.CONTRIB):
+    header = wire.pack_header(msg_type, 0, job_id, rank, 0, ver, slot & 0x7FFF, offset, C.NEXT_NONE,
+                              C.EXP_BIAS, 0, bitmap, token)
     return header + struct.pack(f"!{lanes}i", *([value] * lanes))
 
 
@@ -31,10 +34,17 @@ def main():
     sock = conf.L2socket(iface=cfg["intf"])
     svc = (cfg["service_ip"], cfg["service_mac"], cfg["udp_port"])
     sent = 0
+    by_kind = {}
     import os
+    tokens = cfg.get("tokens", [cfg.get("token", 0)])     # forged frames alternate between them
+    count = cfg.get("count")
+    rounds_sent = 0
     deadline = time.monotonic() + cfg["seconds"]
-    while time.monotonic() < deadline and not os.path.exists(cfg.get("stop_file", "/nonexistent")):
+    while (time.monotonic() < deadline and not os.path.exists(cfg.get("stop_file", "/nonexistent"))
+           and (count is None or sent < count)):
         victim = rng.choice(cfg["victims"])
+        token = tokens[rounds_sent % len(tokens)]
+        rounds_sent += 1
         # Aim at rounds that really happen: block b runs on slot b mod S at offset LANES*b.
         slots = cfg.get("slots", 64)
         slot = rng.randrange(0, slots)
@@ -55,7 +65,7 @@ def main():
             # a spoofed RESULT aimed at a worker, as if from the switch
             Ether(dst=victim["mac"], src=svc[1]) / IP(src=svc[0], dst=victim["ip"]) /
             UDP(sport=svc[2], dport=victim["udp_port"]) /
-            Raw(b"\x02" + contrib(cfg["job_id"], victim["rank"], slot, offset)[1:]),
+            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, token=token, msg_type=C.MsgType.RESULT)),
             # truncated header, bad IP checksum, non-IP ethertype, broadcast
             Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
             UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)[:11]),
@@ -64,6 +74,10 @@ def main():
             Ether(dst=svc[1], src=cfg["own_mac"], type=0x88B5) / Raw(bytes(rng.randrange(256) for _ in range(60))),
             Ether(dst="ff:ff:ff:ff:ff:ff", src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
             UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)),
+            # a RESULT from the attacker's own address (honest source), from the aggregation port
+            Ether(dst=victim["mac"], src=cfg["own_mac"]) / IP(src=cfg["own_ip"], dst=victim["ip"]) /
+            UDP(sport=svc[2], dport=victim["udp_port"]) /
+            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, token=token, msg_type=C.MsgType.RESULT)),
         ]
         kinds = cfg.get("kinds")
         for i, frame in enumerate(frames):
@@ -71,8 +85,9 @@ def main():
                 continue
             sock.send(frame)
             sent += 1
+            by_kind[i] = by_kind.get(i, 0) + 1
         time.sleep(0.002)
-    print(json.dumps({"sent": sent}))
+    print(json.dumps({"sent": sent, "by_kind": by_kind}))
 
 
 if __name__ == "__main__":

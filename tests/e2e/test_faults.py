@@ -11,6 +11,7 @@ import pytest
 
 from p4reduce.mininet_topos.hostproc import follow, read_available
 from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 from .workers import assert_exact, by_index, run_job
@@ -33,7 +34,8 @@ def wait_running(api, job, timeout=60):
 
 
 GARBAGE_AND_SPOOFED_CONTRIBUTIONS = [0, 1, 2, 4, 5, 6, 7]   # frame kinds of hostile.py
-FORGED_RESULTS = [3]
+FORGED_AS_SWITCH = 3                                        # a RESULT from the switch's address
+FORGED_RESULTS = [FORGED_AS_SWITCH, 8]                      # ... and one from the attacker's own
 
 
 ATTACKED_ELEMENTS = 131072
@@ -74,9 +76,59 @@ def test_hostile_host_changes_nothing(session_factory, tmp_path):
     assert_exact(run_job(session, workers, "e2e-after-attack", "sparse", elements=4096, density=0.2))
 
 
+def drop_reasons(session):
+    """The aggregating switch's drop counters by reason, read over P4Runtime by the controller CLI."""
+    out = subprocess.run([sys.executable, "-m", "p4reduce.controller", "counters", "--topology",
+                          str(session.description_path), "--json", p4names.DROP_REASONS],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    [counter] = json.loads(out.stdout)
+    return {cell["label"]: cell["packets"] for cell in counter["cells"]}
+
+
 def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
-    session = session_factory(workers=5)
-    _, runs = run_attacked_job(session, tmp_path, FORGED_RESULTS)
+    """A non-member host sends forged results, as from the switch's address and from its own, with
+    the job's real wire token and with a wrong one, while the job is known to be running: one
+    worker is held at its first allreduce (a barrier this test releases), so the others' first
+    rounds are open and cannot complete until the attack is over. The source guard drops every
+    result sent as from the switch (counted), the workers' sockets ignore the others, and every
+    worker's sums are bit-exact."""
+    session = session_factory(workers=5, controller_args=["--lease", "60"])   # the hold outlasts no lease
+    *workers, attacker = by_index(session.network.hosts)
+    release = tmp_path / "release"
+    runs = run_job(session, workers, "e2e-forged", "dense", elements=16 * C.LANES, tensors=2,
+                   start_only=True, held=(workers[-1], release))
+    held_run = runs[-1]
+    deadline = time.monotonic() + 60
+    while not any(e.get("message") == "held" for e in held_run.events):
+        assert time.monotonic() < deadline and held_run.proc.poll() is None, held_run.events
+        read_available(runs, 0.5)
+    admin = JobApiClient(session.api_addr, token=session.admin_token())
+    job = admin.job("e2e-forged")
+    assert job["state"] == "running" and job["wire_token"] != 0
+    assert "wire_token" not in JobApiClient(session.api_addr).job("e2e-forged")   # not for strangers
+    topo = json.loads(session.description_path.read_text())
+    assert topo["hosts"][4]["name"] == attacker.name
+    before = drop_reasons(session)
+    cfg = {"intf": attacker.defaultIntf().name, "seconds": 60, "count": 120, "kinds": FORGED_RESULTS,
+           "job_id": job["job_id"], "tokens": [0, job["wire_token"]], "slots": job["slots"]["count"],
+           "blocks": 16, "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
+           "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
+           "udp_port": job["switch"]["udp_port"],
+           "victims": [{"ip": m["ip"], "mac": m["mac"], "udp_port": m["udp_port"], "rank": m["rank"]}
+                       for m in job["members"]]}
+    hostile = attacker.popen([sys.executable, str(HOSTILE), json.dumps(cfg)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    out, err = hostile.communicate(timeout=120)
+    assert hostile.returncode == 0, err.decode()
+    sent = json.loads(out)
+    assert sent["sent"] >= 120
+    # every result sent as from the switch met the source guard; nothing had completed meanwhile
+    after = drop_reasons(session)
+    assert after["SPOOFED_SOURCE"] - before["SPOOFED_SOURCE"] == sent["by_kind"][str(FORGED_AS_SWITCH)]
+    assert all(r.result is None and r.error is None for r in runs), [r.events[-2:] for r in runs]
+    release.touch()
+    follow(runs, timeout=120)
     assert_exact(runs)
 
 

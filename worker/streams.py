@@ -84,7 +84,7 @@ class StreamWindow:
                  layout: Layout, last_ver: list[int], ring: int = RING, token: int = 0):
         self.source, self.job_id, self.rank, self.sparse, self.layout = source, job_id, rank, sparse, layout
         self.token = token
-        self.forged = 0                  # results of this job without its wire token, ignored
+        self.forged = 0                  # results for an open round without the job's wire token, ignored
         self.L = L = layout.lanes
         self.n_blocks = nb = source.n_blocks
         if nb * L >= NONE:
@@ -245,11 +245,11 @@ class StreamWindow:
             if n < H:
                 continue
             mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap, tok = unpack_header(ring, i * rs)
-            if mt == C.MsgType.RESULT and job_id == self.job_id and tok != token:
-                self.forged += 1
-                continue
             if (mt != C.MsgType.RESULT or job_id != self.job_id or s >= S or s not in self.open
                     or v != self.ver[s] or offset != self.offset[s]):
+                continue
+            if tok != token:     # the round's result, but not the switch's: forged
+                self.forged += 1
                 continue
             if bitmap & ~full or n != H + bitmap.bit_count() * sb_bytes:
                 continue

@@ -6,7 +6,7 @@ Bytes are Ethernet frames as tbf counts them (no preamble or FCS), for the least
 system needs, in one direction (links are full duplex and each direction carries the same):
 
 * p4reduce dense: every worker sends each block once and receives its sum once: ceil(size /
-  LANES) frames of 42 + 20 + 4 x LANES bytes per worker link;
+  LANES) frames of 42 + 24 + 4 x LANES bytes per worker link;
 * p4reduce sparse: the same for the blocks that are non-zero on some worker (``density`` of them);
 * gloo (ring allreduce): 2 (N - 1) / N tensors per worker link, in TCP segments of MSS 1448
   (1514-byte frames with timestamps);

@@ -33,7 +33,7 @@ FIELD_TITLES = {
     "msg_type": "Message type", "flags": "Flags", "job_id": "Job id", "rank": "Rank",
     "count": "Count (workers summed in a result)", "offset": "Offset (element of the tensor)",
     "next_offset": "Next offset (of this stream)", "exponent": "Exponent (shared scale)",
-    "reserved": "Reserved", "bitmap": "Sub-block bitmap",
+    "reserved": "Reserved", "bitmap": "Sub-block bitmap", "token": "Wire token (the job's secret)",
 }
 
 

@@ -58,9 +58,9 @@ def test_speedup():
 def test_link_rate_bound_counts_what_must_cross_the_busiest_link():
     from p4reduce.bench import bounds
     mib = 1 << 20
-    # p4reduce dense: each block once, in frames of 42 + 20 + 4 x lanes bytes
-    assert bounds.busiest_link_bytes("p4reduce", 8, mib, lanes=256) == 4096 * (42 + 20 + 1024)
-    assert bounds.busiest_link_bytes("p4reduce", 8, mib, lanes=256, density=0.25) == 1024 * (42 + 20 + 1024)
+    # p4reduce dense: each block once, in frames of 42 + 24 + 4 x lanes bytes
+    assert bounds.busiest_link_bytes("p4reduce", 8, mib, lanes=256) == 4096 * (42 + 24 + 1024)
+    assert bounds.busiest_link_bytes("p4reduce", 8, mib, lanes=256, density=0.25) == 1024 * (42 + 24 + 1024)
     # the ring: 2 (N - 1) / N tensors in 1514-byte frames of 1448 bytes
     ring = bounds.busiest_link_bytes("gloo", 8, mib)
     assert ring == pytest.approx(2 * 7 / 8 * 4 * mib * 1514 / 1448)
@@ -75,7 +75,7 @@ def test_cells_on_shaped_links_get_the_bound_and_the_ratio():
     from p4reduce.bench.cells import add_link_bound
     summary = {"workers": 4, "time_s": {"median": 0.9}}
     add_link_bound(summary, "p4reduce", 100, 1 << 20, 1.0, lanes=256)
-    assert summary["link_bound_s"] == pytest.approx(4096 * 1086 * 8 / 100e6)
+    assert summary["link_bound_s"] == pytest.approx(4096 * 1090 * 8 / 100e6)
     assert summary["time_over_link_bound"] == pytest.approx(0.9 / summary["link_bound_s"])
     unshaped = {"workers": 4, "time_s": {"median": 0.9}}
     add_link_bound(unshaped, "gloo", None, 1 << 20, 1.0, lanes=None)

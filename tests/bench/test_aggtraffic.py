@@ -20,7 +20,7 @@ def test_contributions_are_dense_well_formed_and_alternate_versions():
         assert (header.slot, header.ver) == (slot, ver)
         assert header.offset == slot * C.LANES and header.bitmap == C.full_bitmap()
         assert np.array_equal(lanes, np.full(C.LANES, 3, dtype=np.int32))
-        assert len(frame) == 62 + C.LANES * 4
+        assert len(frame) == 66 + C.LANES * 4
 
 
 def test_result_frames_are_recognised_and_contributions_are_not():

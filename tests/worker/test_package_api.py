@@ -36,7 +36,7 @@ def test_create_join_allreduce_numpy_and_torch(controller):
     with pytest.raises(JobApiError, match="exists"):
         p4reduce.create_job(controller, "api", workers=2)
     with FakeSwitch() as sw:
-        sw.add_job(job["job_id"], 1, job["slots"]["count"])
+        sw.add_job(job["job_id"], 1, job["slots"]["count"], wire_token=job["wire_token"])
         agent = p4reduce.init(controller, "api", token=job["token"], switch_addr=sw.addr, bind_ip="127.0.0.1")
         try:
             sw.add_worker(job["job_id"], 0, "127.0.0.1", agent.sock.getsockname()[1])

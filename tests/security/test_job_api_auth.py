@@ -68,6 +68,25 @@ def test_without_the_token_nothing_changes(api, token, status, code):
     assert mgr.jobs["victim"].members[0].ip == "10.0.0.2"
 
 
+def test_the_wire_token_goes_only_to_holders_of_the_job_token(api):
+    """The data plane's secret (docs/protocol.md section 10): in the creator's, the joiners' and the
+    token holders' answers; never in a list, an anonymous GET or one with another job's token."""
+    address, mgr = api
+    owner = JobApiClient(address)
+    job = owner.create("w", 2)
+    other = JobApiClient(address).create("other", 1)
+    wire = job["wire_token"]
+    assert 0 < wire < 1 << 32 and wire == mgr.jobs["w"].wire_token != other["wire_token"]
+    assert owner.job("w")["wire_token"] == wire
+    assert JobApiClient(address, token=ADMIN).job("w")["wire_token"] == wire
+    assert JobApiClient(address, token=job["token"]).join("w", ip="10.0.0.2")["job"]["wire_token"] == wire
+    for shown in (JobApiClient(address).job("w"), JobApiClient(address, token=other["token"]).job("w"),
+                  *JobApiClient(address, token=ADMIN).jobs()):
+        assert "wire_token" not in shown
+    # the switch gets it in the job's entry (controller/job_entries.py)
+    assert mgr.jobs["w"].spec.wire_token == wire
+
+
 def test_a_bad_authorization_header_is_a_401(api):
     address, _ = api
     JobApiClient(address).create("j", 1)

@@ -107,15 +107,15 @@ def test_p4reduce_dense_is_exact_and_sends_the_tensor_once(quick_run):
     for c in cells:
         assert c["status"] == "ok", c.get("error")
         assert c["verified"] and c["mismatches"] == 0
-        # 256 int32 lanes per 1086-byte frame: the payload and 6 % of headers, a little more for
+        # 256 int32 lanes per 1090-byte frame: the payload and 6 % of headers, a little more for
         # the barriers and any retransmission
         assert TENSOR_BYTES <= c["wire_tx_bytes_per_worker"]["min"] <= 1.25 * TENSOR_BYTES
         assert c["wire_rx_bytes_per_worker"]["min"] >= TENSOR_BYTES
         assert c["time_s"]["median"] > 0
         assert 0 <= c["retransmitted_fraction"] < 0.5 and c["packets_tx_per_worker"] > 0
     shaped = next(c for c in cells if c["link"] == "100mbit-1ms")
-    # the link-rate bound: 256 blocks of 1086 bytes at 100 Mbit/s; nothing beats it
-    assert shaped["link_bound_s"] == pytest.approx(256 * 1086 * 8 / 100e6)
+    # the link-rate bound: 256 blocks of 1090 bytes at 100 Mbit/s; nothing beats it
+    assert shaped["link_bound_s"] == pytest.approx(256 * 1090 * 8 / 100e6)
     assert shaped["time_over_link_bound"] >= 0.9
 
 

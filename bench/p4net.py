@@ -76,6 +76,10 @@ class P4Net:
     def describe(self) -> str:
         sw = self.started().network.switches[0]
         info = sw.describe()
-        return (f"P4 switch {sw.name}: {info.get('target')} running "
+        target = info.get("target")
+        if target == "p4sim-switch":   # which packet path it runs (the default unless told)
+            from p4reduce.p4sim.engine.native.backend import default_backend
+            target = f"{target} ({default_backend()} backend)"
+        return (f"P4 switch {sw.name}: {target} running "
                 f"{progmod.display(self.program)}, programmed by the controller")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import time
 from typing import Any
@@ -196,4 +197,6 @@ def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:
         result["elapsed_s"] = round(time.time() - t0, 2)
         doc["sections"][section] = result
     doc["elapsed_s"] = round(time.time() - started, 2)
+    # the machine is shared: the load at the end sits next to the load at the start (machine)
+    doc["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     return doc

@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(session, config, items):
     """One test session with root tests at a time on a machine: Mininet names its switches,
     hosts and links alike in every run (s1, h1, s1-eth1), so two sessions would tear down each
     other's networks. The lock is held until the session's process ends."""
-    if os.geteuid() != 0 or not any(item.get_closest_marker("root") for item in items):
+    if config.option.collectonly or os.geteuid() != 0 or not any(item.get_closest_marker("root") for item in items):
         return
     fd = os.open(_NETWORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

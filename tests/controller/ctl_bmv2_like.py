@@ -85,11 +85,27 @@ class Bmv2LikeSwitch:
         self._thrift_socket = TSocket.TServerSocket("127.0.0.1", self.thrift_port)
         self.thrift = TServer.TThreadedServer(processor, self._thrift_socket, TTransport.TBufferedTransportFactory(),
                                               TBinaryProtocol.TBinaryProtocolFactory(), daemon=True)
+        self._stopped = threading.Event()
 
     def start(self):
         self.grpc.start()
-        threading.Thread(target=self.thrift.serve, daemon=True).start()
+        self._thrift_socket.listen()
+        self.thrift_thread = threading.Thread(target=self._serve_thrift, daemon=True)
+        self.thrift_thread.start()
         return self
+
+    def _serve_thrift(self):
+        """TThreadedServer.serve() never returns once its socket is closed: it spins on accept and
+        logs a traceback each turn, for the rest of the test session. This loop ends on stop()."""
+        while not self._stopped.is_set():
+            try:
+                client = self._thrift_socket.accept()
+            except Exception:
+                if self._stopped.is_set() or self._thrift_socket.handle is None:
+                    return
+                continue
+            if client is not None:
+                threading.Thread(target=self.thrift.handle, args=(client,), daemon=True).start()
 
     @property
     def grpc_addr(self):
@@ -97,4 +113,11 @@ class Bmv2LikeSwitch:
 
     def stop(self):
         self.grpc.stop(0.2)
+        self._stopped.set()
+        handle = self._thrift_socket.handle
+        if handle is not None:
+            try:
+                handle.shutdown(socket.SHUT_RDWR)   # wakes the blocked accept()
+            except OSError:
+                pass
         self._thrift_socket.close()

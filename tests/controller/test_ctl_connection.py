@@ -146,3 +146,6 @@ def test_registers_fall_back_to_thrift_on_unimplemented(reference_dir):
             assert sw.p4rt.device.engine.register_read("Ing.cnt", 4) == 9  # really in the switch
     finally:
         sw.stop()
+    # the stand-in's Thrift loop ends with it (a spinning one logged tracebacks for the rest of the session)
+    sw.thrift_thread.join(timeout=5)
+    assert not sw.thrift_thread.is_alive()

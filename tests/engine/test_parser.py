@@ -168,7 +168,7 @@ def test_a_parser_loop_drops_the_packet_counts_it_and_the_switch_keeps_serving(c
         assert sw.process(3, b"\xde\xad") == []
     assert sw.stats["dropped_parser_loop"] == 1 and sw.stats["dropped"] == 1
     assert sw.stats["internal_errors"] == 0
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("p4reduce.p4sim")] == [
         "packet from port 3 dropped: parser visited 261 states without ending (a loop in the parse graph)"]
     # the lock is free again and other packets go through
     assert sw.process(3, b"\x08\x00") == [(1, b"\x08\x00")]

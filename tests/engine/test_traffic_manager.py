@@ -186,7 +186,7 @@ def test_endless_recirculation_is_cut_off(caplog):
     assert sw.stats["internal_errors"] == 0
     assert sw.stats["dropped_pass_limit"] == 2
     # one line for the first, the second within the same second is counted for the next report
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("p4reduce.p4sim")] == [
         "packet from port 1 dropped after 64 resubmit/recirculate/clone passes (1 copies left)"]
     # the switch keeps serving
     [(port, _)] = send(sw, 1)

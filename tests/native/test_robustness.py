@@ -37,7 +37,7 @@ def test_a_parser_loop_ends_the_packet_and_is_counted(caplog):
         assert sw.process(1, b"\x01rest") == []
     assert sw.stats["dropped_parser_loop"] == py.stats["dropped_parser_loop"] == 1
     assert sw.stats["dropped"] == 1
-    python_line, native_line = [r.getMessage() for r in caplog.records]
+    python_line, native_line = [r.getMessage() for r in caplog.records if r.name.startswith("p4reduce.p4sim")]
     assert native_line == python_line and "parser visited 264 states without ending" in native_line
     # the control plane still answers and other packets still flow
     sw.table_add("fwd", {"hdr.h.a": 2}, "to")

@@ -23,6 +23,7 @@ In this CLI:
   workers {job} --count 10 --size 1000000 --density 0.1     the same with other options
   job NAME [N] [MODE]     a new job (or {job!r} again: a job ends when its workers leave;
                           `workers` re-creates it by itself)          jobs   the jobs and their state
+  example ddp_torch       an example of examples/ on every host: PyTorch DDP through the switch
   h1 ping -c1 h2          any host command, as in Mininet; one worker by hand:
   h1 p4reduce-worker allreduce --controller {api} --job {job} --check
 Inspect a switch from another terminal:  make shell [SWITCH=name]

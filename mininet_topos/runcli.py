@@ -7,6 +7,7 @@ shown (Mininet prints it through its logger, so the log level must let `output` 
     job NAME [WORKERS] [MODE]     create job NAME (again, once it has ended) and grant it to the hosts
     workers [JOB] [OPTIONS...]    run `p4reduce-worker allreduce` on the job's hosts at once; each
                                   host's progress and JSON report are printed, then a summary
+    example NAME [JOB] [OPTS...]  the same with examples/NAME.py (e.g. ddp_torch: PyTorch DDP)
 
 A job ends when all its workers have left; `workers` creates it again by name, so a run can be
 repeated as often as wanted (`job NAME` does the same without starting workers).
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from mininet.cli import CLI
@@ -27,6 +29,8 @@ from mininet.cli import CLI
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 WORKER = [sys.executable, "-m", "p4reduce.worker", "allreduce"]
+EXAMPLES_DIR = Path("examples")                   # the repository's, relative to `make run`'s directory
+EXAMPLE_MODES = {"sparse_allreduce": "sparse"}    # the job mode an example needs when it creates one
 DEFAULT_WORKER_OPTIONS = ["--count", "4", "--size", "100000", "--check"]
 
 
@@ -72,25 +76,10 @@ class RunCLI(CLI):
         once and print every host's progress and JSON report, then a summary. JOB defaults to the
         run's job; OPTIONS are `p4reduce-worker allreduce`'s (default: --count 4 --size 100000
         --check; see `p4reduce-worker allreduce --help`). A job that has ended is created again."""
-        try:
-            words = shlex.split(line)
-        except ValueError as e:
-            self._say(f"workers: {e}")
+        parsed = self._job_and_hosts("workers", line, self.mode)
+        if parsed is None:
             return
-        job = self.session.default_job
-        if words and not words[0].startswith("-"):
-            job = words.pop(0)
-        state = self._job_state(job)
-        if state is None:
-            return
-        if isinstance(state, int):
-            workers = state
-        else:                        # "absent": ended (or never created)
-            workers = len(self.session.network.hosts)
-            if not self._create(job, workers, self.mode):
-                return
-            self._say(f"job {job!r} created (again: a job ends when its workers leave)")
-        hosts = self.session.network.hosts[:workers]
+        job, hosts, words = parsed
         options = words or DEFAULT_WORKER_OPTIONS
         argv = WORKER + ["--controller", self.session.api_addr, "--job", job] + options
         self._say(f"*** {len(hosts)} workers of job {job!r} on {', '.join(h.name for h in hosts)}: "
@@ -98,10 +87,57 @@ class RunCLI(CLI):
         reports = run_on_hosts(hosts, argv, self.stdout)
         self._say(summary_table(reports))
 
+    def do_example(self, line: str) -> None:
+        """example NAME [JOB] [OPTIONS...]: run examples/NAME.py on each of the job's hosts at once
+        (allreduce_numpy, sparse_allreduce, ddp_torch, custom_compressor; OPTIONS are the
+        example's, see its --help), printing every host's output and report, then whether each
+        rank checked out. A job that has ended (or does not exist) is created, sparse for
+        sparse_allreduce."""
+        name, _, rest = line.strip().partition(" ")
+        script = EXAMPLES_DIR / f"{name}.py"
+        if not name or name.startswith("_") or not script.is_file():
+            found = sorted(p.stem for p in EXAMPLES_DIR.glob("[!_]*.py"))
+            self._say(f"usage: example NAME [JOB] [OPTIONS...]; NAME one of: {', '.join(found) or 'none found'} "
+                      f"(in {EXAMPLES_DIR.resolve()})")
+            return
+        parsed = self._job_and_hosts("example", rest, EXAMPLE_MODES.get(name, self.mode))
+        if parsed is None:
+            return
+        job, hosts, words = parsed
+        argv = [sys.executable, str(script), "--controller", self.session.api_addr, "--job", job] + words
+        self._say(f"*** examples/{name}.py on {', '.join(h.name for h in hosts)} (job {job!r})")
+        reports = run_on_hosts(hosts, argv, self.stdout)
+        self._say("\n".join(f"{host:<6} " + (r if isinstance(r, str) else
+                                              f"rank {r.get('rank', '?')}: {'ok' if r.get('ok') else 'FAILED'}")
+                            for host, r in reports.items()))
+
     # -- helpers -----------------------------------------------------------------------------
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
         self.stdout.flush()
+
+    def _job_and_hosts(self, command: str, line: str, mode: str) -> tuple[str, list[Any], list[str]] | None:
+        """(job, its hosts, the remaining words) of `[JOB] [OPTIONS...]`, the job created (again)
+        when absent; None after saying why not."""
+        try:
+            words = shlex.split(line)
+        except ValueError as e:
+            self._say(f"{command}: {e}")
+            return None
+        job = self.session.default_job
+        if words and not words[0].startswith("-"):
+            job = words.pop(0)
+        state = self._job_state(job)
+        if state is None:
+            return None
+        if isinstance(state, int):
+            workers = state
+        else:                        # "absent": ended (or never created)
+            workers = len(self.session.network.hosts)
+            if not self._create(job, workers, mode):
+                return None
+            self._say(f"job {job!r} created (again, if it had run: a job ends when its workers leave), {mode}")
+        return job, self.session.network.hosts[:workers], words
 
     def _job_state(self, job: str) -> int | str | None:
         """The job's worker count when it exists; "absent" when it has ended or never existed;

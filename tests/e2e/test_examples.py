@@ -1,6 +1,7 @@
 """examples/ run as a user runs them: one copy per worker host inside a Mininet network with the
 controller and the job-API relay (the hosts join with only the controller address and job name).
-Each example checks its own result; here every rank must report ok, with the figures asserted."""
+Each example checks its own result; here every rank must report ok, with the figures asserted.
+(ddp_torch runs from the make run CLI: tests/e2e/test_run_cli.py.)"""
 import json
 import subprocess
 import sys
@@ -40,8 +41,3 @@ def test_examples_in_mininet(session_factory):
     session.create_job("ex-custom", 4, "dense")
     reports = _run_example(session, "custom_compressor.py", "ex-custom", "--bits", "16")
     assert all(r["compressor"] == "fixedscale" and r["max_error"] <= r["bound"] for r in reports)
-
-    session.create_job("ex-ddp", 4, "dense")
-    reports = _run_example(session, "ddp_torch.py", "ex-ddp", "--steps", "40")
-    assert all(r["replicas_identical"] and r["loss_last"] < 0.5 * r["loss_first"] for r in reports), reports
-    assert len({r["test_accuracy"] for r in reports}) == 1 and reports[0]["test_accuracy"] > 0.7, reports

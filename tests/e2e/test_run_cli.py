@@ -178,3 +178,18 @@ def test_make_shell_on_any_switch(run_cli):
     shell = subprocess.run(["make", "shell", f"ARGS=--topology {topo}"], cwd=REPO, input="exit\n",
                            capture_output=True, text=True, timeout=180)
     assert shell.returncode == 0 and f"p4reduce shell on {p}spine (" in shell.stdout, shell.stdout[-2000:]
+
+
+def test_examples_from_the_cli(run_cli):
+    """The README's DDP step: `example ddp_torch` in the CLI runs examples/ddp_torch.py on every host."""
+    child, p, _ = run_cli
+    out = _command(child, "example ddp_torch --steps 30", timeout=240)
+    for k in range(1, 5):
+        assert re.search(rf'^{p}h{k}\| {{"example": "ddp_torch", "ok": true, .*"replicas_identical": true', out,
+                         re.M), out[-4000:]
+    assert sorted(re.findall(rf"^{p}h\d\s+rank (\d): ok$", out, re.M)) == ["0", "1", "2", "3"], out[-3000:]
+    out = _command(child, "example sparse_allreduce sp --size 65536")
+    assert "job 'sp' created (again, if it had run: a job ends when its workers leave), sparse" in out, out
+    assert len(re.findall(r"rank \d: ok", out)) == 4, out[-3000:]
+    out = _command(child, "example nope")
+    assert "NAME one of: allreduce_numpy, custom_compressor, ddp_torch, sparse_allreduce" in out, out

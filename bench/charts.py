@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
 from p4reduce.bench.report import human_size
 
@@ -205,7 +206,8 @@ def bar_chart(rows: list[dict], label_key: str, value_key: str, title: str, ylab
     ax.set_yticklabels(labels)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.3)
-    ax.set_xlabel(ylabel)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))   # no "1e8" offset text
+    ax.set_xlabel(ylabel.replace("_per_s", "/s").replace("_", " "))
     ax.set_title(_wrap(title, 70))
     ax.grid(True, axis="x", alpha=0.3)
     return _save(fig, path)

@@ -70,8 +70,8 @@ def generate() -> str:
                             f'"{fname}", {bits}, nil, {value:#x})')
         elif name == "next_offset":
             decl.append(f'f.next_offset = ProtoField.uint{bits}("p4reduce.next_offset", "{title}", base.DEC)')
-        elif name == "bitmap":
-            decl.append(f'f.bitmap = ProtoField.uint{bits}("p4reduce.bitmap", "{title}", base.HEX)')
+        elif name in ("bitmap", "token"):
+            decl.append(f'f.{name} = ProtoField.uint{bits}("p4reduce.{name}", "{title}", base.HEX)')
         elif size in (1, 2, 4):
             decl.append(f'f.{name} = ProtoField.uint{bits}("p4reduce.{name}", "{title}", base.DEC)')
         else:

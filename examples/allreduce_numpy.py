@@ -9,14 +9,37 @@ Every rank builds its own data from its rank, so each can check the switch's sum
 """
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from typing import Any
 
 import numpy as np
-from _common import fail, parse_args, report
 
-import p4reduce
+from p4reduce import worker
 from p4reduce.protocol.job_api import JobApiError
 from p4reduce.worker.job import JobJoinError
+
+
+def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--controller", default="127.0.0.1:8090",
+                    help="the controller's job API, HOST:PORT (default %(default)s: inside `make run` hosts too)")
+    ap.add_argument("--job", default="default", help="the job to join (default %(default)s)")
+    for flag, kw in extra or []:
+        ap.add_argument(flag, **kw)
+    return ap.parse_args()
+
+
+def report(name: str, ok: bool, **fields: Any) -> int:
+    """The example's result as one JSON line; exit status 0 when it checked out."""
+    print(json.dumps({"example": name, "ok": ok, **fields}), flush=True)
+    return 0 if ok else 1
+
+
+def fail(message: str) -> int:
+    print(f"example: error: {message}", file=sys.stderr)
+    return 2
 
 
 def data(rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -27,14 +50,14 @@ def data(rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0], [("--size", dict(type=int, default=100_000, help="elements"))])
     try:
-        agent = p4reduce.init(args.controller, args.job)
+        agent = worker.init(args.controller, args.job)
     except (JobJoinError, JobApiError, OSError) as e:
         return fail(str(e))
     try:
         x, y = data(agent.rank, args.size)
-        total_x = p4reduce.allreduce(x)                 # float32: through the compressor (fixed point)
-        total_y = p4reduce.allreduce(y)                 # int32: exact
-        mean_x = p4reduce.allreduce(x, average=True)
+        total_x = worker.allreduce(x)                 # float32: through the compressor (fixed point)
+        total_y = worker.allreduce(y)                 # int32: exact
+        mean_x = worker.allreduce(x, average=True)
         ranks = [data(r, args.size) for r in range(agent.n_workers)]
         want_x = np.sum([r[0] for r in ranks], axis=0, dtype=np.float64)
         want_y = np.sum([r[1] for r in ranks], axis=0, dtype=np.int64)
@@ -45,7 +68,7 @@ def main() -> int:
                       workers=agent.n_workers, size=args.size, float32_max_error=err, int32_exact=exact,
                       mean_max_error=mean_err)
     finally:
-        p4reduce.shutdown()
+        worker.shutdown()
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ adds int32, so N workers need N * 2**bits < 2**31.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from typing import Any
 
 import numpy as np
-from _common import fail, parse_args, report
 
-import p4reduce
+from p4reduce import worker
 from p4reduce.protocol.job_api import JobApiError
 from p4reduce.worker.compressors import Compressor, Context
 from p4reduce.worker.job import JobJoinError
@@ -39,17 +41,38 @@ class FixedScale(Compressor):
         return (np.asarray(lanes, np.float64).reshape(-1)[: ctx.size] / (1 << self.bits)).astype(np.float32)
 
 
+def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--controller", default="127.0.0.1:8090",
+                    help="the controller's job API, HOST:PORT (default %(default)s: inside `make run` hosts too)")
+    ap.add_argument("--job", default="default", help="the job to join (default %(default)s)")
+    for flag, kw in extra or []:
+        ap.add_argument(flag, **kw)
+    return ap.parse_args()
+
+
+def report(name: str, ok: bool, **fields: Any) -> int:
+    """The example's result as one JSON line; exit status 0 when it checked out."""
+    print(json.dumps({"example": name, "ok": ok, **fields}), flush=True)
+    return 0 if ok else 1
+
+
+def fail(message: str) -> int:
+    print(f"example: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0], [("--bits", dict(type=int, default=16, help="fraction bits"))])
-    p4reduce.register_compressor("fixedscale", lambda seed, rank, **kw: FixedScale(args.bits))
+    worker.register_compressor("fixedscale", lambda seed, rank, **kw: FixedScale(args.bits))
     try:
-        agent = p4reduce.init(args.controller, args.job, compressor="fixedscale")
+        agent = worker.init(args.controller, args.job, compressor="fixedscale")
     except (JobJoinError, JobApiError, OSError, ValueError) as e:
         return fail(str(e))
     try:
         size = 50_000
         x = np.random.default_rng(agent.rank).uniform(-1, 1, size).astype(np.float32)
-        total = p4reduce.allreduce(x)
+        total = worker.allreduce(x)
         want = np.sum([np.random.default_rng(r).uniform(-1, 1, size).astype(np.float32)
                        for r in range(agent.n_workers)], axis=0, dtype=np.float64)
         err = float(np.max(np.abs(total - want)))
@@ -57,7 +80,7 @@ def main() -> int:
         return report("custom_compressor", err <= bound, rank=agent.rank, workers=agent.n_workers,
                       compressor=agent.communicator.compressor.name, max_error=err, bound=bound)
     finally:
-        p4reduce.shutdown()
+        worker.shutdown()
 
 
 if __name__ == "__main__":

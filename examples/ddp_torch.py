@@ -4,23 +4,46 @@ Run one copy per worker of a job, e.g. inside `make run` (job `default`, 4 worke
 
     mininet> h1 .venv/bin/python examples/ddp_torch.py &      (and h2 .. h4)
 
-p4reduce.init_process_group(agent) makes DDP's gloo group from the job (rank, world size, rank 0's
+worker.init_process_group(agent) makes DDP's gloo group from the job (rank, world size, rank 0's
 host) and sets GLOO_SOCKET_IFNAME to this host's interface; gloo would otherwise bind 127.0.0.1
 inside Mininet hosts and fail with "Gloo connectFullMesh failed". The gradient buckets go through
 the switch (ddp.register_comm_hook); the model learns the 8x8 digits, each rank on its own shard.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import sys
+from typing import Any
 
 import numpy as np
-from _common import fail, parse_args, report
 
-import p4reduce
+from p4reduce import worker
 from p4reduce.protocol.job_api import JobApiError
 from p4reduce.worker.job import JobJoinError
 from p4reduce.worker.training.data import load_digits_split
+
+
+def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--controller", default="127.0.0.1:8090",
+                    help="the controller's job API, HOST:PORT (default %(default)s: inside `make run` hosts too)")
+    ap.add_argument("--job", default="default", help="the job to join (default %(default)s)")
+    for flag, kw in extra or []:
+        ap.add_argument(flag, **kw)
+    return ap.parse_args()
+
+
+def report(name: str, ok: bool, **fields: Any) -> int:
+    """The example's result as one JSON line; exit status 0 when it checked out."""
+    print(json.dumps({"example": name, "ok": ok, **fields}), flush=True)
+    return 0 if ok else 1
+
+
+def fail(message: str) -> int:
+    print(f"example: error: {message}", file=sys.stderr)
+    return 2
 
 
 def main() -> int:
@@ -31,15 +54,15 @@ def main() -> int:
     import torch
     import torch.distributed as dist
     try:
-        agent = p4reduce.Agent(args.controller, args.job, compressor=args.compressor)
+        agent = worker.Agent(args.controller, args.job, compressor=args.compressor)
     except (JobJoinError, JobApiError, OSError, ValueError) as e:
         return fail(str(e))
     try:
-        p4reduce.init_process_group(agent, port=args.gloo_port)
+        worker.init_process_group(agent, port=args.gloo_port)
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         ddp = torch.nn.parallel.DistributedDataParallel(model)
-        ddp.register_comm_hook(agent, p4reduce.ddp_hook)
+        ddp.register_comm_hook(agent, worker.ddp_hook)
         split = load_digits_split()
         x = torch.from_numpy(split.x_train[agent.rank::agent.n_workers])
         y = torch.from_numpy(split.y_train[agent.rank::agent.n_workers])

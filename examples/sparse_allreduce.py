@@ -10,15 +10,38 @@ the report compares the bytes sent with what the dense tensor would have cost.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from typing import Any
 
 import numpy as np
-from _common import fail, parse_args, report
 
-import p4reduce
+from p4reduce import worker
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JobApiError
 from p4reduce.worker.job import JobJoinError
+
+
+def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--controller", default="127.0.0.1:8090",
+                    help="the controller's job API, HOST:PORT (default %(default)s: inside `make run` hosts too)")
+    ap.add_argument("--job", default="default", help="the job to join (default %(default)s)")
+    for flag, kw in extra or []:
+        ap.add_argument(flag, **kw)
+    return ap.parse_args()
+
+
+def report(name: str, ok: bool, **fields: Any) -> int:
+    """The example's result as one JSON line; exit status 0 when it checked out."""
+    print(json.dumps({"example": name, "ok": ok, **fields}), flush=True)
+    return 0 if ok else 1
+
+
+def fail(message: str) -> int:
+    print(f"example: error: {message}", file=sys.stderr)
+    return 2
 
 
 def data(rank: int, size: int, block: int, density: float) -> np.ndarray:
@@ -35,7 +58,7 @@ def main() -> int:
         ("--size", dict(type=int, default=1 << 20, help="int32 elements (default %(default)s)")),
         ("--density", dict(type=float, default=0.05, help="fraction of non-zero blocks (default %(default)s)"))])
     try:
-        agent = p4reduce.init(args.controller, args.job)
+        agent = worker.init(args.controller, args.job)
     except (JobJoinError, JobApiError, OSError) as e:
         return fail(str(e))
     try:
@@ -43,7 +66,7 @@ def main() -> int:
             return fail(f"job {args.job!r} is dense: create a sparse job (make run CLI: `job NAME 4 sparse`)")
         lanes = agent.params.lanes
         x = data(agent.rank, args.size, lanes, args.density)
-        total = p4reduce.allreduce(x)
+        total = worker.allreduce(x)
         want = np.sum([data(r, args.size, lanes, args.density) for r in range(agent.n_workers)], axis=0)
         exact = bool(np.array_equal(total, want))
         sent = agent.reducer.bytes_sent
@@ -52,7 +75,7 @@ def main() -> int:
                       size=args.size, density=args.density, exact=exact, bytes_sent=sent,
                       dense_payload_bytes=dense, saved_pct=round(100 * (1 - sent / dense), 1))
     finally:
-        p4reduce.shutdown()
+        worker.shutdown()
 
 
 if __name__ == "__main__":

@@ -2,13 +2,21 @@
 the allreduce API and training integrations (docs/worker.md).
 
     from p4reduce import worker
+    job = worker.create_job("10.0.0.100:8090", "demo", workers=4)   # -> the job, with its "token"
     worker.init("10.0.0.100:8090", "demo")      # join the job (controller address + job name)
-    total = worker.allreduce(array)             # float32 or int32, any shape
+    total = worker.allreduce(array)             # numpy array or torch tensor, float32 or int32, any shape
     fut = worker.allreduce_async(array)
+    worker.shutdown()                           # leave the job
+
+    agent = worker.Agent(controller, job)       # the same as an object
+    worker.init_process_group(agent)            # PyTorch DDP: gloo group from the job, interface set
+    ddp.register_comm_hook(agent, worker.ddp_hook)
+    worker.register_compressor("mine", lambda seed, rank, **kw: Mine())   # a compressor of your own
 """
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,9 +44,52 @@ def _agent() -> Agent:
     return _default
 
 
-def allreduce(array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
-    """Sum (or mean) of ``array`` over the job's workers, through the switch."""
+def allreduce(array: Any, average: bool = False, key: str = "") -> Any:
+    """Sum (or mean) of ``array`` over the job's workers, through the switch; a torch tensor
+    comes back as a tensor of its dtype and device."""
+    if _is_torch(array):
+        return array.new_tensor(_agent().allreduce(array.detach().cpu().numpy(), average, key))
     return _agent().allreduce(array, average, key)
+
+
+def _is_torch(value: Any) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "new_tensor")
+
+
+def create_job(controller: str, name: str, workers: int, mode: str = "dense", slots: int | None = None,
+               token: str | None = None) -> dict[str, Any]:
+    """Create job ``name`` for ``workers`` workers ("dense" or "sparse") on the controller at
+    ``controller``; returns its description with the ``token`` its workers join with (init(...,
+    token=) or $P4REDUCE_JOB_TOKEN; inside `make run` hosts the tooling hands it over). A job that
+    has ended is created again by name. Errors: protocol.job_api.JobApiError."""
+    from p4reduce.protocol.job_api import JobApiClient
+    return JobApiClient(controller, token=token).create(name, workers, mode, slots=slots)
+
+
+def register_compressor(name: str, factory: Callable[..., Any], error_feedback: bool = False) -> None:
+    """Make ``factory(seed, rank, **options) -> Compressor`` available by ``name`` to
+    ``Agent(..., compressor=name)`` in this process (contract: worker/compressors/base.py)."""
+    from .compressors import COMPRESSORS
+    if not isinstance(name, str) or not name or name in COMPRESSORS:
+        raise ValueError(f"compressor name {name!r}: must be a new, non-empty name "
+                         f"(taken: {', '.join(COMPRESSORS)})")
+    if not callable(factory):
+        raise TypeError("factory must be callable as factory(seed, rank, **options)")
+    COMPRESSORS[name] = (factory, error_feedback)
+
+
+def __getattr__(name: str) -> Any:
+    """Agent, ddp_hook and init_process_group, imported on first use (torch only then)."""
+    if name == "Agent":
+        from .agent import Agent
+        return Agent
+    if name == "ddp_hook":
+        from .training.torch_hook import p4reduce_hook
+        return p4reduce_hook
+    if name == "init_process_group":
+        from .training.torch_hook import init_process_group
+        return init_process_group
+    raise AttributeError(f"module 'p4reduce.worker' has no attribute {name!r}")
 
 
 def allreduce_async(array: ArrayLike, average: bool = False,

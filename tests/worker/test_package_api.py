@@ -1,4 +1,4 @@
-"""The package-level API of the README (p4reduce.create_job / init / allreduce / shutdown,
+"""The Python API of the README (p4reduce.worker: create_job / init / allreduce / shutdown,
 register_compressor, the lazily imported names) against the real job API and a fake switch."""
 import subprocess
 import sys
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import p4reduce
+from p4reduce import worker
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.slots import SlotPool
@@ -31,39 +31,39 @@ def controller():
 
 
 def test_create_join_allreduce_numpy_and_torch(controller):
-    job = p4reduce.create_job(controller, "api", workers=1, mode="dense")
+    job = worker.create_job(controller, "api", workers=1, mode="dense")
     assert job["name"] == "api" and job["workers"] == 1 and job["token"]
     with pytest.raises(JobApiError, match="exists"):
-        p4reduce.create_job(controller, "api", workers=2)
+        worker.create_job(controller, "api", workers=2)
     with FakeSwitch() as sw:
         sw.add_job(job["job_id"], 1, job["slots"]["count"], wire_token=job["wire_token"])
-        agent = p4reduce.init(controller, "api", token=job["token"], switch_addr=sw.addr, bind_ip="127.0.0.1")
+        agent = worker.init(controller, "api", token=job["token"], switch_addr=sw.addr, bind_ip="127.0.0.1")
         try:
             sw.add_worker(job["job_id"], 0, "127.0.0.1", agent.sock.getsockname()[1])
             ints = np.arange(-500, 500, dtype=np.int32)
-            assert np.array_equal(p4reduce.allreduce(ints), ints)
+            assert np.array_equal(worker.allreduce(ints), ints)
             t = torch.linspace(-1, 1, 3000).reshape(30, 100)
-            out = p4reduce.allreduce(t, average=True)
+            out = worker.allreduce(t, average=True)
             assert isinstance(out, torch.Tensor) and out.shape == t.shape and out.dtype == torch.float32
             assert float((out - t).abs().max()) < 1e-6
-            assert p4reduce.allreduce_async(ints).result(timeout=30).tolist() == ints.tolist()
+            assert worker.allreduce_async(ints).result(timeout=30).tolist() == ints.tolist()
         finally:
-            p4reduce.shutdown()
+            worker.shutdown()
     assert JobApiClient(controller).jobs() == []          # the only worker left: the job ended
 
 
 def test_register_compressor_and_lazy_names():
-    p4reduce.register_compressor("api-test-fp", lambda seed, rank, **kw: FixedPoint())
+    worker.register_compressor("api-test-fp", lambda seed, rank, **kw: FixedPoint())
     try:
         assert COMPRESSORS["api-test-fp"][1] is False
         with pytest.raises(ValueError, match="must be a new, non-empty name"):
-            p4reduce.register_compressor("topk", lambda seed, rank: FixedPoint())
+            worker.register_compressor("topk", lambda seed, rank: FixedPoint())
         with pytest.raises(TypeError, match="factory must be callable"):
-            p4reduce.register_compressor("api-test-2", "not callable")
+            worker.register_compressor("api-test-2", "not callable")
     finally:
         COMPRESSORS.pop("api-test-fp", None)
-    assert p4reduce.Agent.__name__ == "Agent" and callable(p4reduce.ddp_hook) and callable(p4reduce.init_process_group)
+    assert worker.Agent.__name__ == "Agent" and callable(worker.ddp_hook) and callable(worker.init_process_group)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        p4reduce.nope  # noqa: B018
+        worker.nope  # noqa: B018
     code = "import sys, p4reduce; print(sorted(m for m in ('numpy', 'torch') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"

@@ -74,7 +74,7 @@ def main() -> int:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
         with torch.no_grad():
             acc = float((model(torch.from_numpy(split.x_test)).argmax(1) == torch.from_numpy(split.y_test))
                         .float().mean())

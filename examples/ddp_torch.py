@@ -11,39 +11,16 @@ the switch (ddp.register_comm_hook); the model learns the 8x8 digits, each rank 
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import sys
-from typing import Any
 
 import numpy as np
+from _common import fail, parse_args, report
 
 from p4reduce import worker
 from p4reduce.protocol.job_api import JobApiError
 from p4reduce.worker.job import JobJoinError
 from p4reduce.worker.training.data import load_digits_split
-
-
-def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--controller", default="127.0.0.1:8090",
-                    help="the controller's job API, HOST:PORT (default %(default)s: inside `make run` hosts too)")
-    ap.add_argument("--job", default="default", help="the job to join (default %(default)s)")
-    for flag, kw in extra or []:
-        ap.add_argument(flag, **kw)
-    return ap.parse_args()
-
-
-def report(name: str, ok: bool, **fields: Any) -> int:
-    """The example's result as one JSON line; exit status 0 when it checked out."""
-    print(json.dumps({"example": name, "ok": ok, **fields}), flush=True)
-    return 0 if ok else 1
-
-
-def fail(message: str) -> int:
-    print(f"example: error: {message}", file=sys.stderr)
-    return 2
 
 
 def main() -> int:

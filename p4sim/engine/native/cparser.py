@@ -7,6 +7,7 @@ Parsing is bounded as in the Python engine: a parser that visits more than bytes
 states is looping without consuming input, and the packet is dropped (counted in
 stats["dropped_parser_loop"]) instead of hanging the switch.
 """
+from ..codegen_parser import _compress  # the Python engine's key packing, shared: same select semantics
 from ..program_loader import parse_hexstr
 from .cexpr import ExprC, c_string
 from .cstmt import Ctx, Prims
@@ -16,16 +17,6 @@ U64 = (1 << 64) - 1
 PARSER_CTX = Ctx(exit="goto P_accept;",
                  drop="rt_set_error(sw, sw->drop_msg ? sw->drop_msg : \"parser\"); return R_ABORT;",
                  abort="return R_ABORT;")
-
-
-def _compress(padded, widths):
-    """Select-key value with each field padded to whole bytes -> fields packed at their widths."""
-    out = 0
-    shift = sum((w + 7) // 8 * 8 for w in widths)
-    for w in widths:
-        shift -= (w + 7) // 8 * 8
-        out = (out << w) | ((padded >> shift) & ((1 << w) - 1))
-    return out
 
 
 class ParserGen:

@@ -17,8 +17,7 @@ import struct
 import threading
 
 from ..engine.native import binding, toolchain
-from .af_packet import AfPacketPort
-from .pcap import port_pcaps
+from .port_set import PortSet
 
 log = logging.getLogger("p4reduce.p4sim.ports")
 
@@ -32,16 +31,9 @@ class NativePacketLoop:
     def __init__(self, ports: dict[int, str], pcap_dir: str | None = None, cpu_port: int | None = None):
         _path, lib = toolchain.runtime()
         self._lib = binding.declare(lib, {**binding.SIGNATURES, **binding.PORTS_SIGNATURES})
-        self.ports: dict[int, AfPacketPort] = {}
-        self.pcaps: dict[int, tuple] = {}
-        try:
-            for number, interface in ports.items():
-                self.ports[number] = AfPacketPort(number, interface)
-                if pcap_dir is not None:
-                    self.pcaps[number] = port_pcaps(pcap_dir, interface)
-        except Exception:
-            self.close()
-            raise
+        self._port_set = PortSet(ports, pcap_dir)   # closes what it opened if one fails
+        self.ports = self._port_set.ports
+        self.pcaps = self._port_set.pcaps
         items = sorted(self.ports.items())
         n = len(items)
         fds = (ctypes.c_int * max(1, n))(*[p.fileno() for _, p in items])
@@ -154,9 +146,7 @@ class NativePacketLoop:
                 log.warning("native port loop: the queue reader did not stop; not freeing the loop")
             else:
                 self._lib.rt_ports_free(c)
-        for port in self.ports.values():
-            port.close()
-        for pcap_in, pcap_out in self.pcaps.values():
-            pcap_in.close()
-            pcap_out.close()
+        port_set = getattr(self, "_port_set", None)
+        if port_set is not None:
+            port_set.close()
         self._engine = None

@@ -5,8 +5,7 @@ import os
 import select
 import threading
 
-from .af_packet import AfPacketPort
-from .pcap import port_pcaps
+from .port_set import PortSet
 
 log = logging.getLogger("p4reduce.p4sim.ports")
 
@@ -17,16 +16,9 @@ class PacketLoop:
     """Owns the ports. `start()` runs the poll thread; `stop()` closes sockets and pcaps."""
 
     def __init__(self, ports: dict[int, str], pcap_dir: str | None = None):
-        self.ports: dict[int, AfPacketPort] = {}
-        self.pcaps = {}
-        try:
-            for number, interface in ports.items():
-                self.ports[number] = AfPacketPort(number, interface)
-                if pcap_dir is not None:
-                    self.pcaps[number] = port_pcaps(pcap_dir, interface)
-        except Exception:
-            self.close()
-            raise
+        self._port_set = PortSet(ports, pcap_dir)   # closes what it opened if one fails
+        self.ports = self._port_set.ports
+        self.pcaps = self._port_set.pcaps
         self._wake_r, self._wake_w = os.pipe()
         self._stop = threading.Event()
         self._thread = None
@@ -96,11 +88,9 @@ class PacketLoop:
         self.close()
 
     def close(self):
-        for port in self.ports.values():
-            port.close()
-        for pcap_in, pcap_out in self.pcaps.values():
-            pcap_in.close()
-            pcap_out.close()
+        port_set = getattr(self, "_port_set", None)
+        if port_set is not None:
+            port_set.close()
         for fd in (getattr(self, "_wake_r", None), getattr(self, "_wake_w", None)):
             if fd is not None:
                 try:

@@ -164,6 +164,20 @@ def _compile(args: list[str], what: str):
         raise NativeBuildError(f"compiling {what} failed: " + " | ".join(errors))
 
 
+def _compile_into(out: str, argv: list[str], what: str) -> None:
+    """Run the compiler `argv` with its output in a temporary file of the private cache, then
+    make it 0700 and rename it to `out`: a reader of the cache never sees a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{what}-", dir=cache_dir())
+    os.close(fd)
+    try:
+        _compile([*argv, "-o", tmp], what)
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _build(kind: str, key: str, sources: list[str], extra: list[str]) -> str:
     out = os.path.join(cache_dir(), f"{kind}-{key}.so")
     if _loadable(out):
@@ -171,16 +185,8 @@ def _build(kind: str, key: str, sources: list[str], extra: list[str]) -> str:
     cc = compiler()
     if cc is None:
         raise NativeBuildError("no C compiler (gcc or cc) on PATH")
-    fd, tmp = tempfile.mkstemp(prefix=f".{kind}-", suffix=".so", dir=cache_dir())
-    os.close(fd)
-    try:
-        flags = list(BASE_FLAGS) + list(extra_flags())
-        _compile([cc[0], *flags, "-I", runtime_dir(), "-o", tmp, *sources, *extra], kind)
-        os.chmod(tmp, 0o700)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    flags = list(BASE_FLAGS) + list(extra_flags())
+    _compile_into(out, [cc[0], *flags, "-I", runtime_dir(), *sources, *extra], kind)
     return out
 
 
@@ -228,14 +234,6 @@ def build_executable(source: str, name: str) -> str:
     out = os.path.join(cache_dir(), f"{name}-{_digest(text, cc, flags)}")
     if _loadable(out):
         return out
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=cache_dir())
-    os.close(fd)
-    try:
-        _compile([cc[0], *flags, "-o", tmp, source], name)
-        os.chmod(tmp, 0o700)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _compile_into(out, [cc[0], *flags, source], name)
     return out
 

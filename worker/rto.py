@@ -10,18 +10,27 @@ Round-trip samples update a smoothed RTT and its mean deviation::
 
     first sample R:  SRTT = R,  RTTVAR = R / 2
     later samples:   RTTVAR = (1 - beta) RTTVAR + beta |SRTT - R|,  SRTT = (1 - alpha) SRTT + alpha R
-    RTO = clamp(SRTT + max(G, K * RTTVAR), min_rto, max_rto)
+    RTO = clamp(max(SRTT + max(G, K * RTTVAR), SRTT_FACTOR * SRTT), min_rto, max_rto)
 
-with alpha = 1/8, beta = 1/4, K = 4. Karn's rule is the caller's part: a round that was
-retransmitted gives no sample (its result may answer either copy). A timeout backs the RTO off
-(:meth:`RtoEstimator.timed_out`); the backed-off value is kept for new rounds until a valid
-sample arrives, so a path slower than the current estimate cannot starve the estimator of samples.
+with alpha = 1/8, beta = 1/4, K = 4, and the RTO never below ``SRTT_FACTOR`` smoothed RTTs.
+Why the floor: a worker takes one sample per batch of results, and samples of one batch are
+alike, so RTTVAR underestimates how much round trips vary (queueing at the switch, peers opening
+a round a little later); SRTT + 4 RTTVAR then sits a hair above SRTT and a few percent of rounds
+time out spuriously. Losses do not wait for the timer (worker/streaming.py resends a round as
+soon as a later one overtakes it), so a conservative timer costs little.
+
+Karn's rule is the caller's part: a round that was retransmitted gives no sample (its result may
+answer either copy). A timeout backs the RTO off (:meth:`RtoEstimator.timed_out`) when nothing
+came back in time (the caller keeps the RTO for a loss on a live path); the backed-off value is
+kept for new rounds until a valid sample arrives, so a path slower than the current estimate
+cannot starve the estimator of samples.
 """
 from __future__ import annotations
 
 ALPHA = 1 / 8
 BETA = 1 / 4
 K = 4
+SRTT_FACTOR = 2   # the RTO is at least this many smoothed RTTs
 
 
 class RtoEstimator:
@@ -62,7 +71,7 @@ class RtoEstimator:
             srtt = (1 - ALPHA) * self.srtt + ALPHA * rtt
         self.srtt, self.rttvar = srtt, rttvar
         self.samples += 1
-        self._rto = self._clamp(srtt + max(self.granularity, K * rttvar))
+        self._rto = self._clamp(max(srtt + max(self.granularity, K * rttvar), SRTT_FACTOR * srtt))
 
     def timed_out(self, fired: float) -> float:
         """A timer of ``fired`` seconds expired: return that timer's backed-off value and keep at

@@ -32,6 +32,7 @@ from __future__ import annotations
 import select
 import socket
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,10 @@ from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
 from .streams import StreamWindow
 from .window import CongestionWindow
+
+# A round is overtaken when a round sent this much later (a fraction of the smoothed RTT) is
+# answered before it: the margin absorbs the skew between workers opening the same round.
+OVERTAKE_MARGIN = 0.25
 
 
 @dataclass
@@ -92,6 +97,7 @@ class RetryPolicy:
 class StreamStats:
     packets_sent: int = 0
     retransmissions: int = 0
+    fast_retransmissions: int = 0   # of those: rounds overtaken by later ones, resent before their timer
     results: int = 0
     ignored: int = 0          # duplicates, stale results, packets of other jobs, forged results
     forged: int = 0           # of those: not from the switch's address, or without the job's wire token
@@ -111,17 +117,35 @@ class RoundTimers:
         self.progress = [0.0] * slots
         self.rto = [retry.timeout] * slots
         self.retries = [0] * slots
+        self.sends: deque[tuple[float, int]] = deque()   # (sent at, slot) of every send, oldest first
+        self.timely_at = -1.0          # when a round sent once was last answered
+        self.result_at = -1.0          # when any round was last answered
 
     def opened(self, s: int, now: float) -> None:
         self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
         self.retries[s], self.sent_at[s], self.first_sent[s], self.progress[s] = 0, now, now, now
+        self.sends.append((now, s))
+
+    def overtaken(self, open_slots: set[int], newest: float) -> list[int]:
+        """Open rounds last sent before `newest` (the send time of a round answered since), once
+        each: the switch answers rounds in the order they complete, so a round overtaken by a
+        later one has lost a packet (ours, its result, or a peer's)."""
+        sends, sent_at, out = self.sends, self.sent_at, []
+        while sends and sends[0][0] < newest:
+            t, s = sends.popleft()
+            if s in open_slots and sent_at[s] == t:
+                out.append(s)
+        return out
 
     def answered(self, s: int, now: float) -> bool:
         """The round of `s` got its result; True when its round trip fed the RTO estimate (Karn:
         a retransmitted round's result is ambiguous)."""
-        if self.retry.adaptive and self.retries[s] == 0:
-            self.est.sample(now - self.sent_at[s])
-            return True
+        self.result_at = now
+        if self.retries[s] == 0:
+            self.timely_at = now
+            if self.retry.adaptive:
+                self.est.sample(now - self.sent_at[s])
+                return True
         return False
 
     def next_expiry(self, open_slots: set[int]) -> float:
@@ -133,11 +157,27 @@ class RoundTimers:
         sent_at, rto = self.sent_at, self.rto
         return [s for s in open_slots if now >= sent_at[s] + rto[s]]
 
-    def retransmitted(self, s: int, now: float) -> None:
-        """Back off this slot's timer (and, adaptive, the shared RTO once per level)."""
+    def path_alive(self, s: int) -> bool:
+        """Since the round of `s` was last sent, another round sent once was answered: the path
+        and the switch turn rounds around in time, so this round's timeout is a loss (its packet,
+        its result, or a peer's packet it waits for), not a queue or a switch that fell behind."""
+        return self.timely_at > self.sent_at[s]
+
+    def answered_since(self, s: int) -> bool:
+        """Some round was answered since the round of `s` was last sent."""
+        return self.result_at > self.sent_at[s]
+
+    def retransmitted(self, s: int, now: float, alive: bool) -> None:
+        """Time the resent round of `s`. On a path that is `alive` the timer is the current RTO
+        (backing off would make each further loss of a round that waits for a peer cost up to
+        max_timeout); otherwise back this slot's timer off (and, adaptive, the shared RTO once per
+        level), as TCP does when nothing comes back."""
         self.sent_at[s] = now
         self.retries[s] += 1
-        if self.retry.adaptive:
+        self.sends.append((now, s))
+        if alive and self.retry.adaptive:
+            self.rto[s] = self.est.rto
+        elif self.retry.adaptive:
             self.rto[s] = self.est.timed_out(self.rto[s])
         else:
             self.rto[s] = min(self.rto[s] * self.retry.backoff, self.retry.max_timeout)
@@ -243,6 +283,8 @@ class UdpReducer(Reducer):
                     if first_sent[s] > newest:
                         newest = first_sent[s]
                 window.answered(newest, S, len(answers))
+                if win.open:
+                    self._retransmit_overtaken(win, timers, newest, now)
             stats.results += len(answers)
             stats.ignored += count - len(answers)
             if win.forged:
@@ -262,17 +304,36 @@ class UdpReducer(Reducer):
             send(frame(s))
             opened(s, now)
 
+    def _retransmit_overtaken(self, win: StreamWindow, timers: RoundTimers, newest: float,
+                              now: float) -> None:
+        """Fast retransmission, after TCP's: resend (flagged RETX) the open rounds that a round sent
+        later than them (by OVERTAKE_MARGIN of the smoothed RTT; `newest` is the latest send time
+        answered in this batch) has overtaken, without waiting for their timers. Rounds complete in
+        the order the workers send them, so an overtaken round has lost a packet: ours, its result
+        or a peer's (then this copy is a duplicate the switch ignores, and the peer, overtaken
+        too, resends its own). A loss is not congestion: the window stays."""
+        srtt = self.rto_estimator.srtt or 0.0
+        overtaken = timers.overtaken(win.open, newest - OVERTAKE_MARGIN * srtt)
+        for s in overtaken:
+            win.mark_retransmission(s)
+            self._send(win.frame(s))
+            timers.retransmitted(s, now, alive=True)
+        self.stats.retransmissions += len(overtaken)
+        self.stats.fast_retransmissions += len(overtaken)
+
     def _retransmit_expired(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
         """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too
-        long. A timeout that is not an isolated loss halves the window (worker/window.py)."""
+        long. A timeout that looks like congestion halves the window (worker/window.py)."""
         for s in timers.expired(win.open, now):
             if now - timers.progress[s] > self.retry.deadline:
                 self._fail(s, win.block[s], win.ver[s], timers.retries[s], now - timers.progress[s])
-            self.window.timed_out(timers.sent_at[s], now)
+            alive = timers.path_alive(s)
+            self.window.timed_out(timers.sent_at[s], now, timely=alive,
+                                  answered=timers.answered_since(s))
             win.mark_retransmission(s)
             self.stats.retransmissions += 1
             self._send(win.frame(s))
-            timers.retransmitted(s, now)
+            timers.retransmitted(s, now, alive)
 
     def _receive(self, win: StreamWindow) -> int:
         """Read the datagrams waiting on the socket into the window's ring (at most one ring's

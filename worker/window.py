@@ -10,10 +10,19 @@ further), while a small fixed window leaves a fast one idle. So the window adapt
   (additive increase), never beyond the job's slots;
 * a timeout that looks like congestion halves it (multiplicative decrease), at most once per
   window of data: only a round sent after the last decrease can trigger the next one;
-* a timeout of a round when a round sent *after* it has already been answered is a loss, not
-  congestion: the path delivers, this one packet (or a peer's, or its result) was lost. It is
-  retransmitted without shrinking the window, so random loss does not starve a fast path (the
-  switch answers rounds in the order it receives them, so this evidence is reliable).
+* a timeout of a round when a round sent *after* it has already been answered, or a round sent
+  once has been answered in time since it was sent, is a loss, not congestion: the path
+  delivers, this one packet (or a peer's, or its result) was lost. It is retransmitted without
+  shrinking the window, so random loss does not starve a fast path (the switch answers rounds in
+  the order it receives them, so this evidence is reliable);
+* a timeout when nothing at all came back since the round was sent is a stall, not congestion:
+  the job waits for a peer (one that has not started yet, or is retransmitting after its own
+  timeout) or the switch is gone. The timer backs off (worker/rto.py), the window stays: a
+  halved window after every stall is what let workers' windows drift apart, each worker holding
+  rounds its peers did not open, until the job crawled one round at a time.
+
+So the window shrinks only when results come back late: a queue (a slow switch or a full link)
+that takes longer to turn the window around than the timer allows.
 
 Which rounds to open within the window is worker/streams.py's concern (it keeps every worker of a
 job free of deadlock whatever their windows are).
@@ -39,6 +48,7 @@ class CongestionWindow:
         self.ssthresh = math.inf
         self.decreases = 0          # congestion timeouts that halved the window
         self.losses = 0             # timeouts taken for isolated losses (window kept)
+        self.stalls = 0             # timeouts while nothing came back at all (window kept)
         self._decreased_at = -math.inf
         self._newest_answered = -math.inf   # send time of the newest round answered so far
 
@@ -60,12 +70,16 @@ class CongestionWindow:
         else:
             self.cwnd = min(self.cwnd + rounds / self.cwnd, float(cap))
 
-    def timed_out(self, sent_at: float, now: float) -> bool:
-        """The round last sent at `sent_at` got no result in time. Returns True when this is taken
-        as congestion (the window was halved), False for an isolated loss or a timeout of the
-        window that was already halved."""
-        if self._newest_answered > sent_at:
+    def timed_out(self, sent_at: float, now: float, timely: bool = False, answered: bool = True) -> bool:
+        """The round last sent at `sent_at` got no result in time. `timely`: a round sent once was
+        answered since `sent_at`; `answered`: any round was. Returns True when this is taken as
+        congestion (the window was halved), False for an isolated loss, a stall or a timeout of
+        the window that was already halved."""
+        if timely or self._newest_answered > sent_at:
             self.losses += 1
+            return False
+        if not answered:
+            self.stalls += 1
             return False
         if sent_at < self._decreased_at:
             return False
@@ -77,4 +91,4 @@ class CongestionWindow:
 
     def describe(self) -> str:
         return (f"window {self.cwnd:.1f} rounds, ssthresh {self.ssthresh:.1f}, "
-                f"{self.decreases} decreases, {self.losses} isolated losses")
+                f"{self.decreases} decreases, {self.losses} isolated losses, {self.stalls} stalls")

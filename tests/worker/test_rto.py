@@ -1,7 +1,7 @@
 """The adaptive retransmission timeout (worker/rto.py): RFC 6298 smoothing, clamping, backoff."""
 import pytest
 
-from p4reduce.worker.rto import RtoEstimator
+from p4reduce.worker.rto import SRTT_FACTOR, RtoEstimator
 from p4reduce.worker.streaming import RetryPolicy
 
 
@@ -18,11 +18,22 @@ def test_samples_converge_to_the_round_trip_and_follow_a_change():
     for _ in range(60):
         est.sample(0.01)
     assert est.srtt == pytest.approx(0.01, rel=1e-6)
-    assert est.rto == pytest.approx(0.011, rel=1e-3)  # variance gone: SRTT + G
+    # variance gone: SRTT + G would be 11 ms, but the RTO stays at SRTT_FACTOR smoothed RTTs
+    assert est.rto == pytest.approx(SRTT_FACTOR * 0.01, rel=1e-3)
     for _ in range(60):                 # the switch got slow: 20x the round trip
         est.sample(0.2)
     assert est.srtt == pytest.approx(0.2, rel=0.01)
-    assert 0.2 < est.rto < 0.25
+    assert SRTT_FACTOR * 0.2 * 0.99 < est.rto < SRTT_FACTOR * 0.2 + 0.05
+
+
+def test_rto_is_never_below_srtt_factor_smoothed_round_trips():
+    """Samples of one batch are alike, so RTTVAR alone underestimates the jitter: whatever the
+    samples, the RTO covers SRTT_FACTOR smoothed round trips (within the clamp)."""
+    est = RtoEstimator(initial=0.05, min_rto=0.001, max_rto=5.0)
+    for i in range(500):
+        est.sample(0.030 + 0.0001 * (i % 3))
+        assert est.srtt is not None and est.rto >= SRTT_FACTOR * est.srtt
+    assert est.rto == pytest.approx(SRTT_FACTOR * est.srtt, rel=0.02)
 
 
 def test_rttvar_tracks_jitter():

@@ -195,7 +195,11 @@ class ControlAPI:
         if info is None:
             raise NotFoundError(f"register {name!r} does not exist (registers: "
                                 f"{', '.join(sorted(self._prog.registers))})")
-        return info, self._registers[name]
+        return info, self._register_cells(name)
+
+    def _register_cells(self, name):
+        """Where register `name`'s cells live (the native switch: its index in C)."""
+        return self._registers[name]
 
     @staticmethod
     def _index(kind, name, index, size):
@@ -233,7 +237,11 @@ class ControlAPI:
         if info.direct:
             raise EngineError(f"counter {name} is a direct counter of table {info.binding}: "
                               f"use direct_counter_read")
-        return info, self._counters[name]
+        return info, self._counter_cells(name)
+
+    def _counter_cells(self, name):
+        """Where counter `name`'s cells live (the native switch: its index in C)."""
+        return self._counters[name]
 
     def counter_read(self, name: str, index: int | None = None) -> Any:
         """-> (packets, bytes); index None -> list of (packets, bytes)."""
@@ -254,21 +262,29 @@ class ControlAPI:
     def counter_reset(self, name: str) -> None:
         self.counter_write(name, None, 0, 0)
 
+    def _direct_counter_table(self, table, handle):
+        """The table of a direct counter cell; NotFoundError if `handle` is not one of its entries."""
+        t = self._table(table)
+        if not t.info.direct_counter:
+            raise EngineError(f"table {t.info.name} has no direct counter")
+        t.get(handle)
+        return t
+
+    def _direct_counter(self, t, handle, write=None):
+        """(packets, bytes) of entry `handle`'s direct counter, after writing `write` if given."""
+        c = t.get(handle).counter
+        if write is not None:
+            c[0], c[1] = write
+        return (c[0], c[1])
+
     def direct_counter_read(self, table: TableRef, handle: int) -> tuple[int, int]:
         with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            c = t.get(handle).counter
-            return (c[0], c[1])
+            return self._direct_counter(self._direct_counter_table(table, handle), handle)
 
     def direct_counter_write(self, table: TableRef, handle: int, packets: int, bytes_: int) -> None:
         with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            c = t.get(handle).counter
-            c[0], c[1] = int(packets), int(bytes_)
+            t = self._direct_counter_table(table, handle)
+            self._direct_counter(t, handle, (int(packets), int(bytes_)))
 
     # ---- meters --------------------------------------------------------------------------------
     def _meter(self, name):

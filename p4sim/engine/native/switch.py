@@ -18,7 +18,7 @@ import threading
 import time
 
 from ..control import ControlAPI
-from ..errors import EngineError, NotFoundError, ResourceExhaustedError
+from ..errors import EngineError, ResourceExhaustedError
 from ..meters import MeterArray
 from ..program_loader import build_program, load_json
 from ..switch import Switch as PythonSwitch
@@ -389,29 +389,13 @@ class NativeSwitch(ControlAPI):
                               snap.is_const, pk, by)
         return snap
 
-    def direct_counter_read(self, table, handle):
-        with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            t.get(handle)
-            return t.counter(handle)
-
-    def direct_counter_write(self, table, handle, packets, bytes_):
-        with self.lock:
-            t = self._table(table)
-            if not t.info.direct_counter:
-                raise EngineError(f"table {t.info.name} has no direct counter")
-            t.get(handle)
-            t.counter(handle, (int(packets) & U64, int(bytes_) & U64))
+    def _direct_counter(self, t, handle, write=None):
+        """Direct counters live in the C entry (ControlAPI checks table and handle)."""
+        return t.counter(handle, None if write is None else (write[0] & U64, write[1] & U64))
 
     # ---- registers -----------------------------------------------------------------------------
-    def _register(self, name):
-        info = self._prog.registers.get(name)
-        if info is None:
-            raise NotFoundError(f"register {name!r} does not exist (registers: "
-                                f"{', '.join(sorted(self._prog.registers))})")
-        return info, self._gen.registers[name]
+    def _register_cells(self, name):
+        return self._gen.registers[name]   # cells live in C: the register's index there
 
     def register_read(self, name, index=None):
         """Cell value (unsigned bit pattern); index None -> list of all cells (read in chunks,
@@ -457,15 +441,8 @@ class NativeSwitch(ControlAPI):
         self.register_write(name, None, 0)
 
     # ---- counters ------------------------------------------------------------------------------
-    def _counter(self, name):
-        info = self._prog.counters.get(name)
-        if info is None:
-            raise NotFoundError(f"counter {name!r} does not exist (counters: "
-                                f"{', '.join(sorted(self._prog.counters))})")
-        if info.direct:
-            raise EngineError(f"counter {name} is a direct counter of table {info.binding}: "
-                              f"use direct_counter_read")
-        return info, self._gen.counters[name]
+    def _counter_cells(self, name):
+        return self._gen.counters[name]    # cells live in C: the counter's index there
 
     def counter_read(self, name, index=None):
         """-> (packets, bytes); index None -> list of (packets, bytes), read in chunks."""

@@ -4,9 +4,8 @@ from typing import Any
 from . import hashes
 from .actions import store_code
 from .codegen_emitter import Emitter
-from .errors import ProgramError
 from .exprs import ExprGen
-from .program_loader import parse_hexstr
+from .ir_calculations import calculation, checksum_steps
 
 
 class ChecksumEmitter(Emitter):
@@ -22,29 +21,20 @@ class ChecksumEmitter(Emitter):
             algo = hashes.algorithm(calc.get("algo", ""), f"calculation {name}")
             fn = self.ident("C_", name)
             ns[fn + "_algo"] = algo
+            c = calculation(prog, calc)
             parts: list[tuple[str, Any, int]] = []
-            dynamic = False
-            last_header = None
-            for inp in calc.get("input", []):
-                t = inp.get("type")
-                if t == "field":
-                    lv = x.field_info(*inp["value"])
+            for inp in c.inputs:
+                if inp.kind == "field":
+                    lv = x.field_info(*inp.node["value"])
                     parts.append(("v", f"f[{lv.slot}]", lv.width))
-                    last_header = inp["value"][0]
-                elif t == "hexstr":
-                    parts.append(("v", str(parse_hexstr(inp["value"])), int(inp.get("bitwidth", 0))))
-                elif t == "header":
-                    h = prog.headers[inp["value"]]
-                    parts.append(("h", h, 0))
-                    dynamic = True
-                    last_header = h.name
-                elif t == "payload":
-                    parts.append(("p", last_header, 0))
-                    dynamic = True
+                elif inp.kind == "const":
+                    parts.append(("v", str(inp.value), inp.width))
+                elif inp.kind == "header":
+                    parts.append(("h", prog.headers[inp.header], 0))
                 else:
-                    raise ProgramError(f"calculation {name}: unsupported input type {t!r}")
+                    parts.append(("p", inp.header, 0))
             self.w(f"def {fn}(f, pl):")
-            if not dynamic:
+            if not c.dynamic:
                 nbits = sum(p[2] for p in parts)
                 pad = (-nbits) % 8
                 expr = []
@@ -69,16 +59,10 @@ class ChecksumEmitter(Emitter):
                 self.w(f"    return {fn}_algo(b''.join(o))")
             self.w(f"CALC[{name!r}] = {fn}")
         # checksums: verify after parsing, update before deparsing
-        calcs = {c["name"] for c in prog.json.get("calculations", [])}
-        cks = prog.json.get("checksums", [])
         for kind in ("verify", "update"):
             self.w(f"def {kind}_checksums(f, pl):")
             body = []
-            for ck in cks:
-                if not ck.get(kind, True):
-                    continue
-                if ck.get("calculation") not in calcs:
-                    raise ProgramError(f"checksum {ck.get('name')}: unknown calculation {ck.get('calculation')!r}")
+            for ck in checksum_steps(prog, kind):
                 tgt = x.field_info(*ck["target"])
                 cond = x.cond(ck["if_cond"]) if ck.get("if_cond") else "True"
                 calc = f"CALC[{ck['calculation']!r}](f, pl) & {(1 << tgt.width) - 1}"

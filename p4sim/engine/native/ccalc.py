@@ -1,12 +1,9 @@
 """Calculations (hashes, checksums) and the verify/update checksum steps, as C.
 
-A calculation serialises its inputs as p4sim.engine.codegen_checksums does -- without headers or
-payload the fields are packed bit by bit and padded at the end to whole bytes; with them every
-field is padded to whole bytes on its own, a header input adds the header's bytes when valid,
-and the payload input adds the headers the deparser emits after the last header named, then the
-payload -- and runs the algorithm over the bytes (runtime rt_calc).
+A calculation serialises its inputs (p4sim.engine.ir_calculations, which the Python engine's
+codegen_checksums walks too) and runs the algorithm over the bytes (runtime rt_calc).
 """
-from ..program_loader import parse_hexstr
+from ..ir_calculations import calculation, checksum_steps
 from .cexpr import ExprC, c_string
 from .errors import NativeUnsupported
 
@@ -43,29 +40,18 @@ class Calculations:
             raise NativeUnsupported(f"calculation {name}: algorithm {algo!r}")
         const, bits = ALGOS[algo]
         x = ExprC(self.cg, f"calculation {name}")
+        c = calculation(self.prog, calc, NativeUnsupported)
         parts = []
-        dynamic = False
-        last_header = None
-        for inp in calc.get("input", []):
-            t = inp.get("type")
-            if t == "field":
-                lv = x.lvalue(inp)
+        for inp in c.inputs:
+            if inp.kind == "field":
+                lv = x.lvalue(inp.node)
                 parts.append(("v", lv, lv.ref.width))
-                last_header = inp["value"][0]
-            elif t == "hexstr":
-                parts.append(("c", parse_hexstr(inp["value"]), int(inp.get("bitwidth", 0))))
-            elif t == "header":
-                h = self.cg.layout.headers.get(inp["value"])
-                if h is None:
-                    raise NativeUnsupported(f"calculation {name}: unknown header {inp['value']!r}")
-                parts.append(("h", h, 0))
-                dynamic = True
-                last_header = h.name
-            elif t == "payload":
-                parts.append(("p", last_header, 0))
-                dynamic = True
+            elif inp.kind == "const":
+                parts.append(("c", inp.value, inp.width))
+            elif inp.kind == "header":
+                parts.append(("h", self.cg.layout.headers[inp.header], 0))
             else:
-                raise NativeUnsupported(f"calculation {name}: input type {t!r}")
+                parts.append(("p", inp.header, 0))
         fn = f"calc{i}"
         out = [f"/* calculation {c_string(name)} ({algo}) */",
                f"static uint64_t {fn}(rt_switch *sw, const pstate *st, const uint8_t *pl, uint32_t pllen) {{",
@@ -80,7 +66,7 @@ class Calculations:
                 return f"{v & ((1 << width) - 1):#x}ULL" if width <= 64 else x.wconst(v & ((1 << width) - 1))
             return x.pattern(v)
 
-        if not dynamic:
+        if not c.dynamic:
             nbits = sum(p[2] for p in parts)
             nbytes = (nbits + 7) // 8
             out.append(f"    uint8_t b_[{max(nbytes, 1)}] = {{0}};")
@@ -128,17 +114,12 @@ class Calculations:
     def checksums(self):
         """verify_checksums() and update_checksums()."""
         prog = self.prog
-        cks = prog.json.get("checksums", [])
         for kind in ("verify", "update"):
             out = [f"static int {kind}_checksums(rt_switch *sw, pstate *st, const uint8_t *pl, "
                    f"uint32_t pllen) {{",
                    "    (void)sw; (void)st; (void)pl; (void)pllen;"]
-            for ck in cks:
-                if not ck.get(kind, True):
-                    continue
-                cname = ck.get("calculation")
-                if cname not in self.by_name:
-                    raise NativeUnsupported(f"checksum {ck.get('name')}: unknown calculation {cname!r}")
+            for ck in checksum_steps(prog, kind, NativeUnsupported):
+                cname = ck["calculation"]
                 fn, _bits = self.by_name[cname]
                 x = ExprC(self.cg, f"checksum {ck.get('name')}")
                 tgt = x.lvalue({"type": "field", "value": ck["target"]})

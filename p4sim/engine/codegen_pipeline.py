@@ -1,8 +1,8 @@
 """Emitting the ingress and egress pipelines: tables, conditionals and the next-node graph."""
 from .actions import PrimitiveGen
 from .codegen_emitter import Emitter
-from .errors import ProgramError
 from .exprs import ExprGen
+from .ir_pipeline import inline_table, next_node, pipeline
 
 
 class PipelineEmitter(Emitter):
@@ -17,50 +17,36 @@ class PipelineEmitter(Emitter):
         """One function per control-flow node that needs one; every other node is inlined into its
         only predecessor, so straight-line code and if/else chains run without dispatch."""
         prog = self.prog
-        pipes = {p["name"]: p for p in prog.json.get("pipelines", [])}
         self.w("NODES = globals().setdefault('NODES', {})")
-        pipe = pipes.get(pipe_name)
-        if pipe is None:
+        graph = pipeline(prog, pipe_name)
+        if graph is None:
             self.w(f"def run_{pipe_name}(f):\n    pass")
             return
-        nodes = {}
-        for t in pipe.get("tables", []):
-            nodes[t["name"]] = ("table", t)
-        for c in pipe.get("conditionals", []):
-            nodes[c["name"]] = ("cond", c)
-        for ac in pipe.get("action_calls", []) or []:
-            nodes[ac["name"]] = ("call", ac)
+        nodes = graph.nodes
         names = {n: self.ident("N_", n) for n in nodes}
-
-        def check(name):
-            if name is not None and name not in nodes:
-                raise ProgramError(f"pipeline {pipe_name}: next node {name!r} does not exist")
-            return name
-
         # fixed successors (known at compile time) and dynamic ones (chosen by a table entry)
-        fixed, dynamic = {}, set()
-        for name, (kind, j) in nodes.items():
-            if kind == "cond":
-                fixed[name] = [check(j.get("true_next")), check(j.get("false_next"))]
-            elif kind == "call":
-                fixed[name] = [check(j.get("next_node"))]
+        fixed: dict[str, list[str | None]] = {}
+        dynamic: set[str] = set()
+        for name, node in nodes.items():
+            j = node.json
+            if node.kind == "cond":
+                fixed[name] = [j.get("true_next"), j.get("false_next")]
+            elif node.kind == "call":
+                fixed[name] = [j.get("next_node")]
             else:
-                table = self.tables[name]
-                for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
-                    check(nxt)
-                if self._inline_table(table.info):
-                    fixed[name] = [check(table.next_name_for(table.info.default_entry.action, hit=False))]
+                info = self.tables[name].info
+                if inline_table(prog, info):
+                    fixed[name] = [next_node(info, info.default_entry.action, hit=False)]
                 else:
                     fixed[name] = []
-                    for nxt in list(table.info.next_tables.values()) + [table.info.base_default_next]:
-                        if check(nxt) is not None:
-                            dynamic.add(nxt)
+                    dynamic.update(n for n in [*info.next_tables.values(), info.base_default_next]
+                                   if n is not None)
         indegree: dict[str, int] = {}
         for succs in fixed.values():
             for sname in succs:
                 if sname is not None:
                     indegree[sname] = indegree.get(sname, 0) + 1
-        init = check(pipe.get("init_table"))
+        init = graph.init
         need = {n for n in nodes if indegree.get(n, 0) != 1} | dynamic
         if init is not None:
             need.add(init)
@@ -90,13 +76,6 @@ class PipelineEmitter(Emitter):
         if self.traced:
             self.w(f"    TR(\"Pipeline '{pipe_name}': end\")")
 
-    def _inline_table(self, info):
-        """A keyless table whose default entry the control plane cannot change: p4c's wrapper
-        around a direct action call, compiled as the action body itself."""
-        de = info.default_entry
-        return (not info.keys and de is not None and not info.direct_counter and
-                (de.action_entry_const or (de.action_const and not self.prog.actions[de.action_id].params)))
-
     def _goto(self, target, nodes, names, need, ind, depth, out, forced):
         pad = " " * ind
         if target is None:
@@ -113,7 +92,7 @@ class PipelineEmitter(Emitter):
         prog = self.prog
         tr = self.traced
         pad = " " * ind
-        kind, j = nodes[name]
+        kind, j = nodes[name].kind, nodes[name].json
         if kind == "cond":
             cond = ExprGen(prog, where=f"condition {name}").cond(j["expression"])
             if tr:
@@ -132,7 +111,7 @@ class PipelineEmitter(Emitter):
             return
         table = self.tables[name]
         info = table.info
-        if self._inline_table(info):
+        if inline_table(prog, info):
             de = info.default_entry
             if tr:
                 out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
@@ -140,8 +119,7 @@ class PipelineEmitter(Emitter):
                 out.append(f"{pad}TR({f'Action entry is {de.action} - {args}'!r})")
             gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}", "return None", tr)
             out.extend(gen.body(self.prog_action_json(de.action_id).get("primitives", []), ind))
-            self._goto(table.next_name_for(de.action, hit=False), nodes, names, need, ind, depth + 1, out,
-                       forced)
+            self._goto(next_node(info, de.action, hit=False), nodes, names, need, ind, depth + 1, out, forced)
             return
         tv = f"T_{info.id}"
         out.append(f"{pad}e = {tv}.lookup({self.key_expr(info)})" if info.keys else f"{pad}e = {tv}.default")

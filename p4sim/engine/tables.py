@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ResourceExhaustedError
+from .ir_pipeline import next_node
 
 
 class Entry:
@@ -92,10 +93,7 @@ class Table:
 
     # ---- binding to compiled code --------------------------------------------------------------
     def next_name_for(self, action_name: str | None, hit: bool) -> str | None:
-        nt = self.info.next_tables
-        if "__HIT__" in nt or "__MISS__" in nt:
-            return nt.get("__HIT__" if hit else "__MISS__")
-        return nt.get(action_name, self.info.base_default_next)
+        return next_node(self.info, action_name, hit)
 
     def bind(self, compiled: Any) -> None:
         self.actions = compiled.actions

@@ -8,6 +8,8 @@ action (or hit/miss) selects.  Trace lines match the Python engine's.
 """
 from dataclasses import dataclass
 
+from .. import ir_pipeline
+from ..ir_pipeline import inline_table, next_node
 from .cexpr import ExprC, c_string
 from .cstmt import Prims
 from .errors import NativeUnsupported
@@ -138,12 +140,6 @@ class PipelineGen:
         self.specs[info.name] = spec
         return spec
 
-    def inline_table(self, info):
-        """The Python engine traces keyless tables with a fixed default as a direct action call."""
-        de = info.default_entry
-        return (not info.keys and de is not None and not info.direct_counter and
-                (de.action_entry_const or (de.action_const and not self.prog.actions[de.action_id].params)))
-
     def key_code(self, info, spec, x):
         """C lines filling k_[] (and rv_[] for range keys)."""
         out = [f"uint64_t k_[{spec.kw}] = {{0}};"]
@@ -186,40 +182,26 @@ class PipelineGen:
     # ---- pipelines -------------------------------------------------------------------------
     def pipeline(self, pipe_name):
         prog = self.prog
-        pipes = {p["name"]: p for p in prog.json.get("pipelines", [])}
-        pipe = pipes.get(pipe_name)
+        graph = ir_pipeline.pipeline(prog, pipe_name, NativeUnsupported)
         self.w(f"static int run_{pipe_name}(rt_switch *sw, pstate *st) {{")
         self.w("    int r_ = R_OK; (void)r_;")
         self.w(f"    RT_TRACE(sw, \"Pipeline '%s': start\", {c_string(pipe_name)});")
-        if pipe is None:
+        if graph is None:
             self.w("    goto P_end;")
         else:
-            nodes = {}
-            for t in pipe.get("tables", []):
-                nodes[t["name"]] = ("table", t)
-            for c in pipe.get("conditionals", []):
-                nodes[c["name"]] = ("cond", c)
-            for ac in pipe.get("action_calls", []) or []:
-                nodes[ac["name"]] = ("call", ac)
-            labels = {n: f"N{i}" for i, n in enumerate(nodes)}
+            labels = {n: f"N{i}" for i, n in enumerate(graph.nodes)}
 
             def go(name):
-                if name is None:
-                    return "goto P_end;"
-                if name not in labels:
-                    raise NativeUnsupported(f"pipeline {pipe_name}: next node {name!r} does not exist")
-                return f"goto {labels[name]};"
+                return "goto P_end;" if name is None else f"goto {labels[name]};"
 
-            self.w(f"    {go(pipe.get('init_table'))}")
-            for name, (kind, j) in nodes.items():
-                self.w(f"{labels[name]}: /* {kind} {name} */")
-                if kind == "cond":
+            self.w(f"    {go(graph.init)}")
+            for name, node in graph.nodes.items():
+                j = node.json
+                self.w(f"{labels[name]}: /* {node.kind} {name} */")
+                if node.kind == "cond":
                     self.conditional(name, j, go)
-                elif kind == "call":
-                    aid = j.get("action_id")
-                    if aid not in prog.actions:
-                        raise NativeUnsupported(f"action call {name}: unknown action id {aid!r}")
-                    self.w(f"    r_ = A{aid}(sw, st, NULL); if (r_) goto P_ret; {go(j.get('next_node'))}")
+                elif node.kind == "call":
+                    self.w(f"    r_ = A{j['action_id']}(sw, st, NULL); if (r_) goto P_ret; {go(j.get('next_node'))}")
                 else:
                     self.table(prog.tables[name], go)
         self.w("P_ret:")
@@ -241,12 +223,6 @@ class PipelineGen:
         self.w(f"      RT_TRACE(sw, \"%s is %s\", {c_string(label)}, c_ ? \"true\" : \"false\");")
         self.w(f"      if (c_) {go(j.get('true_next'))} {go(j.get('false_next'))} }}")
 
-    def next_name(self, info, action_name, hit):
-        nt = info.next_tables
-        if "__HIT__" in nt or "__MISS__" in nt:
-            return nt.get("__HIT__" if hit else "__MISS__")
-        return nt.get(action_name, info.base_default_next)
-
     def table(self, info, go):
         spec = self.specs[info.name]
         x = ExprC(self.cg, f"table {info.name}")
@@ -265,7 +241,7 @@ class PipelineGen:
         tname = c_string(info.name)
         self.w("    if (UNLIKELY(sw->trace_on)) {")
         self.w(f"        rt_trace(sw, \"Applying table '%s'\", {tname});")
-        if not self.inline_table(info):
+        if not inline_table(self.prog, info):
             self.w("        if (e_ == t_->def)")
             self.w(f"            rt_trace(sw, \"Table '%s': miss\", {tname});")
             self.w("        else")
@@ -283,13 +259,13 @@ class PipelineGen:
             self.w(f"    case {aid}:")
             self.w(f"        r_ = A{aid}(sw, st, e_->args); if (r_) goto P_ret;")
             if hitmiss:
-                self.w(f"        if (e_ != t_->def) {go(self.next_name(info, a.name, True))}")
-                self.w(f"        {go(self.next_name(info, a.name, False))}")
+                self.w(f"        if (e_ != t_->def) {go(next_node(info, a.name, True))}")
+                self.w(f"        {go(next_node(info, a.name, False))}")
             else:
-                self.w(f"        {go(self.next_name(info, a.name, True))}")
+                self.w(f"        {go(next_node(info, a.name, True))}")
         self.w("    default:")
         if hitmiss:
-            self.w(f"        if (e_ != t_->def) {go(self.next_name(info, None, True))}")
-        self.w(f"        {go(self.next_name(info, None, False))}")
+            self.w(f"        if (e_ != t_->def) {go(next_node(info, None, True))}")
+        self.w(f"        {go(next_node(info, None, False))}")
         self.w("    }")
         self.w("    }")

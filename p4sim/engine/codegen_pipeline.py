@@ -2,7 +2,7 @@
 from .actions import PrimitiveGen
 from .codegen_emitter import Emitter
 from .exprs import ExprGen
-from .ir_pipeline import inline_table, next_node, pipeline
+from .ir_pipeline import inline_table, key_shifts, next_node, pipeline
 
 
 class PipelineEmitter(Emitter):
@@ -135,11 +135,8 @@ class PipelineEmitter(Emitter):
 
     def key_expr(self, info):
         x = ExprGen(self.prog, where=f"table {info.name}")
-        total = sum(k.width for k in info.keys)
-        shift = total
         terms = []
-        for k in info.keys:
-            shift -= k.width
+        for k, shift in zip(info.keys, key_shifts(info)):
             if k.match_type == "valid":
                 code = f"f[{self.prog.headers[k.target].vslot}]"
             else:

@@ -2,8 +2,10 @@
 them), built and checked once for both code generators: codegen_pipeline.py emits it as Python,
 native/cpipeline.py as C.
 
-The one rule for where a table goes next lives here too (`next_node`), used by both generators
-and by tables.Table when it binds an entry to its successor.
+The rules about a pipeline's tables live here too, used by both generators and by tables.Table:
+where a table goes next (`next_node`), which tables run as their action body (`inline_table`),
+how a table finds entries (`match_kind`) and where each key field sits in its lookup key
+(`key_shifts`).
 """
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,3 +82,30 @@ def inline_table(prog: Program, info: TableInfo) -> bool:
     de = info.default_entry
     return (not info.keys and de is not None and not info.direct_counter and
             bool(de.action_entry_const or (de.action_const and not prog.actions[de.action_id].params)))
+
+
+MATCH_KINDS = ("none", "exact", "lpm", "ternary")   # in the order of the C runtime's RT_TBL_*
+
+
+def match_kind(info: TableInfo) -> str:
+    """How the table finds an entry: "none" (no key: always the default entry), "exact" (one
+    dict lookup), "lpm" (exact fields and one lpm field: longest prefix first) or "ternary"
+    (value & mask tests in priority order)."""
+    kinds = [k.match_type for k in info.keys]
+    if not kinds:
+        return "none"
+    if all(m in ("exact", "valid") for m in kinds):
+        return "exact"
+    if kinds.count("lpm") == 1 and all(m in ("exact", "valid", "lpm") for m in kinds):
+        return "lpm"
+    return "ternary"
+
+
+def key_shifts(info: TableInfo) -> list[int]:
+    """The lookup key is the key fields concatenated, first field most significant: the bit
+    position of each field's least significant bit in it."""
+    shift, shifts = sum(k.width for k in info.keys), []
+    for k in info.keys:
+        shift -= k.width
+        shifts.append(shift)
+    return shifts

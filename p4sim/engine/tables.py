@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ResourceExhaustedError
-from .ir_pipeline import next_node
+from .ir_pipeline import key_shifts, match_kind, next_node
 
 
 class Entry:
@@ -70,20 +70,8 @@ class Table:
         self._next_handle = 0
         self.actions = {}
         self.nodes = {}
-        shift = sum(k.width for k in info.keys)
-        self.layout = []
-        for k in info.keys:
-            shift -= k.width
-            self.layout.append((k, shift, (1 << k.width) - 1))
-        kinds = [k.match_type for k in info.keys]
-        if not kinds:
-            self.kind = "none"
-        elif all(m in ("exact", "valid") for m in kinds):
-            self.kind = "exact"
-        elif kinds.count("lpm") == 1 and all(m in ("exact", "valid", "lpm") for m in kinds):
-            self.kind = "lpm"
-        else:
-            self.kind = "ternary"
+        self.layout = [(k, shift, (1 << k.width) - 1) for k, shift in zip(info.keys, key_shifts(info))]
+        self.kind = match_kind(info)
         self.default = Entry(None, None, None, (), 0)
         de = info.default_entry
         if de is not None:

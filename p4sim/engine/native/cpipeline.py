@@ -9,7 +9,7 @@ action (or hit/miss) selects.  Trace lines match the Python engine's.
 from dataclasses import dataclass
 
 from .. import ir_pipeline
-from ..ir_pipeline import inline_table, next_node
+from ..ir_pipeline import MATCH_KINDS, inline_table, key_shifts, match_kind, next_node
 from .cexpr import ExprC, c_string
 from .cstmt import Prims
 from .errors import NativeUnsupported
@@ -52,14 +52,8 @@ def action_params(action):
 
 
 def table_kind(info):
-    kinds = [k.match_type for k in info.keys]
-    if not kinds:
-        return 0
-    if all(m in ("exact", "valid") for m in kinds):
-        return 1
-    if kinds.count("lpm") == 1 and all(m in ("exact", "valid", "lpm") for m in kinds):
-        return 2
-    return 3
+    """RT_TBL_NONE / EXACT / LPM / TERNARY: the C runtime's number for the table's match kind."""
+    return MATCH_KINDS.index(match_kind(info))
 
 
 class PipelineGen:
@@ -122,12 +116,11 @@ class PipelineGen:
 
     # ---- tables ----------------------------------------------------------------------------
     def table_spec(self, info, index):
-        kind = table_kind(info)
-        keys, shift, nranges = [], sum(k.width for k in info.keys), 0
-        for k in info.keys:
-            shift -= k.width
+        ternary = match_kind(info) == "ternary"
+        keys, nranges = [], 0
+        for k, shift in zip(info.keys, key_shifts(info)):
             r = -1
-            if kind == 3 and k.match_type == "range":
+            if ternary and k.match_type == "range":
                 if k.width > 64:
                     raise NativeUnsupported(f"table {info.name}: range key {k.name} wider than 64 bits")
                 r, nranges = nranges, nranges + 1
@@ -136,7 +129,7 @@ class PipelineGen:
         if info.default_entry is not None:
             argw = max(argw, self.params[info.default_entry.action_id][1])
         total = sum(k.width for k in info.keys)
-        spec = TableSpec(index, kind, max(1, (total + 63) // 64), keys, nranges, argw)
+        spec = TableSpec(index, table_kind(info), max(1, (total + 63) // 64), keys, nranges, argw)
         self.specs[info.name] = spec
         return spec
 

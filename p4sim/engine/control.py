@@ -25,7 +25,9 @@ Params = dict[str, Value] | list[Value] | None
 
 class ControlAPI:
     """Mixed into Switch; relies on its _prog, _tables, _registers, _counters, _meters, _vsets,
-    _mc_groups, _clone_sessions and lock."""
+    _mc_groups, _clone_sessions and lock.  The native switch is a ControlAPI too: it shares every
+    lookup and error, and overrides where cells live (_register_cells, _counter_cells,
+    _direct_counter) and the methods that read or write them in C."""
 
     lock: threading.RLock
     _prog: Program

@@ -23,6 +23,23 @@ Match = dict[str, Any] | list[Any] | None
 Params = dict[str, Value] | list[Value] | None
 
 
+def check_ingress_port(where: str, port: Any) -> None:
+    """process()'s (and process_batch()'s) check of an ingress port, in both engines."""
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise EngineError(f"{where}: ingress_port must be an int, got {port!r}")
+
+
+def check_frame(where: str, frame: Any) -> None:
+    if not isinstance(frame, (bytes, bytearray, memoryview)):
+        raise EngineError(f"{where}: frame must be bytes, got {type(frame).__name__}")
+
+
+def check_trace(fn: Any) -> None:
+    """The check of a value given to `Switch.trace`, in both engines."""
+    if fn is not None and not callable(fn):
+        raise EngineError("trace: expected a callable taking one line, or None")
+
+
 class ControlAPI:
     """Mixed into Switch; relies on its _prog, _tables, _registers, _counters, _meters, _vsets,
     _mc_groups, _clone_sessions and lock.  The native switch is a ControlAPI too: it shares every
@@ -39,6 +56,11 @@ class ControlAPI:
     _vsets: dict[str, list[tuple[int, int]]]
     _mc_groups: dict[int, list[tuple[int, int]]]
     _clone_sessions: dict[int, tuple[list[tuple[int, int]], int]]
+
+    @property
+    def program(self) -> Program:
+        """The loaded program's description (p4sim.engine.program.Program): do not modify."""
+        return self._prog
 
     # ---- name resolution -----------------------------------------------------------------------
     def _table(self, table):

@@ -36,10 +36,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .codegen import AssertFail, CodeGen, ParserLoopError
-from .control import ControlAPI
-from .errors import EngineError, ProgramError
+from .control import ControlAPI, check_frame, check_ingress_port, check_trace
+from .errors import ProgramError
 from .meters import MeterArray
-from .program import Program
 from .program_loader import build_program, load_json, parse_hexstr
 from .tables import Table
 
@@ -159,12 +158,6 @@ class Switch(ControlAPI):
                                    f"is not declared")
             t.add(match, ae["action_id"], [_hx(a) for a in ae.get("action_data", [])], prio, const=True)
 
-    # ---- read-only description ---------------------------------------------------------------
-    @property
-    def program(self) -> Program:
-        """The loaded program's description (p4sim.engine.program.Program): do not modify."""
-        return self._prog
-
     # ---- trace -------------------------------------------------------------------------------
     @property
     def trace(self) -> Callable[[str], Any] | None:
@@ -173,8 +166,7 @@ class Switch(ControlAPI):
     @trace.setter
     def trace(self, fn: Callable[[str], Any] | None) -> None:
         with self.lock:
-            if fn is not None and not callable(fn):
-                raise EngineError("trace: expected a callable taking one line, or None")
+            check_trace(fn)
             self._trace = fn
             if fn is None:
                 code = self._plain
@@ -198,10 +190,8 @@ class Switch(ControlAPI):
     # ---- packet processing ---------------------------------------------------------------------
     def process(self, ingress_port: int, frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
         """Run one received frame through the switch; -> list of (egress_port, bytes) emitted."""
-        if isinstance(ingress_port, bool) or not isinstance(ingress_port, int):
-            raise EngineError(f"process: ingress_port must be an int, got {ingress_port!r}")
-        if not isinstance(frame, (bytes, bytearray, memoryview)):
-            raise EngineError(f"process: frame must be bytes, got {type(frame).__name__}")
+        check_ingress_port("process", ingress_port)
+        check_frame("process", frame)
         with self.lock:
             self._pkt_id += 1
             self.stats["received"] += 1

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 
-from ..control import ControlAPI
+from ..control import ControlAPI, check_frame, check_ingress_port, check_trace
 from ..errors import EngineError, ResourceExhaustedError
 from ..meters import MeterArray
 from ..program_loader import build_program, load_json
@@ -241,11 +241,6 @@ class NativeSwitch(ControlAPI):
 
     # ---- description -----------------------------------------------------------------------
     @property
-    def program(self):
-        """The loaded program's description (p4sim.engine.program.Program): do not modify."""
-        return self._prog
-
-    @property
     def c_source(self):
         """The generated C (for debugging)."""
         return self._gen.source
@@ -276,8 +271,7 @@ class NativeSwitch(ControlAPI):
     @trace.setter
     def trace(self, fn):
         with self.lock:
-            if fn is not None and not callable(fn):
-                raise EngineError("trace: expected a callable taking one line, or None")
+            check_trace(fn)
             self._trace = fn
             self._lib.rt_trace_enable(self._c, int(fn is not None))
 
@@ -347,10 +341,8 @@ class NativeSwitch(ControlAPI):
 
     def process(self, ingress_port, frame):
         """Run one received frame through the switch; -> list of (egress_port, bytes) emitted."""
-        if isinstance(ingress_port, bool) or not isinstance(ingress_port, int):
-            raise EngineError(f"process: ingress_port must be an int, got {ingress_port!r}")
-        if not isinstance(frame, (bytes, bytearray, memoryview)):
-            raise EngineError(f"process: frame must be bytes, got {type(frame).__name__}")
+        check_ingress_port("process", ingress_port)
+        check_frame("process", frame)
         data = bytes(frame)
         b = self._run((ctypes.c_void_p * 1)(_address(data)), (ctypes.c_uint32 * 1)(len(data)),
                       (ctypes.c_uint16 * 1)(ingress_port & 0xFFFF), 1)
@@ -364,8 +356,7 @@ class NativeSwitch(ControlAPI):
         if not n:
             return []
         for port, _frame in packets:
-            if isinstance(port, bool) or not isinstance(port, int):
-                raise EngineError(f"process_batch: ingress_port must be an int, got {port!r}")
+            check_ingress_port("process_batch", port)
         data = b"".join(bytes(f) for _, f in packets)
         frames, lens, ports = _batch_arrays(_address(data), packets)
         b = self._run(frames, lens, ports, n)

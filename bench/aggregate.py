@@ -79,6 +79,15 @@ def aggregate_cell(records: list[dict], *, tensor_bytes: int,
         sent = sum(r["packets_sent"] for r in records)
         out["retransmissions_per_worker"] = statistics.fmean(r["retransmissions"] for r in records)
         out["retransmitted_fraction"] = sum(r["retransmissions"] for r in records) / sent
+        if all("fast_retransmissions" in r for r in records):
+            out["fast_retransmitted_fraction"] = sum(r["fast_retransmissions"] for r in records) / sent
+        if all("timeouts_stall" in r for r in records):   # what the workers' timers took their timeouts for
+            out["timeouts_per_worker"] = {
+                kind: statistics.fmean(r[key] for r in records)
+                for kind, key in (("congestion", "window_decreases"), ("loss", "timeouts_loss"),
+                                  ("stall", "timeouts_stall"))}
+        if all("results_per_wakeup" in r for r in records):   # how many results a worker takes per wakeup
+            out["results_per_wakeup"] = round(statistics.fmean(r["results_per_wakeup"] for r in records), 2)
     wrong = [{"rank": r["rank"], **r["first_mismatches"]} for r in records if r.get("first_mismatches")]
     if wrong:
         out["first_mismatches"] = wrong

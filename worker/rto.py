@@ -21,7 +21,7 @@ soon as a later one overtakes it), so a conservative timer costs little.
 
 Karn's rule is the caller's part: a round that was retransmitted gives no sample (its result may
 answer either copy). A timeout backs the RTO off (:meth:`RtoEstimator.timed_out`) when nothing
-came back in time (the caller keeps the RTO for a loss on a live path); the backed-off value is
+came back in time (on a live path the caller backs off only that round's timer); the backed-off value is
 kept for new rounds until a valid sample arrives, so a path slower than the current estimate
 cannot starve the estimator of samples.
 """

@@ -42,12 +42,12 @@ from p4reduce.protocol.wire import Layout
 
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
-from .streams import StreamWindow
+from .streams import Answer, StreamWindow
 from .window import CongestionWindow
 
-# A round is overtaken when a round sent this much later (a fraction of the smoothed RTT) is
-# answered before it: the margin absorbs the skew between workers opening the same round.
-OVERTAKE_MARGIN = 0.25
+# A round is overtaken when this many rounds sent after it are answered before it (TCP's three
+# duplicate acknowledgements): one or two may pass it because peers opened them in another order.
+OVERTAKE_COUNT = 3
 
 
 @dataclass
@@ -85,7 +85,7 @@ class RetryPolicy:
     backoff: float = 2.0
     max_timeout: float = 1.0
     deadline: float = 10.0
-    min_timeout: float = 0.01
+    min_timeout: float = 0.03
     adaptive: bool = True
 
     def estimator(self) -> RtoEstimator:
@@ -103,6 +103,7 @@ class StreamStats:
     forged: int = 0           # of those: not from the switch's address, or without the job's wire token
     send_errors: int = 0
     rtt_samples: int = 0      # rounds sent once whose round trip fed the RTO estimator
+    wakeups: int = 0          # batches of datagrams received (results / wakeups: the batch size)
 
 
 class RoundTimers:
@@ -117,23 +118,33 @@ class RoundTimers:
         self.progress = [0.0] * slots
         self.rto = [retry.timeout] * slots
         self.retries = [0] * slots
-        self.sends: deque[tuple[float, int]] = deque()   # (sent at, slot) of every send, oldest first
+        self.seq = 0                     # sends so far in this call
+        self.first_seq = [0] * slots     # per slot: the send number of its round's first copy
+        self.last_seq = [0] * slots      # and of its latest copy
+        self.sends: deque[tuple[int, int]] = deque()   # (send number, slot) of every send, oldest first
+        self.passed: list[int] = []      # the OVERTAKE_COUNT highest first-send numbers answered
         self.timely_at = -1.0          # when a round sent once was last answered
         self.result_at = -1.0          # when any round was last answered
 
     def opened(self, s: int, now: float) -> None:
         self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
         self.retries[s], self.sent_at[s], self.first_sent[s], self.progress[s] = 0, now, now, now
-        self.sends.append((now, s))
+        self.seq += 1
+        self.first_seq[s] = self.last_seq[s] = self.seq
+        self.sends.append((self.seq, s))
 
-    def overtaken(self, open_slots: set[int], newest: float) -> list[int]:
-        """Open rounds last sent before `newest` (the send time of a round answered since), once
-        each: the switch answers rounds in the order they complete, so a round overtaken by a
-        later one has lost a packet (ours, its result, or a peer's)."""
-        sends, sent_at, out = self.sends, self.sent_at, []
-        while sends and sends[0][0] < newest:
-            t, s = sends.popleft()
-            if s in open_slots and sent_at[s] == t:
+    def overtaken(self, open_slots: set[int], answered: list[int]) -> list[int]:
+        """The open rounds that OVERTAKE_COUNT rounds sent after their latest copy have overtaken,
+        now that the rounds of the slots `answered` got their results; each copy once."""
+        first_seq = self.first_seq
+        passed = sorted(self.passed + [first_seq[s] for s in answered])[-OVERTAKE_COUNT:]
+        self.passed = passed
+        if len(passed) < OVERTAKE_COUNT:
+            return []
+        below, sends, last_seq, out = passed[0], self.sends, self.last_seq, []
+        while sends and sends[0][0] < below:
+            seq, s = sends.popleft()
+            if s in open_slots and last_seq[s] == seq:
                 out.append(s)
         return out
 
@@ -167,16 +178,22 @@ class RoundTimers:
         """Some round was answered since the round of `s` was last sent."""
         return self.result_at > self.sent_at[s]
 
-    def retransmitted(self, s: int, now: float, alive: bool) -> None:
-        """Time the resent round of `s`. On a path that is `alive` the timer is the current RTO
-        (backing off would make each further loss of a round that waits for a peer cost up to
-        max_timeout); otherwise back this slot's timer off (and, adaptive, the shared RTO once per
-        level), as TCP does when nothing comes back."""
+    def retransmitted(self, s: int, now: float, alive: bool, fast: bool = False) -> None:
+        """Time the resent round of `s`. A `fast` retransmission (the round was overtaken: a loss)
+        gets the current RTO. A timer that ran out backs this slot's timer off: on a path that is
+        `alive` (other rounds come back in time) only this slot's, since the round most likely
+        waits for a peer that fell behind (a loss would have been overtaken) and the other rounds
+        need no longer timers; otherwise the shared RTO too (once per level), as TCP does when
+        nothing comes back."""
         self.sent_at[s] = now
         self.retries[s] += 1
-        self.sends.append((now, s))
-        if alive and self.retry.adaptive:
+        self.seq += 1
+        self.last_seq[s] = self.seq
+        self.sends.append((self.seq, s))
+        if fast and self.retry.adaptive:
             self.rto[s] = self.est.rto
+        elif alive and self.retry.adaptive:
+            self.rto[s] = min(self.rto[s] * self.retry.backoff, self.est.max_rto)
         elif self.retry.adaptive:
             self.rto[s] = self.est.timed_out(self.rto[s])
         else:
@@ -269,6 +286,7 @@ class UdpReducer(Reducer):
             count = self._receive(win)
             if not count:
                 continue
+            stats.wakeups += 1
             now = monotonic()
             answers = win.take_results(count, describe)
             if answers:
@@ -284,7 +302,7 @@ class UdpReducer(Reducer):
                         newest = first_sent[s]
                 window.answered(newest, S, len(answers))
                 if win.open:
-                    self._retransmit_overtaken(win, timers, newest, now)
+                    self._retransmit_overtaken(win, timers, answers, now)
             stats.results += len(answers)
             stats.ignored += count - len(answers)
             if win.forged:
@@ -304,20 +322,19 @@ class UdpReducer(Reducer):
             send(frame(s))
             opened(s, now)
 
-    def _retransmit_overtaken(self, win: StreamWindow, timers: RoundTimers, newest: float,
+    def _retransmit_overtaken(self, win: StreamWindow, timers: RoundTimers, answers: list[Answer],
                               now: float) -> None:
-        """Fast retransmission, after TCP's: resend (flagged RETX) the open rounds that a round sent
-        later than them (by OVERTAKE_MARGIN of the smoothed RTT; `newest` is the latest send time
-        answered in this batch) has overtaken, without waiting for their timers. Rounds complete in
-        the order the workers send them, so an overtaken round has lost a packet: ours, its result
-        or a peer's (then this copy is a duplicate the switch ignores, and the peer, overtaken
-        too, resends its own). A loss is not congestion: the window stays."""
-        srtt = self.rto_estimator.srtt or 0.0
-        overtaken = timers.overtaken(win.open, newest - OVERTAKE_MARGIN * srtt)
+        """Fast retransmission, after TCP's: resend (flagged RETX) the open rounds that
+        OVERTAKE_COUNT rounds sent after them have overtaken (`answers`: this batch's), without
+        waiting for their timers. Rounds complete in the order the workers send them, so an
+        overtaken round has lost a packet: ours, its result or a peer's (then this copy is a
+        duplicate the switch ignores, and the peer, overtaken too, resends its own). A loss is
+        not congestion: the window stays."""
+        overtaken = timers.overtaken(win.open, [a.slot for a in answers])
         for s in overtaken:
             win.mark_retransmission(s)
             self._send(win.frame(s))
-            timers.retransmitted(s, now, alive=True)
+            timers.retransmitted(s, now, alive=True, fast=True)
         self.stats.retransmissions += len(overtaken)
         self.stats.fast_retransmissions += len(overtaken)
 

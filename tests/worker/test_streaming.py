@@ -337,3 +337,29 @@ def test_random_loss_on_four_workers_keeps_windows_open():
     assert fast > timed, [red.stats for red in reds]
     assert all(red.window.limit(slots) > red.window.minimum for red in reds), \
         [red.window.describe() for red in reds]
+
+
+def test_a_round_counts_as_overtaken_after_three_later_rounds():
+    """RoundTimers.overtaken: rounds answered out of order by one or two later rounds are not
+    resent (peers may open rounds in another order); the third later answer marks the round,
+    once per copy, and a resent copy needs three rounds sent after it again."""
+    from p4reduce.worker.streaming import OVERTAKE_COUNT, RoundTimers
+    assert OVERTAKE_COUNT == 3
+    timers = RoundTimers(8, RetryPolicy(), RetryPolicy().estimator())
+    for s in range(6):
+        timers.opened(s, now=float(s))
+    open_slots = set(range(6))
+    for s, expect in ((1, []), (2, []), (3, [0])):
+        open_slots.discard(s)
+        assert timers.overtaken(open_slots, [s]) == expect
+    assert timers.overtaken(open_slots, []) == []          # slot 0 marked once
+    timers.retransmitted(0, now=7.0, alive=True, fast=True)
+    for s in (4, 5):                                        # sent before slot 0's new copy
+        open_slots.discard(s)
+        assert timers.overtaken(open_slots, [s]) == []
+    for s in (6, 7, 1):
+        timers.opened(s, now=8.0)
+        open_slots.add(s)
+    for s, expect in ((6, []), (7, []), (1, [0])):
+        open_slots.discard(s)
+        assert timers.overtaken(open_slots, [s]) == expect

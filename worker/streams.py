@@ -14,9 +14,10 @@ one call of the source and one byte-order conversion, and the results received i
 decoded by one gather into the sums.
 
 Which rounds to open: a worker's window (worker/window.py) may be smaller than its job's slots,
-and workers of one job may have different windows. Rounds are opened in the order of their key
-(the block; a stream's pre-round sorts before every block) while the window has room, and a ready
-round whose key is below every round this worker has in flight is opened even beyond the window.
+and workers of one job may have different windows. Ready rounds are opened in the order they
+became ready (the order of the results that made them ready, the same at every worker) while the
+window has room, and a ready round whose key (the block; a stream's pre-round sorts before every
+block) is below every round this worker has in flight is opened even beyond the window.
 That keeps the job free of deadlock: the oldest incomplete round of the job is ready at every
 worker, and at a worker that has not opened it everything in flight is newer, so it opens it.
 """
@@ -112,6 +113,8 @@ class StreamWindow:
         self.key = [0] * S
         self.open: set[int] = set()      # slots with a round in flight
         self.ready: list[tuple[int, int, int, int | None]] = []   # heap of (key, slot, block, exponent)
+        self.arrival = [0] * S           # per slot: when its ready round became ready (a count)
+        self._arrivals = 0
         self.active = S                  # streams not done
         # the open rounds' packets, one preallocated frame per slot
         self.stride = C.HEADER_BYTES + L * C.LANE_BYTES
@@ -138,22 +141,46 @@ class StreamWindow:
                 self.ready.append((s - self.S, s, PRE_ROUND, None))
             else:
                 self.ready.append((s, s, s, None))
+            self.arrival[s] = s
+        self._arrivals = self.S
         heapq.heapify(self.ready)
 
     def to_open(self, window: int) -> list[tuple[int, int, int | None]]:
         """(slot, block, exponent) of the ready rounds to open now, with `window` rounds allowed in
-        flight (module docstring: key order, and the oldest round even beyond the window)."""
-        ready, key = self.ready, self.key
-        in_flight = len(self.open)
-        oldest = min((key[s] for s in self.open), default=math.inf)
-        out = []
-        while ready and (in_flight < window or ready[0][0] < oldest):
-            k, s, b, e = heapq.heappop(ready)
-            out.append((s, b, e))
-            in_flight += 1
-            if k < oldest:
+        flight: the rounds older than every round in flight even beyond the window (module
+        docstring), then the others in the order they became ready while the window has room;
+        all of them in the order they became ready.
+
+        Why that order: every worker receives the switch's results in the same order, but in
+        batches of its own. Choosing or sending by key would let two workers open the same rounds
+        in different orders (a sparse stream's next block jumps ahead; a window in slow start
+        takes the lowest keys of whatever its batch made ready), so rounds would complete out of
+        the order a worker sent them, which fast retransmission (worker/streaming.py) takes for
+        a loss. The order results arrive in is the same at every worker whatever the batches,
+        and windows of different sizes then choose prefixes of the same sequence."""
+        ready, key, arrival = self.ready, self.key, self.arrival
+        if not ready:
+            return []
+        room = window - len(self.open)
+        if room >= len(ready):
+            picked = [(s, b, e) for _k, s, b, e in ready]
+            ready.clear()
+        else:
+            oldest = min((key[s] for s in self.open), default=math.inf)
+            picked = []
+            while ready and ready[0][0] < oldest:   # at most one: it becomes the oldest in flight
+                k, s, b, e = heapq.heappop(ready)
+                picked.append((s, b, e))
                 oldest = k
-        return out
+            room -= len(picked)
+            if room > 0 and ready:
+                by_arrival = sorted(ready, key=lambda r: arrival[r[1]])
+                picked.extend((s, b, e) for _k, s, b, e in by_arrival[:room])
+                ready[:] = by_arrival[room:]
+                heapq.heapify(ready)
+        if len(picked) > 1:
+            picked.sort(key=lambda r: arrival[r[0]])
+        return picked
 
     # ---- building packets ------------------------------------------------------------------
     def open_rounds(self, rounds: list[tuple[int, int, int | None]]) -> None:
@@ -272,6 +299,8 @@ class StreamWindow:
                     "on the tensor size or the switch is misconfigured")
             e = max(ecode - C.EXP_BIAS, qz.EXP_MIN) if self.float_mode else None
             heapq.heappush(self.ready, (nb_next, s, nb_next, e))
+            self._arrivals += 1
+            self.arrival[s] = self._arrivals
             answers.append(Answer(s, nb_next, e))
         if rows:
             self._store(rows, done_blocks, done_bitmaps)

@@ -325,7 +325,7 @@ def test_random_loss_on_four_workers_keeps_windows_open():
     apart and the job would crawl), and the sums are exact."""
     n, slots = 4, 32
     rng = np.random.default_rng(22)
-    xs = [rng.integers(-2**20, 2**20, slots * 16 * C.LANES, dtype=np.int32) for _ in range(n)]
+    xs = [rng.integers(-2**20, 2**20, slots * 48 * C.LANES, dtype=np.int32) for _ in range(n)]
     retry = RetryPolicy(timeout=0.05, min_timeout=0.02, max_timeout=0.5, deadline=10.0)
     with FakeSwitch(impair=Impairments(0.05, 0.05, seed=23)) as sw:
         out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), retry=retry)
@@ -335,8 +335,10 @@ def test_random_loss_on_four_workers_keeps_windows_open():
     fast = sum(red.stats.fast_retransmissions for red in reds)
     timed = sum(red.stats.retransmissions for red in reds) - fast
     assert fast > timed, [red.stats for red in reds]
-    assert all(red.window.limit(slots) > red.window.minimum for red in reds), \
-        [red.window.describe() for red in reds]
+    # a timeout at the tail may still halve a window once; it grows back and never collapses
+    for red in reds:
+        assert red.stats.fast_retransmissions > 10 * red.window.decreases, (red.stats, red.window.describe())
+        assert red.window.limit(slots) >= slots // 2, red.window.describe()
 
 
 def test_a_round_counts_as_overtaken_after_three_later_rounds():

@@ -85,7 +85,30 @@ def test_sparse_packets_carry_only_their_non_zero_subblocks():
     assert np.array_equal(win.sums[0], 2 * x[:C.LANES])
 
 
-def test_rounds_open_in_key_order_within_the_window_and_the_oldest_beyond_it():
+def test_rounds_open_in_the_order_their_results_arrived():
+    """Every worker gets the switch's results in the same order but in batches of its own: rounds
+    open in the order they became ready (not by block), so all workers send them in one order,
+    and a window with room for one takes the earliest, whatever its block."""
+    x = np.ones(8 * C.LANES, dtype=np.int32)
+    win = StreamWindow(IntSource(x, C.LANES), job_id=2, rank=0, slot_count=4, sparse=False,
+                       layout=LAYOUT, last_ver=[1] * 4)
+    win.start()
+    first = win.to_open(4)
+    win.open_rounds(first)
+    frames = {s: bytes(win.frame(s)) for s in range(4)}
+    deliver(win, result_for(frames[2], np.ones(C.LANES)), result_for(frames[0], np.ones(C.LANES)))
+    assert win.to_open(3) == [(2, 6, None)]            # one place: block 6 became ready first
+    assert win.to_open(4) == [(0, 4, None)]
+    win2 = StreamWindow(IntSource(x, C.LANES), job_id=2, rank=0, slot_count=4, sparse=False,
+                        layout=LAYOUT, last_ver=[1] * 4)
+    win2.start()
+    win2.open_rounds(win2.to_open(4))
+    frames = {s: bytes(win2.frame(s)) for s in range(4)}
+    deliver(win2, result_for(frames[2], np.ones(C.LANES)), result_for(frames[0], np.ones(C.LANES)))
+    assert win2.to_open(8) == [(2, 6, None), (0, 4, None)]   # arrival order, not block order
+
+
+def test_rounds_open_within_the_window_and_the_oldest_beyond_it():
     x = np.ones(8 * C.LANES, dtype=np.int32)
     win = StreamWindow(IntSource(x, C.LANES), job_id=2, rank=0, slot_count=4, sparse=False,
                        layout=LAYOUT, last_ver=[1] * 4)
@@ -95,7 +118,7 @@ def test_rounds_open_in_key_order_within_the_window_and_the_oldest_beyond_it():
     assert win.to_open(2) == []                     # the window is full
     [answer] = deliver(win, result_for(bytes(win.frame(1)), np.ones(C.LANES)))
     assert answer.next_block == 5
-    assert win.to_open(2) == [(2, 2, None)]         # block 2 before 3 and 5: key order
+    assert win.to_open(2) == [(2, 2, None)]         # block 2 before 3 and 5: ready since the start
     win.open_rounds([(2, 2, None)])
     deliver(win, result_for(bytes(win.frame(0)), np.ones(C.LANES)), result_for(bytes(win.frame(2)), np.ones(C.LANES)))
     # nothing in flight is older than block 3, so it opens even with a window of 1

@@ -98,6 +98,7 @@ class StreamStats:
     packets_sent: int = 0
     retransmissions: int = 0
     fast_retransmissions: int = 0   # of those: rounds overtaken by later ones, resent before their timer
+    deferred: int = 0         # timeouts before the call's first result, left to one probe round
     results: int = 0
     ignored: int = 0          # duplicates, stale results, packets of other jobs, forged results
     forged: int = 0           # of those: not from the switch's address, or without the job's wire token
@@ -125,6 +126,7 @@ class RoundTimers:
         self.passed: list[int] = []      # the OVERTAKE_COUNT highest first-send numbers answered
         self.timely_at = -1.0          # when a round sent once was last answered
         self.result_at = -1.0          # when any round was last answered
+        self.probe_slot = -1           # the round resent before anything came back in this call
 
     def opened(self, s: int, now: float) -> None:
         self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
@@ -177,6 +179,27 @@ class RoundTimers:
     def answered_since(self, s: int) -> bool:
         """Some round was answered since the round of `s` was last sent."""
         return self.result_at > self.sent_at[s]
+
+    def deferred(self, s: int, now: float) -> None:
+        """The timer of `s` ran out before anything came back in this call, and another round
+        already probes the job: back the timer off as for a retransmission but send nothing (and,
+        as for a resent round, take no RTT sample from its result: it waited for the peers, not
+        for the path). Why: at the start of a call the workers do not start together, and the
+        first to start would otherwise resend its whole first window, once per backoff level,
+        while it waits for the last; a real loss shows once the job runs (overtaken rounds)."""
+        self.sent_at[s] = now
+        self.retries[s] += 1
+        self.rto[s] = self.est.timed_out(self.rto[s]) if self.retry.adaptive else \
+            min(self.rto[s] * self.retry.backoff, self.retry.max_timeout)
+
+    def restart_deferred(self, open_slots: set[int], now: float) -> None:
+        """The call's first results arrive: the rounds whose timers were deferred while nothing
+        came back get a fresh timer from now (their packets reached the switch long ago; the
+        peers' are arriving), instead of all expiring within the next moment."""
+        rto = self.est.rto if self.retry.adaptive else self.retry.timeout
+        for s in open_slots:
+            if s != self.probe_slot and self.retries[s]:
+                self.sent_at[s], self.rto[s] = now, rto
 
     def retransmitted(self, s: int, now: float, alive: bool, fast: bool = False) -> None:
         """Time the resent round of `s`. A `fast` retransmission (the round was overtaken: a loss)
@@ -293,6 +316,8 @@ class UdpReducer(Reducer):
                 # one RTT sample per batch (the first round sent once: Karn), one window update
                 newest = 0.0
                 sampled = False
+                if timers.result_at < 0 and stats.deferred:
+                    timers.restart_deferred(win.open, now)
                 for answer in answers:
                     s = answer.slot
                     if not sampled and timers.answered(s, now):
@@ -345,8 +370,15 @@ class UdpReducer(Reducer):
             if now - timers.progress[s] > self.retry.deadline:
                 self._fail(s, win.block[s], win.ver[s], timers.retries[s], now - timers.progress[s])
             alive = timers.path_alive(s)
-            self.window.timed_out(timers.sent_at[s], now, timely=alive,
-                                  answered=timers.answered_since(s))
+            answered = timers.answered_since(s)
+            self.window.timed_out(timers.sent_at[s], now, timely=alive, answered=answered)
+            if timers.result_at < 0:        # nothing answered yet in this call: peers may not have started
+                if timers.probe_slot < 0:
+                    timers.probe_slot = s       # one round probes the job ...
+                elif s != timers.probe_slot:
+                    timers.deferred(s, now)     # ... the others wait for its answer, backing off
+                    self.stats.deferred += 1
+                    continue
             win.mark_retransmission(s)
             self.stats.retransmissions += 1
             self._send(win.frame(s))

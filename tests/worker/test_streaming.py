@@ -365,3 +365,23 @@ def test_a_round_counts_as_overtaken_after_three_later_rounds():
     for s, expect in ((6, []), (7, []), (1, [0])):
         open_slots.discard(s)
         assert timers.overtaken(open_slots, [s]) == expect
+
+
+def test_a_worker_that_starts_first_probes_with_one_round():
+    """Rank 1 starts its call 0.3 s after rank 0. Until anything comes back, rank 0 resends one
+    probe round per backoff level instead of its whole window (the others' timers back off
+    without sending), and the sums are exact."""
+    n, slots = 2, 16
+    rng = np.random.default_rng(24)
+    xs = [rng.integers(-2**20, 2**20, slots * 4 * C.LANES, dtype=np.int32) for _ in range(n)]
+
+    def late_start(red):
+        if red.rank == 1:
+            time.sleep(0.3)
+        return red.sum_int32(xs[red.rank])
+    with FakeSwitch() as sw:
+        out, errs, reds = _run(sw, n, slots, late_start, retry=FAST)
+    assert not errs and all(np.array_equal(out[r], xs[0] + xs[1]) for r in range(n))
+    early = reds[0].stats
+    assert early.deferred >= slots, early          # every other slot timed out at least once
+    assert 1 <= early.retransmissions <= 6, early   # one probe per backoff level (20 ms .. 200 ms)

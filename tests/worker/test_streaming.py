@@ -238,18 +238,28 @@ def test_the_window_grows_to_every_slot_on_a_fast_path():
         assert red.stats.retransmissions == 0
 
 
+def _exact_sum_under_loss(n: int, slots: int, rounds: int, seed: int, impair: Impairments,
+                          retry: RetryPolicy):
+    """n workers sum random int32 tensors of `rounds` blocks per slot through a lossy fake switch;
+    asserts every worker got the exact sum and returns the reducers."""
+    rng = np.random.default_rng(seed)
+    xs = [rng.integers(-2**20, 2**20, slots * rounds * C.LANES, dtype=np.int32) for _ in range(n)]
+    with FakeSwitch(impair=impair) as sw:
+        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), retry=retry)
+    assert not errs
+    want = np.sum([x.astype(np.int64) for x in xs], axis=0).astype(np.int32)
+    assert all(np.array_equal(out[r], want) for r in range(n))
+    return reds
+
+
 def test_isolated_losses_do_not_shrink_the_window():
     """Loss on a fast path: a round overtaken by a later one is resent at once, and a timeout that
     finds a later round already answered is a loss too, not congestion, so the window stays open
     (a loss near the tail of the tensor, with no later round, may still count as congestion
     once), and the sum is exact."""
-    n, slots = 2, 32
-    rng = np.random.default_rng(14)
-    xs = [rng.integers(-2**20, 2**20, slots * 8 * C.LANES, dtype=np.int32) for _ in range(n)]
-    retry = RetryPolicy(timeout=0.05, min_timeout=0.03, max_timeout=0.5, deadline=5.0)
-    with FakeSwitch(impair=Impairments(0.02, 0.02, seed=9)) as sw:
-        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), retry=retry)
-    assert not errs and all(np.array_equal(out[r], xs[0] + xs[1]) for r in range(n))
+    slots = 32
+    reds = _exact_sum_under_loss(2, slots, 8, 14, Impairments(0.02, 0.02, seed=9),
+                                 RetryPolicy(timeout=0.05, min_timeout=0.03, max_timeout=0.5, deadline=5.0))
     for red in reds:
         recovered = red.stats.fast_retransmissions + red.window.losses
         assert recovered > 2 * red.window.decreases, (red.stats, red.window.describe())
@@ -323,15 +333,9 @@ def test_random_loss_on_four_workers_keeps_windows_open():
     """5% loss each way on four workers: most losses are recovered by fast retransmission, no
     window collapses to its floor (the windows of workers that wait on each other would drift
     apart and the job would crawl), and the sums are exact."""
-    n, slots = 4, 32
-    rng = np.random.default_rng(22)
-    xs = [rng.integers(-2**20, 2**20, slots * 48 * C.LANES, dtype=np.int32) for _ in range(n)]
-    retry = RetryPolicy(timeout=0.05, min_timeout=0.02, max_timeout=0.5, deadline=10.0)
-    with FakeSwitch(impair=Impairments(0.05, 0.05, seed=23)) as sw:
-        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), retry=retry)
-    assert not errs
-    want = np.sum([x.astype(np.int64) for x in xs], axis=0).astype(np.int32)
-    assert all(np.array_equal(out[r], want) for r in range(n))
+    slots = 32
+    reds = _exact_sum_under_loss(4, slots, 48, 22, Impairments(0.05, 0.05, seed=23),
+                                 RetryPolicy(timeout=0.05, min_timeout=0.02, max_timeout=0.5, deadline=10.0))
     fast = sum(red.stats.fast_retransmissions for red in reds)
     timed = sum(red.stats.retransmissions for red in reds) - fast
     assert fast > timed, [red.stats for red in reds]

@@ -25,8 +25,20 @@ def cmdline(pid: int) -> str | None:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()
 
 
-def process_record(pid: int, role: str) -> dict:
-    return {"pid": pid, "role": role, "cmdline": (cmdline(pid) or "")[:200]}
+def process_record(pid: int, role: str, settle_s: float = 2.0) -> dict:
+    """A state-file entry for `pid`, with the command line it runs.
+
+    A process started a moment ago may still be inside execve: the kernel closes the parent's
+    close-on-exec pipe (so Popen has returned) before it maps the new arguments, and
+    /proc/PID/cmdline reads empty for that instant. An empty record could never be matched again,
+    so `make stop` would leave the process running; wait (bounded) until the arguments appear.
+    """
+    deadline = time.monotonic() + settle_s
+    line = cmdline(pid)
+    while line == "" and time.monotonic() < deadline:
+        time.sleep(0.005)
+        line = cmdline(pid)
+    return {"pid": pid, "role": role, "cmdline": (line or "")[:200]}
 
 
 def write_state(processes: list[dict], interfaces: list[str], nft_tables: list[str],

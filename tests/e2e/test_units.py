@@ -82,6 +82,17 @@ def test_stop_signals_only_recorded_processes_that_are_still_the_same(tmp_path):
             p.wait()
 
 
+def test_a_record_waits_for_the_command_line_of_a_process_still_in_execve(monkeypatch):
+    # Right after Popen returns, /proc/PID/cmdline can read empty (execve closed the parent's pipe
+    # before mapping the arguments); a record taken then could never be matched by `make stop`.
+    reads = iter(["", "", "/usr/bin/simple_switch_grpc --device-id 0"])
+    monkeypatch.setattr(runstate, "cmdline", lambda pid: next(reads))
+    record = runstate.process_record(4242, "switch s1")
+    assert record == {"pid": 4242, "role": "switch s1", "cmdline": "/usr/bin/simple_switch_grpc --device-id 0"}
+    monkeypatch.setattr(runstate, "cmdline", lambda pid: None)     # gone: recorded as unmatched at once
+    assert runstate.process_record(4242, "switch s1")["cmdline"] == ""
+
+
 def test_cli_rejects_bad_arguments_clearly():
     out = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "run", "--topo", "ring"],
                          capture_output=True, text=True)

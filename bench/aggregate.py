@@ -81,6 +81,8 @@ def aggregate_cell(records: list[dict], *, tensor_bytes: int,
         out["retransmitted_fraction"] = sum(r["retransmissions"] for r in records) / sent
         if all("fast_retransmissions" in r for r in records):
             out["fast_retransmitted_fraction"] = sum(r["fast_retransmissions"] for r in records) / sent
+        if all("tail_probes" in r for r in records):
+            out["tail_probes_per_worker"] = statistics.fmean(r["tail_probes"] for r in records)
         if all("timeouts_stall" in r for r in records):   # what the workers' timers took their timeouts for
             out["timeouts_per_worker"] = {
                 kind: statistics.fmean(r[key] for r in records)

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job})
         stats = agent.reducer.stats   # the whole run's (warm-up and barriers included)
         record.update(packets_sent=stats.packets_sent, retransmissions=stats.retransmissions,
-                      fast_retransmissions=stats.fast_retransmissions,
+                      fast_retransmissions=stats.fast_retransmissions, tail_probes=stats.tail_probes,
                       results_per_wakeup=round(stats.results / max(1, stats.wakeups), 2),
                       window=agent.reducer.window.limit(agent.params.slot_count),
                       window_decreases=agent.reducer.window.decreases,

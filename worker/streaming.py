@@ -48,6 +48,16 @@ from .window import CongestionWindow
 # A round is overtaken when this many rounds sent after it are answered before it (TCP's three
 # duplicate acknowledgements): one or two may pass it because peers opened them in another order.
 OVERTAKE_COUNT = 3
+# Near a call's end too few rounds follow a lost one to overtake it. With at most OVERTAKE_COUNT
+# rounds open and nothing left to open, one later round answered is enough (TCP's early
+# retransmit, RFC 5827); and when nothing comes back for PROBE_SRTTS smoothed round trips (at
+# least PROBE_MIN seconds) the newest open round is resent as a probe, at most PROBES times per
+# silence, whose answer overtakes every round sent before it (RACK-TLP's tail loss probe,
+# RFC 8985): a loss at the end of a call, or a burst that took a worker's last packets, costs a
+# few round trips instead of a retransmission timeout.
+PROBE_SRTTS = 2.0
+PROBE_MIN = 0.005
+PROBES = 2
 
 
 @dataclass
@@ -98,6 +108,7 @@ class StreamStats:
     packets_sent: int = 0
     retransmissions: int = 0
     fast_retransmissions: int = 0   # of those: rounds overtaken by later ones, resent before their timer
+    tail_probes: int = 0      # of those: the newest open round resent after a silence (RACK-TLP)
     deferred: int = 0         # timeouts before the call's first result, left to one probe round
     results: int = 0
     ignored: int = 0          # duplicates, stale results, packets of other jobs, forged results
@@ -127,23 +138,30 @@ class RoundTimers:
         self.timely_at = -1.0          # when a round sent once was last answered
         self.result_at = -1.0          # when any round was last answered
         self.probe_slot = -1           # the round resent before anything came back in this call
+        self.sent_last = -1.0          # when anything was last sent
+        self.tail_probes = 0           # tail loss probes sent since the last result
+        self.probed = [False] * slots  # per slot: its open round was resent as a tail loss probe
 
     def opened(self, s: int, now: float) -> None:
         self.rto[s] = self.est.rto if self.retry.adaptive else self.retry.timeout
         self.retries[s], self.sent_at[s], self.first_sent[s], self.progress[s] = 0, now, now, now
+        self.sent_last = now
+        self.probed[s] = False
         self.seq += 1
         self.first_seq[s] = self.last_seq[s] = self.seq
         self.sends.append((self.seq, s))
 
-    def overtaken(self, open_slots: set[int], answered: list[int]) -> list[int]:
-        """The open rounds that OVERTAKE_COUNT rounds sent after their latest copy have overtaken,
-        now that the rounds of the slots `answered` got their results; each copy once."""
+    def overtaken(self, open_slots: set[int], answered: list[int], early: bool = False) -> list[int]:
+        """The open rounds that OVERTAKE_COUNT rounds sent after their latest copy have overtaken
+        (one round when `early`: the call's last rounds, or a tail loss probe answered), now that
+        the rounds of the slots `answered` got their results; each copy once."""
         first_seq = self.first_seq
         passed = sorted(self.passed + [first_seq[s] for s in answered])[-OVERTAKE_COUNT:]
         self.passed = passed
-        if len(passed) < OVERTAKE_COUNT:
+        if not passed or (len(passed) < OVERTAKE_COUNT and not early):
             return []
-        below, sends, last_seq, out = passed[0], self.sends, self.last_seq, []
+        below = passed[-1] if early else passed[0]
+        sends, last_seq, out = self.sends, self.last_seq, []
         while sends and sends[0][0] < below:
             seq, s = sends.popleft()
             if s in open_slots and last_seq[s] == seq:
@@ -154,12 +172,33 @@ class RoundTimers:
         """The round of `s` got its result; True when its round trip fed the RTO estimate (Karn:
         a retransmitted round's result is ambiguous)."""
         self.result_at = now
+        self.tail_probes = 0
         if self.retries[s] == 0:
             self.timely_at = now
             if self.retry.adaptive:
                 self.est.sample(now - self.sent_at[s])
                 return True
         return False
+
+    def probe_due(self) -> float:
+        """When the next tail loss probe is due: PROBE_SRTTS smoothed round trips after the last
+        send or result, doubled per probe already sent; never before the call's first result
+        (then one round probes the job, `deferred`) and at most PROBES per silence."""
+        srtt = self.est.srtt
+        if self.result_at < 0 or self.tail_probes >= PROBES or srtt is None or not self.retry.adaptive:
+            return float("inf")
+        wait = max(PROBE_SRTTS * srtt, PROBE_MIN) * (2 ** self.tail_probes)
+        return max(self.result_at, self.sent_last) + wait
+
+    def probe(self, open_slots: set[int], now: float) -> int:
+        """Time a tail loss probe: the open round sent last, resent (if it was lost with the
+        rounds before it, its answer marks them overtaken). Returns its slot."""
+        last_seq = self.last_seq
+        s = max(open_slots, key=lambda s: last_seq[s])
+        self.retransmitted(s, now, alive=True, fast=True)
+        self.probed[s] = True
+        self.tail_probes += 1
+        return s
 
     def next_expiry(self, open_slots: set[int]) -> float:
         """When the first open round's timer runs out."""
@@ -209,6 +248,7 @@ class RoundTimers:
         need no longer timers; otherwise the shared RTO too (once per level), as TCP does when
         nothing comes back."""
         self.sent_at[s] = now
+        self.sent_last = now
         self.retries[s] += 1
         self.seq += 1
         self.last_seq[s] = self.seq
@@ -302,8 +342,10 @@ class UdpReducer(Reducer):
             now = monotonic()
             if now >= deadline:
                 self._retransmit_expired(win, timers, now)
+                if win.open and now >= timers.probe_due():
+                    self._probe_tail(win, timers, now)
                 self._open_ready(win, timers, now)
-                deadline = timers.next_expiry(win.open)
+                deadline = min(timers.next_expiry(win.open), timers.probe_due())
                 continue
             poll((deadline - now) * 1000.0)
             count = self._receive(win)
@@ -334,6 +376,8 @@ class UdpReducer(Reducer):
                 stats.forged += win.forged
                 win.forged = 0
             self._open_ready(win, timers, now)
+            if answers:      # the probe is due PROBE_SRTTS after this batch if nothing else comes
+                deadline = min(deadline, timers.probe_due())
         return win.sums, win.exps
 
     def _open_ready(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
@@ -355,13 +399,24 @@ class UdpReducer(Reducer):
         overtaken round has lost a packet: ours, its result or a peer's (then this copy is a
         duplicate the switch ignores, and the peer, overtaken too, resends its own). A loss is
         not congestion: the window stays."""
-        overtaken = timers.overtaken(win.open, [a.slot for a in answers])
+        probed = timers.probed
+        early = (len(win.open) <= OVERTAKE_COUNT and not win.ready) or any(probed[a.slot] for a in answers)
+        overtaken = timers.overtaken(win.open, [a.slot for a in answers], early)
         for s in overtaken:
             win.mark_retransmission(s)
             self._send(win.frame(s))
             timers.retransmitted(s, now, alive=True, fast=True)
         self.stats.retransmissions += len(overtaken)
         self.stats.fast_retransmissions += len(overtaken)
+
+    def _probe_tail(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
+        """Nothing came back for a while: resend the newest open round (flagged RETX) so that its
+        answer, or the lack of one, tells which rounds before it were lost (RACK-TLP)."""
+        s = timers.probe(win.open, now)
+        win.mark_retransmission(s)
+        self._send(win.frame(s))
+        self.stats.retransmissions += 1
+        self.stats.tail_probes += 1
 
     def _retransmit_expired(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
         """Resend (flagged RETX) every open round whose timer ran out; fail a stream stuck too

@@ -88,3 +88,14 @@ def test_p4reduce_records_give_the_retransmitted_fraction():
     cell = aggregate.aggregate_cell(records, tensor_bytes=100)
     assert cell["retransmitted_fraction"] == 0.005 and cell["retransmissions_per_worker"] == 5
     assert "retransmitted_fraction" not in aggregate.aggregate_cell([rec(0, [1.0], 1, 1)], tensor_bytes=1)
+
+
+def test_p4reduce_records_split_retransmissions_by_what_triggered_them():
+    records = [{**rec(r, [1.0], 100, 100), "packets_sent": 1000, "retransmissions": 10,
+                "fast_retransmissions": 6 + r, "tail_probes": 2 * r,
+                "window_decreases": r, "timeouts_loss": 1, "timeouts_stall": 3 - r} for r in range(2)]
+    cell = aggregate.aggregate_cell(records, tensor_bytes=100)
+    assert cell["fast_retransmitted_fraction"] == 13 / 2000 and cell["tail_probes_per_worker"] == 1
+    assert cell["timeouts_per_worker"] == {"congestion": 0.5, "loss": 1, "stall": 2.5}
+    del records[1]["tail_probes"]           # an older worker's record: no figure rather than a wrong one
+    assert "tail_probes_per_worker" not in aggregate.aggregate_cell(records, tensor_bytes=100)

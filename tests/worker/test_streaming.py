@@ -235,7 +235,8 @@ def test_the_window_grows_to_every_slot_on_a_fast_path():
     assert not errs and all(np.array_equal(out[r], xs[0] + xs[1]) for r in range(n))
     for red in reds:
         assert red.window.cwnd == slots and red.window.decreases == 0
-        assert red.stats.retransmissions == 0
+        # nothing is resent but, at most, a tail loss probe after a pause of the other thread
+        assert red.stats.retransmissions == red.stats.tail_probes <= 4, red.stats
 
 
 def _exact_sum_under_loss(n: int, slots: int, rounds: int, seed: int, impair: Impairments,
@@ -389,3 +390,64 @@ def test_a_worker_that_starts_first_probes_with_one_round():
     early = reds[0].stats
     assert early.deferred >= slots, early          # every other slot timed out at least once
     assert 1 <= early.retransmissions <= 6, early   # one probe per backoff level (20 ms .. 200 ms)
+
+
+@pytest.mark.parametrize("lost", [1, 4], ids=["last-round", "last-four-rounds"])
+def test_losses_at_the_end_of_a_call_are_recovered_by_a_tail_probe(lost):
+    """The switch drops the first copy of rank 0's last `lost` contributions: no later round can
+    overtake them. With timers of seconds, only the tail loss probe recovers them early: after a
+    short silence the newest open round is resent, its answer marks the rounds before it, and no
+    retransmission timer ever runs out (the window counts no timeout of any kind)."""
+    n, slots, per_slot = 2, 8, 6
+    blocks = slots * per_slot
+    last = {(blocks - 1 - k) * C.LANES for k in range(lost)}
+    rng = np.random.default_rng(31)
+    xs = [rng.integers(-2**20, 2**20, blocks * C.LANES, dtype=np.int32) for _ in range(n)]
+    retry = RetryPolicy(timeout=3.0, min_timeout=3.0, max_timeout=6.0, deadline=20.0)
+    dropped = []
+    with FakeSwitch() as sw:
+        receive = sw.model.receive
+
+        def lose_the_tail(ip, port, data, *a, **k):
+            hdr = wire.unpack_header(data)
+            if hdr[3] == 0 and hdr[7] in last and hdr[7] not in {d[7] for d in dropped}:
+                dropped.append(hdr)
+                return types.SimpleNamespace(deliveries=[])
+            return receive(ip, port, data, *a, **k)
+        sw.model.receive = lose_the_tail
+        out, errs, reds = _run(sw, n, slots, lambda red: red.sum_int32(xs[red.rank]), retry=retry)
+    assert not errs and len(dropped) == lost
+    assert all(np.array_equal(out[r], xs[0] + xs[1]) for r in range(n))
+    assert reds[0].stats.tail_probes >= 1, reds[0].stats
+    for red in reds:
+        w = red.window
+        assert (w.losses, w.stalls, w.decreases) == (0, 0, 0), (red.stats, w.describe())
+
+
+def test_tail_probe_timing_and_early_overtaking():
+    """RoundTimers: no probe before the call's first result; then PROBE_SRTTS smoothed round trips
+    (at least PROBE_MIN) after the last send or result, doubled per probe, at most PROBES per
+    silence, rearmed by a result. A probe resends the newest open round, and its answer (or, with
+    `early`, any later round's) overtakes the rounds sent before it at once."""
+    from p4reduce.worker.streaming import PROBE_MIN, PROBE_SRTTS, PROBES, RoundTimers
+    retry = RetryPolicy()
+    est = retry.estimator()
+    timers = RoundTimers(8, retry, est)
+    for s in range(5):
+        timers.opened(s, now=1.0 + s / 1000)
+    open_slots = set(range(5))
+    assert timers.probe_due() == float("inf")                 # nothing answered yet
+    est.sample(0.010)
+    timers.answered(4, now=1.02)
+    open_slots.discard(4)
+    assert timers.probe_due() == pytest.approx(1.02 + max(PROBE_SRTTS * est.srtt, PROBE_MIN))
+    assert timers.overtaken(open_slots, [4]) == []            # one later answer is not enough ...
+    assert timers.probe(open_slots, now=1.05) == 3            # the newest open round is the probe
+    assert timers.probe_due() == pytest.approx(1.05 + 2 * max(PROBE_SRTTS * est.srtt, PROBE_MIN))
+    for k in range(1, PROBES):
+        timers.probe(open_slots, now=1.1 + k)
+    assert timers.probe_due() == float("inf")                 # PROBES per silence
+    open_slots.discard(3)
+    assert sorted(timers.overtaken(open_slots, [3], early=True)) == [0, 1, 2]   # ... a probe's is
+    timers.answered(3, now=1.3)
+    assert timers.probe_due() < float("inf")                  # a result rearms the probe

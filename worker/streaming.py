@@ -21,10 +21,11 @@ sends, waits and retransmits):
   socket is connected to it; where it cannot be, each datagram's source is checked), and only
   results carrying the job's wire token count (docs/protocol.md section 10); the rest are counted
   in ``StreamStats.forged`` and change nothing;
-* loss: a slot whose result does not come within a timeout is retransmitted (flag RETX) with
-  exponential backoff; the timeout adapts to the measured round trips (worker/rto.py, RFC 6298);
-  results that are not the round a slot waits for (late duplicates) are ignored; when a slot
-  makes no progress for ``deadline`` seconds the call raises an
+* loss: a round overtaken by later ones is resent at once (fast retransmission; near a call's
+  end, early retransmission and a tail loss probe), and a slot whose result does not come within
+  a timeout is retransmitted (flag RETX) with exponential backoff; the timeout adapts to the
+  measured round trips (worker/rto.py, RFC 6298); results that are not the round a slot waits
+  for (late duplicates) are ignored; when a slot makes no progress for ``deadline`` seconds the call raises an
   :class:`~worker.reducer.AggregationError` naming job, rank, slot and offset -- never a hang.
 """
 from __future__ import annotations

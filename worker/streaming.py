@@ -25,8 +25,9 @@ sends, waits and retransmits):
   end, early retransmission and a tail loss probe), and a slot whose result does not come within
   a timeout is retransmitted (flag RETX) with exponential backoff; the timeout adapts to the
   measured round trips (worker/rto.py, RFC 6298); results that are not the round a slot waits
-  for (late duplicates) are ignored; when a slot makes no progress for ``deadline`` seconds the call raises an
-  :class:`~worker.reducer.AggregationError` naming job, rank, slot and offset -- never a hang.
+  for (late duplicates) are ignored; when a slot makes no progress for ``deadline`` seconds the
+  call raises an :class:`~worker.reducer.AggregationError` naming job, rank, slot and offset --
+  never a hang.
 """
 from __future__ import annotations
 

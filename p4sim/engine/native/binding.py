@@ -87,7 +87,7 @@ PORTS_SIGNATURES: dict = {
 }
 
 PORT_STAT_NAMES = ("rx", "tx", "tx_dropped", "to_cpu", "unknown_port", "queue_dropped", "truncated", "batches",
-                   "rx_rings")
+                   "rx_rings", "rx_copied")
 
 PROGRAM_SIGNATURES: dict = {
     "p4prog_abi": (c_int, []),

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@
 #define VLAN_ROOM 4
 #define SLOT_BYTES (65536 + 128)
 #define MAX_PORT 512
-#define RING_FRAME 2048          /* ring slot: header + a 1500-byte frame and then some */
+#define RING_FRAME_MIN 2048      /* ring slot: header + a 1500-byte frame and then some */
 #define RING_BLOCK (1u << 20)
 #define RING_BLOCKS 8
 
@@ -45,7 +46,7 @@
 
 enum { Q_RX = 1, Q_CPU = 2, Q_PCAP_IN = 3, Q_PCAP_OUT = 4, Q_TRACE = 5, Q_LOG = 6 };
 enum { PS_RX, PS_TX, PS_TX_DROPPED, PS_TO_CPU, PS_UNKNOWN_PORT, PS_QUEUE_DROPPED, PS_TRUNCATED,
-       PS_BATCHES, PS_RINGS, PS_N };
+       PS_BATCHES, PS_RINGS, PS_RX_COPIED, PS_N };
 
 typedef struct {
     uint32_t kind, port, len, pad;
@@ -58,6 +59,7 @@ typedef struct {
     char name[IF_NAMESIZE];
     uint8_t *ring;             /* NULL: no receive ring, recvmmsg() */
     uint32_t ring_frames, head;
+    uint32_t ring_frame;       /* bytes per ring slot: the port's MTU fits one */
     uint32_t held[RX_SLOTS];   /* ring slots the current batch points into */
     uint32_t nheld;
 } rt_port;
@@ -152,12 +154,28 @@ RT_EXPORT void rt_ports_stats(rt_ports *p, uint64_t *out) {
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
+/* bytes per ring slot for a port: ring and link headers, VLAN room and a frame of the port's MTU,
+ * rounded up to a power of two (a divisor of RING_BLOCK); a larger frame still arrives, copied
+ * to the socket (TP_STATUS_COPY), only slower */
+static uint32_t ring_frame_size(const rt_port *port) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", port->name);
+    uint32_t need = RING_FRAME_MIN;
+    if (ioctl(port->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+        need = (uint32_t)TPACKET_ALIGN(TPACKET2_HDRLEN) + VLAN_ROOM + 18 + (uint32_t)ifr.ifr_mtu;
+    uint32_t frame = RING_FRAME_MIN;
+    while (frame < need && frame < RING_BLOCK) frame <<= 1;
+    return frame;
+}
+
 /* a TPACKET_V2 receive ring on the port's socket; -> 1 if it is there */
 static int ring_setup(rt_port *port) {
     int v = TPACKET_V2, reserve = VLAN_ROOM, thresh = 1;
+    uint32_t frame = ring_frame_size(port);
     struct tpacket_req req = {.tp_block_size = RING_BLOCK, .tp_block_nr = RING_BLOCKS,
-                              .tp_frame_size = RING_FRAME,
-                              .tp_frame_nr = RING_BLOCK / RING_FRAME * RING_BLOCKS};
+                              .tp_frame_size = frame,
+                              .tp_frame_nr = RING_BLOCK / frame * RING_BLOCKS};
     if (setsockopt(port->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) ||
         setsockopt(port->fd, SOL_PACKET, PACKET_RESERVE, &reserve, sizeof reserve) ||
         setsockopt(port->fd, SOL_PACKET, PACKET_COPY_THRESH, &thresh, sizeof thresh) ||
@@ -167,11 +185,12 @@ static int ring_setup(rt_port *port) {
     if (ring == MAP_FAILED) return 0;
     port->ring = ring;
     port->ring_frames = req.tp_frame_nr;
+    port->ring_frame = frame;
     return 1;
 }
 
 static struct tpacket2_hdr *ring_frame(const rt_port *port, uint32_t i) {
-    return (struct tpacket2_hdr *)(port->ring + (size_t)i * RING_FRAME);
+    return (struct tpacket2_hdr *)(port->ring + (size_t)i * port->ring_frame);
 }
 
 /* give the ring slots of the last batch back to the kernel */
@@ -398,6 +417,7 @@ static uint32_t receive_ring(rt_ports *p, rt_port *port, uint32_t *slots, uint32
             }
             frame = slot;
             len = (uint32_t)r;
+            p->stats[PS_RX_COPIED]++;
         } else if (h->tp_snaplen < h->tp_len) {
             p->stats[PS_TRUNCATED]++;
             continue;

@@ -4,6 +4,8 @@
 # Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"; make shell SWITCH=leaf1
 # P4 build settings (p4src/config.p4 has the defaults and the supported range):
 #   make build LANES=256 SUBBLOCK=16 [SLOTS=4096] [MAX_WORKERS=32]
+# Jumbo frames: MTU is both the program's IPV4_MTU and the links' MTU (make run/demo pass --mtu):
+#   make run MTU=9000 LANES=1024 SUBBLOCK=64
 
 SHELL := /bin/bash
 VENV  := .venv
@@ -24,13 +26,15 @@ P4_SOURCES := $(wildcard $(P4SRC)/*.p4)
 
 # Build settings of the P4 program, passed to the compiler as -D flags. Each one given must be a
 # positive decimal number (checked here: the value reaches a shell command line).
-P4_SETTINGS := LANES SUBBLOCK SLOTS MAX_WORKERS
+P4_SETTINGS := LANES SUBBLOCK SLOTS MAX_WORKERS MTU
 _nodigits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst \
 	7,,$(subst 8,,$(subst 9,,$(subst $(subst ,, ),_,$(1))))))))))))
 $(foreach s,$(P4_SETTINGS),$(if $(filter-out undefined,$(origin $(s))),$(if $(or $(call \
 	_nodigits,$($(s))),$(filter 0%,$($(s))),$(if $($(s)),,empty)),$(error $(s)=$($(s)): \
 	must be a positive decimal number))))
-P4_DEFINES := $(strip $(foreach s,$(P4_SETTINGS),$(if $($(s)),-D$(s)=$($(s)))))
+P4_DEFINES := $(strip $(foreach s,$(filter-out MTU,$(P4_SETTINGS)),$(if $($(s)),-D$(s)=$($(s)))) \
+	$(if $(MTU),-DIPV4_MTU=$(MTU)))
+LINK_ARGS := $(if $(MTU),--mtu $(MTU))
 
 .PHONY: all setup build run demo shell wireshark test lint bench bench-quick stop clean FORCE
 
@@ -48,19 +52,20 @@ $(BUILD)/p4-settings: FORCE
 $(BUILD)/$(PROG).json: $(P4_SOURCES) $(BUILD)/p4-settings | setup
 	@mkdir -p $(BUILD)
 	$(P4C) --p4v 16 $(P4_DEFINES) --p4runtime-files $(BUILD)/$(PROG).p4info.txtpb -o $@ $(P4SRC)/$(PROG).p4
-	@set -- $$(printf '#include "config.p4"\nLANES SUBBLOCK SLOTS MAX_WORKERS\n' \
+	@set -- $$(printf '#include "config.p4"\nLANES SUBBLOCK SLOTS MAX_WORKERS IPV4_MTU\n' \
 		| cpp -P -undef -nostdinc -I $(P4SRC) $(P4_DEFINES) -) && \
-	echo "$@: $$1 lanes per packet ($$(($$1 / $$2)) sub-blocks of $$2), $$3 slots, up to $$4 workers" \
-		> $(BUILD)/$(PROG).layout
+	echo "$@: $$1 lanes per packet ($$(($$1 / $$2)) sub-blocks of $$2), $$3 slots, up to $$4 workers," \
+		"built for links of MTU $$5" > $(BUILD)/$(PROG).layout
 
 build: setup $(BUILD)/$(PROG).json
 	@cat $(BUILD)/$(PROG).layout
 
 run: build
-	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
+	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(ARGS)
 
 demo: build
-	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(ARGS)
+	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json \
+		$(LINK_ARGS) $(ARGS)
 
 # make shell [SWITCH=leaf1]: a switch of the running topology (default: the aggregating one).
 shell: setup

@@ -2,8 +2,10 @@
  * `make build LANES=256 SUBBLOCK=16` passes -DLANES=256 -DSUBBLOCK=16 to the compiler (p4c-bm2-ss
  * or p4sim-compile). protocol/constants.py holds the same defaults for Python.
  *
- * Supported layouts: SUBBLOCK 1..32, NUM_SUBBLOCKS = LANES / SUBBLOCK 1..16, and a dense packet
- * (20 + 8 + 24 + 4 * LANES bytes of IPv4) within IPV4_MTU: up to 362 lanes at 1500 bytes. */
+ * Supported layouts: SUBBLOCK 1..128, NUM_SUBBLOCKS = LANES / SUBBLOCK 1..16, and a dense packet
+ * (20 + 8 + 24 + 4 * LANES bytes of IPv4) within IPV4_MTU: up to 362 lanes at 1500 bytes, 1024
+ * lanes (16 sub-blocks of 64) at 4148 bytes or more (jumbo frames: `make build MTU=9000 LANES=1024
+ * SUBBLOCK=64`, and links of that MTU: `make run MTU=9000 ...`). */
 #ifndef P4REDUCE_CONFIG_P4
 #define P4REDUCE_CONFIG_P4
 
@@ -26,8 +28,8 @@
 #define IPV4_MTU 1500       /* largest IPv4 packet the links carry: a dense packet must fit */
 #endif
 
-#if SUBBLOCK < 1 || SUBBLOCK > 32
-#error "SUBBLOCK must be 1..32"
+#if SUBBLOCK < 1 || SUBBLOCK > 128
+#error "SUBBLOCK must be 1..128"
 #endif
 #if LANES < 1 || (LANES % SUBBLOCK) != 0
 #error "LANES must be a positive multiple of SUBBLOCK"

@@ -59,16 +59,20 @@ def test_a_stale_iteration_p4_fails_the_check(tmp_path, monkeypatch, capsys):
     assert gen.main([]) == 0 and gen.main(["--check"]) == 0            # regenerating fixes it
 
 
-# Every FOR_EACH_LANE case (SUBBLOCK 1..32) and every FOR_EACH_SUBBLOCK case (NUM_SUBBLOCKS
+# Every FOR_EACH_LANE case up to SUBBLOCK 32 and every FOR_EACH_SUBBLOCK case (NUM_SUBBLOCKS
 # 1..16), paired so that packets stay small: the cases of the two macros are independent of each
-# other, so this covers the expansion of every supported layout. tests/dataplane runs full-size
+# other, so this covers the expansion of every layout of a 1500-byte MTU. The wide sub-blocks of
+# jumbo-frame builds (33..128 lanes, written by the same generator loop) are sampled, up to the
+# widest packets (1024 lanes at 64 a sub-block, 2048 at 128). tests/dataplane runs full-size
 # layouts (256 and 352 lanes among them) through the data-plane tests.
 SWEEP = [(s * (17 - s), s) for s in range(1, 17)] + [(s * (1 + s % 4), s) for s in range(17, 33)]
+SWEEP += [(33, 33), (96, 48), (1024, 64), (300, 100), (254, 127), (2048, 128)]
 
 
 @pytest.mark.parametrize("lanes,subblock", SWEEP, ids=[f"{lanes}x{sb}" for lanes, sb in SWEEP])
 def test_every_layout_compiles_without_warnings(lanes, subblock):
-    r = compile_file(str(P4SRC), defines=(f"LANES={lanes}", f"SUBBLOCK={subblock}"))
+    mtu = ("IPV4_MTU=9000",) if 52 + 4 * lanes > 1500 else ()
+    r = compile_file(str(P4SRC), defines=(f"LANES={lanes}", f"SUBBLOCK={subblock}") + mtu)
     assert r.warnings == []
     num_subblocks = lanes // subblock
     registers = [reg["name"] for reg in r.bmv2["register_arrays"]]
@@ -96,8 +100,8 @@ def test_the_warnings_p4src_avoids_are_reported(tmp_path):
 
 
 @pytest.mark.parametrize("defines,message", [
-    (("SUBBLOCK=0",), "SUBBLOCK must be 1..32"),
-    (("SUBBLOCK=33", "LANES=33"), "SUBBLOCK must be 1..32"),
+    (("SUBBLOCK=0",), "SUBBLOCK must be 1..128"),
+    (("SUBBLOCK=129", "LANES=129"), "SUBBLOCK must be 1..128"),
     (("LANES=30",), "LANES must be a positive multiple of SUBBLOCK"),
     (("LANES=0",), "LANES must be a positive multiple of SUBBLOCK"),
     (("LANES=136", "SUBBLOCK=8"), r"LANES / SUBBLOCK must be 1\.\.16"),
@@ -138,9 +142,17 @@ def test_make_build_builds_the_layout_asked_for_and_rebuilds_when_it_changes(tmp
     assert default.returncode == 0, default.stdout + default.stderr
     assert "-DSLOTS=64 " in default.stdout and "256 lanes per packet (16 sub-blocks of 16), 64 slots" in default.stdout
     assert built_layout(tmp_path) == (16, 16)
+    jumbo = make_build(tmp_path, "MTU=9000", "LANES=1024", "SUBBLOCK=64")  # MTU is the program's IPV4_MTU
+    assert jumbo.returncode == 0, jumbo.stdout + jumbo.stderr
+    assert "-DLANES=1024 -DSUBBLOCK=64 -DIPV4_MTU=9000" in jumbo.stdout
+    assert "1024 lanes per packet (16 sub-blocks of 64), 4096 slots, up to 32 workers, built for links of " \
+           "MTU 9000" in jumbo.stdout
+    assert built_layout(tmp_path) == (16, 64)
 
 
 @pytest.mark.parametrize("setting,message", [
+    ("MTU=9k", "MTU=9k: must be a positive decimal number"),
+    ("LANES=1024", "a dense packet of LANES lanes (52 + 4 * LANES bytes of IPv4) exceeds IPV4_MTU"),
     ("LANES=abc", "LANES=abc: must be a positive decimal number"),
     ("SUBBLOCK=08", "SUBBLOCK=08: must be a positive decimal number"),
     ("MAX_WORKERS=", "MAX_WORKERS=: must be a positive decimal number"),

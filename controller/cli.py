@@ -186,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "there; without it a fresh token is printed at start")
     s.add_argument("--default-workers", type=int, default=None, help="workers of a job created by a join")
     s.add_argument("--default-mode", choices=["dense", "sparse"], default="dense")
-    s.add_argument("--default-slots", type=int, default=None, help="slots of a job when not asked (64)")
+    s.add_argument("--default-slots", type=int, default=None,
+                   help="slots of a job when not asked (default: 64 KiB of lanes in flight per worker, "
+                        "at most 64: 64 slots at 256 lanes, 16 at 1024)")
     s.add_argument("--lease", type=float, default=10.0, help="seconds of silence before a job is reclaimed")
     s.add_argument("--join-timeout", type=float, default=120.0, help="seconds a job may wait with no worker")
     s.add_argument("--state-file", default="run/controller-state.json",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from p4reduce.protocol import constants
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
+from p4reduce.protocol.wire import DEFAULT_LAYOUT, Layout
 
 if TYPE_CHECKING:
     from p4reduce.controller.topology import Topology
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 FLOOD_GROUP = 1              # L2 flood group (broadcast/ARP) installed by the forwarding installer
 ENDED_MEMORY_S = 300.0       # how long an ended job's name answers 409 job_ended
 MAX_JOBS = 4096              # job ids 1..MAX_JOBS (job_id is 16 bits; groups stay 16-bit)
+IN_FLIGHT_BYTES = 64 * 1024  # lane bytes a job's default slots hold per worker (64 x 1 KiB packets)
+MAX_DEFAULT_SLOTS = 64       # ... and never more slots than this (narrow programs)
 
 
 def udp_port() -> int:
@@ -32,8 +35,13 @@ def num_slots() -> int:
     return constants.SLOTS
 
 
-def default_job_slots(total: int) -> int:
-    return max(1, min(64, total))
+def default_job_slots(total: int, layout: Layout = DEFAULT_LAYOUT) -> int:
+    """Slots of a job that names none: enough for IN_FLIGHT_BYTES of lanes in flight per worker
+    (64 packets of 256 lanes, 16 of 1024), at most MAX_DEFAULT_SLOTS and the pool. A fixed
+    count would put twice the bytes in flight with twice the lanes and overflow a shaped link's
+    queue (docs/protocol.md, "Wider packets on links with a larger MTU")."""
+    by_bytes = IN_FLIGHT_BYTES // (layout.lanes * constants.LANE_BYTES)
+    return max(1, min(MAX_DEFAULT_SLOTS, by_bytes, total))
 
 
 def switch_endpoint(topology: Topology | None) -> dict[str, Any]:

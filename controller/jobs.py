@@ -215,7 +215,8 @@ class JobManager:
                 raise BadRequest("field 'workers': required (the controller has no --default-workers)",
                                  field="workers")
         mode = self.default_mode if mode is None else mode
-        slots = (self.default_slots or defaults.default_job_slots(self.pool.total)) if slots is None else slots
+        if slots is None:
+            slots = self.default_slots or defaults.default_job_slots(self.pool.total, self.layout)
         lease_s = self.default_lease_s if lease_s is None else lease_s
         workers, mode, slots, lease_s = self._validate_params(workers, mode, slots, lease_s)
         with self.lock:

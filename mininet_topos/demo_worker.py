@@ -66,7 +66,8 @@ def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dic
     return {"tensors": args.tensors, "elements": args.elements, "exact": exact,
             "bytes_sent": agent.reducer.bytes_sent, "bytes_dense": dense_bytes(args.elements, args.tensors, lanes),
             "packets_sent": stats.packets_sent, "retransmissions": stats.retransmissions,
-            "lanes": lanes, "subblock": agent.params.subblock, "allreduce_s": times}
+            "lanes": lanes, "subblock": agent.params.subblock, "slots": agent.params.slot_count,
+            "allreduce_s": times}
 
 
 def run_training(agent: Agent, args: argparse.Namespace) -> dict[str, Any]:

@@ -1,11 +1,17 @@
-"""Link emulation options (bandwidth, delay, loss) for Mininet links: the command line's --bw,
---delay and --loss, and the benchmarks' named settings (bench/links.py), one type for both.
+"""Link emulation options (bandwidth, delay, loss, MTU) for Mininet links: the command line's --bw,
+--delay, --loss and --mtu, and the benchmarks' named settings (bench/links.py), one type for both.
 
 Bandwidth uses TCLink (tbf). Delay and loss use netem through TCLink when the kernel has it; when
 it does not (minimal VM kernels lack sch_netem), loss is emulated with an nftables netdev table on
 both ends' egress -- the same place netem sits, before packet taps, so the P4 target never sees a
 lost frame -- and delay is refused with a clear error rather than silently ignored, unless the
 options say the delay is optional (benchmarks: the results then record it as not applied).
+
+The MTU applies to every interface of the network (hosts, switch ports, links between switches):
+a link is only as wide as its narrower end. Jumbo frames let a packet carry more lanes
+(docs/protocol.md, "Wider packets on links with a larger MTU"); the program must be built for it
+(`make build MTU=9000 LANES=1024 SUBBLOCK=64`), and P4Network refuses a program whose dense
+packet does not fit the links.
 """
 import argparse
 import gzip
@@ -20,6 +26,9 @@ from functools import lru_cache
 from typing import Any
 
 LOSS_TABLE = "p4reduce_loss"
+DEFAULT_MTU = 1500                    # Ethernet's, and every Linux interface's unless told
+MIN_MTU = 576                         # the smallest IPv4 datagram every host must accept (RFC 791)
+MAX_MTU = 65535                       # the largest a veth takes (and an IPv4 total length)
 
 
 class LinkOptionError(ValueError):
@@ -32,6 +41,7 @@ class LinkOptions:
     delay: str | None = None          # e.g. "1ms", "200us"
     loss_pct: float = 0.0             # 0..100, per direction
     queue_ms: float | None = None     # tbf queue depth as the time to drain it (None: TCLink's)
+    mtu: int | None = None            # IPv4 MTU of every interface, bytes (None: DEFAULT_MTU)
     delay_optional: bool = False      # without netem: leave the delay out (and say so) instead of refusing
     name: str = ""                    # a named setting (benchmarks), reported with its results
 
@@ -44,6 +54,14 @@ class LinkOptions:
             raise LinkOptionError(f"--loss {self.loss_pct}: must be a percentage in [0, 100)")
         if self.queue_ms is not None and not self.queue_ms > 0:
             raise LinkOptionError(f"queue {self.queue_ms} ms: must be > 0")
+        if self.mtu is not None and (isinstance(self.mtu, bool) or not isinstance(self.mtu, int)
+                                     or not MIN_MTU <= self.mtu <= MAX_MTU):
+            raise LinkOptionError(f"--mtu {self.mtu}: must be a whole number of bytes in {MIN_MTU}..{MAX_MTU}")
+
+    @property
+    def link_mtu(self) -> int:
+        """The MTU the interfaces really have."""
+        return DEFAULT_MTU if self.mtu is None else self.mtu
 
     @property
     def shaped(self) -> bool:
@@ -77,8 +95,9 @@ class LinkOptions:
 
     def applied(self) -> str:
         """What the links really are, in words, including what could not be applied."""
+        mtu = f", MTU {self.mtu}" if self.mtu is not None else ""
         if not self.shaped:
-            return "unshaped veth"
+            return "unshaped veth" + mtu
         parts = []
         if self.bw_mbps is not None:
             queue = f", {self.queue_ms:g} ms queue" if self.queue_ms is not None else ""
@@ -88,29 +107,33 @@ class LinkOptions:
                          else f"{self.delay} delay NOT applied: kernel lacks sch_netem")
         if self.loss_pct:
             parts.append(f"{self.loss_pct:g}% loss ({'netem' if netem_available() else 'nftables'})")
-        return ", ".join(parts)
+        return ", ".join(parts) + mtu
 
     def describe(self) -> dict:
         """The options and what was applied (topology description, benchmark results)."""
         return {"name": self.name or None, "bw_mbps": self.bw_mbps, "delay": self.delay,
-                "loss_pct": self.loss_pct, "queue_ms": self.queue_ms,
+                "loss_pct": self.loss_pct, "queue_ms": self.queue_ms, "mtu": self.link_mtu,
                 "loss_method": ("netem" if netem_available() else "nftables") if self.loss_pct else None,
                 "delay_applied": self.effective_delay() is not None if self.delay else None,
                 "applied": self.applied()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """--bw/--delay/--loss on a CLI parser."""
+    """--bw/--delay/--loss/--mtu on a CLI parser."""
     parser.add_argument("--bw", type=float, default=None, metavar="MBPS",
                         help="bandwidth of every worker link, Mbit/s (TCLink/htb)")
     parser.add_argument("--delay", default=None, metavar="DURATION",
                         help="one-way delay of every worker link, e.g. 1ms (needs netem)")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
                         help="random loss of every worker link, percent per direction, e.g. 2")
+    parser.add_argument("--mtu", type=int, default=None, metavar="BYTES",
+                        help=f"MTU of every interface, hosts and switch ports, {MIN_MTU}..{MAX_MTU} "
+                             f"(default {DEFAULT_MTU}); the program must be built for it: "
+                             "make build MTU=BYTES")
 
 
 def from_args(args: argparse.Namespace) -> LinkOptions:
-    return LinkOptions(bw_mbps=args.bw, delay=args.delay, loss_pct=args.loss)
+    return LinkOptions(bw_mbps=args.bw, delay=args.delay, loss_pct=args.loss, mtu=getattr(args, "mtu", None))
 
 
 @lru_cache(maxsize=1)
@@ -161,6 +184,19 @@ def apply_nft_loss(node: Any, interfaces: Iterable[str], loss_pct: float, table:
         out = node.cmd(f"nft -f {f.name}; echo rc=$?")
     if "rc=0" not in out:
         raise LinkOptionError(f"--loss on {node.name}: nft refused the loss table: {out.strip()}")
+
+
+def apply_mtu(net_links: Iterable[Any], mtu: int) -> None:
+    """Set `mtu` on both ends of every link (each end in its node's namespace: a host's own, a
+    switch's the root one) and read it back; raises LinkOptionError naming an interface that
+    refused it."""
+    for link in net_links:
+        for intf in (link.intf1, link.intf2):
+            out = intf.node.cmd(f"ip link set dev {intf.name} mtu {mtu}; ip -o link show dev {intf.name}")
+            found = re.search(r" mtu (\d+) ", out)
+            if found is None or int(found[1]) != mtu:
+                raise LinkOptionError(f"--mtu {mtu}: interface {intf.name} of {intf.node.name} "
+                                      f"refused it: {out.strip()}")
 
 
 def remove_nft_loss(node: Any, table: str = LOSS_TABLE) -> None:

@@ -3,7 +3,8 @@
 `P4Network` is what `run`, `demo` and the end-to-end tests share: it builds a topology with
 P4Switch nodes and no OpenFlow controller, gives hosts static IPs and a static ARP table (no ARP
 on the wire: every frame a worker sends is unicast to a known MAC and crosses the P4 switch),
-applies the link options, writes the topology description the controller reads, and tears all of
+applies the link options (the MTU on every interface, switch ports and links between switches
+included), writes the topology description the controller reads, and tears all of
 it down again, stopping only what it started.
 """
 from __future__ import annotations
@@ -58,6 +59,8 @@ class P4Network:
                            autoSetMacs=False, autoStaticArp=False, build=False)
         try:
             self.net.build()
+            if self.link.mtu is not None:    # before the targets open their ports (ring frame sizes)
+                links.apply_mtu(self.net.links, self.link.mtu)
             for host in self.net.hosts:
                 self._configure_host(host)
             if self.link.needs_nft_loss():

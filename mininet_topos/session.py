@@ -17,7 +17,7 @@ from p4reduce.mininet_topos.controller_proc import ControllerProcess
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
-from p4reduce.protocol.program import p4info_for
+from p4reduce.protocol.program import p4info_for, packet_layout
 from p4reduce.protocol.tokens import read_token_file
 
 RUN_DIR = Path("run")
@@ -35,6 +35,20 @@ def _terminate_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _check_fits(program: str, link: LinkOptions) -> None:
+    """The program's dense packet must cross the links whole (a worker's UDP datagram larger than
+    the MTU is refused or fragmented, and the switch parses no fragment)."""
+    try:
+        layout = packet_layout(program)
+    except ValueError as e:
+        raise SessionError(f"--program {e}") from None
+    if layout.dense_ipv4_bytes > link.link_mtu:
+        raise SessionError(
+            f"--program {program}: its dense packet ({layout.lanes} lanes, {layout.dense_ipv4_bytes} bytes "
+            f"of IPv4) does not fit the links' MTU of {link.link_mtu} bytes: run with --mtu "
+            f"{layout.dense_ipv4_bytes} or more (make run MTU=...), or build fewer lanes (make build LANES=...)")
+
+
 class Session:
     def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
                  program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
@@ -45,6 +59,8 @@ class Session:
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
             raise SessionError(f"--program {program}: its P4Info {p4info_for(program)} is missing")
+        if program:
+            _check_fits(program, link)
         self.run_dir = Path(run_dir)
         self.state_file = self.run_dir / "state.json"
         self.admin_token_path = self.run_dir / "admin-token"   # the controller's (0600)

@@ -7,6 +7,7 @@ PATH, as the Makefile prefers), writing OUT/p4reduce.json and its P4Info OUT/p4r
 """
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
 import subprocess
@@ -15,6 +16,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from p4reduce import P4SRC_DIR
+from p4reduce.protocol.p4names import lane_layout
+from p4reduce.protocol.wire import Layout, WireError
 
 SOURCE = P4SRC_DIR / "p4reduce.p4"
 REAL_COMPILER = "p4c-bm2-ss"
@@ -65,3 +68,20 @@ def compile_program(out_dir: str | pathlib.Path, defines: Iterable[str] = (), pr
     if proc.returncode != 0 or not json_path.is_file():
         raise ProgramBuildError(f"{name} failed on {source}:\n{proc.stderr}")
     return BuiltProgram(json_path, proc.stderr)
+
+
+def packet_layout(json_path: str | pathlib.Path) -> Layout:
+    """The packet layout a built program parses, from the lane registers of its BMv2 JSON (the
+    controller reads the same grid from the P4Info). Raises ValueError naming the file and what
+    is wrong with it."""
+    path = pathlib.Path(json_path)
+    try:
+        with open(path, "rb") as f:
+            program = json.load(f)
+        names = [r["name"] for r in program["register_arrays"]]
+        num_subblocks, subblock = lane_layout(names)
+        return Layout(num_subblocks * subblock, subblock)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read it: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError, WireError) as e:   # json's errors are ValueErrors
+        raise ValueError(f"{path}: not a p4reduce program's BMv2 JSON ({e})") from None

@@ -111,6 +111,11 @@ class Layout:
         """UDP payload size of a packet with this bitmap."""
         return C.HEADER_BYTES + bin(bitmap).count("1") * self.subblock * C.LANE_BYTES
 
+    @property
+    def dense_ipv4_bytes(self) -> int:
+        """IPv4 size of a dense packet (every sub-block present): what the links' MTU must carry."""
+        return C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + self.payload_bytes(self.full_bitmap)
+
     def present(self, bitmap: int) -> list[int]:
         """Indices of the sub-blocks `bitmap` names, in wire order."""
         return [k for k in range(self.num_subblocks) if bitmap >> k & 1]

@@ -14,6 +14,7 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
 from p4reduce.protocol import constants
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
+from p4reduce.protocol.wire import Layout
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
@@ -319,3 +320,18 @@ def test_client_errors_say_what_answered():
         JobApiClient(f"127.0.0.1:{free_port()}", timeout=2).jobs()
     assert (e.value.status, e.value.code) == (None, "unreachable")
     assert str(JobApiError(404, "no_such_job", "no job named 'x'")) == "no_such_job: no job named 'x' (HTTP 404)"
+
+
+@pytest.mark.parametrize("lanes,subblock,pool,want", [
+    (256, 16, 4096, 64),     # the default program: 64 packets of 1 KiB in flight per worker
+    (512, 32, 4096, 32),     # twice the lanes, half the slots: the same bytes in flight
+    (1024, 64, 4096, 16),
+    (64, 8, 4096, 64),       # narrow packets: never more than 64 slots by default
+    (1024, 64, 10, 10),      # never more than the pool
+])
+def test_default_slots_keep_the_bytes_in_flight_of_the_program_layout(lanes, subblock, pool, want):
+    mgr = JobManager(SlotPool(pool), topology=TOPO, layout=Layout(lanes, subblock))
+    job, created, _token = mgr.create("j", 2)
+    assert created and job["slots"]["count"] == want and (job["lanes"], job["subblock"]) == (lanes, subblock)
+    if pool >= want + 5:
+        assert mgr.create("k", 2, slots=5)[0]["slots"]["count"] == 5        # asked for: as asked

@@ -66,3 +66,39 @@ def test_unchanged_workers_follow_the_layout_the_switch_was_built_with(session_f
         assert all((r.result["lanes"], r.result["subblock"]) == (lanes, subblock) for r in runs)
         if kind == "dense":   # every packet carried `lanes` lanes: blocks of the switch's size on the wire
             assert all(r.result["packets_sent"] >= 2 * -(-5000 // lanes) for r in runs)
+
+
+def test_jumbo_links_carry_1024_lane_packets_across_two_tiers(session_factory, tmp_path):
+    """--mtu 9000 reaches every interface (hosts, leaf and spine ports, the leaf-spine links), a
+    program built for it (1024 lanes, 4148-byte packets) aggregates exactly across the tiers, and
+    a job that names no slot count gets the slots of 64 KiB in flight (16 at 1024 lanes)."""
+    built = compile_program(tmp_path / "build", defines=["LANES=1024", "SUBBLOCK=64", "IPV4_MTU=9000"])
+    session = session_factory(workers=4, topo="two-tier", program=str(built.json_path),
+                              link=LinkOptions(mtu=9000))
+    hosts = session.network.hosts
+    mtus = {f"{h.name}:{h.defaultIntf().name}": h.cmd(f"ip -o link show dev {h.defaultIntf().name}")
+            for h in hosts}
+    for sw in session.network.switches:
+        for intf in sw.intfList():
+            if intf.name != "lo":
+                mtus[f"{sw.name}:{intf.name}"] = sw.cmd(f"ip -o link show dev {intf.name}")
+    assert len(mtus) == 4 + 4 + 2 * 2, sorted(mtus)          # hosts, host ports, both ends of two uplinks
+    assert all(" mtu 9000 " in line for line in mtus.values()), mtus
+    for kind in ("dense", "sparse"):
+        runs = run_job(session, hosts, f"e2e-jumbo-{kind}", kind, elements=20000, tensors=2, density=0.3,
+                       slots=None)
+        assert_exact(runs)
+        assert all((r.result["lanes"], r.result["subblock"], r.result["slots"]) == (1024, 64, 16) for r in runs)
+        if kind == "dense":      # 20 blocks of 1024 lanes per tensor, not 79 of 256
+            assert all(2 * 20 <= r.result["packets_sent"] < 2 * 20 * 1.5 + 8 for r in runs), \
+                [r.result["packets_sent"] for r in runs]
+
+
+def test_a_program_wider_than_the_links_is_refused_before_anything_starts(tmp_path):
+    """A 1024-lane program on links of the default MTU: a clear error naming the MTU it needs."""
+    from p4reduce.mininet_topos.session import Session, SessionError
+    built = compile_program(tmp_path / "build", defines=["LANES=1024", "SUBBLOCK=64", "IPV4_MTU=9000"])
+    with pytest.raises(SessionError, match=r"4148 bytes of IPv4\) does not fit the links' MTU of 1500 "
+                                           r"bytes: run with --mtu 4148 or more"):
+        Session(program=str(built.json_path), run_dir=str(tmp_path / "run"))
+    Session(program=str(built.json_path), link=LinkOptions(mtu=4148), run_dir=str(tmp_path / "run"))

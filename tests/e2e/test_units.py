@@ -8,7 +8,9 @@ import pytest
 from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
 from p4reduce.mininet_topos.target import SwitchCommand, describe_target, find_target, target_name
+from p4reduce.protocol import p4names
 from p4reduce.protocol.addressing import host_address
+from p4reduce.protocol.program import packet_layout
 
 
 def test_switch_command_matches_simple_switch_grpc_layout():
@@ -46,6 +48,32 @@ def test_link_options_validate_their_arguments():
     with pytest.raises(LinkOptionError, match="--bw"):
         LinkOptions(bw_mbps=0)
     assert not LinkOptions().shaped and LinkOptions(loss_pct=0.5).shaped
+    for bad in (100, 70000, True, 9000.5, "9000"):
+        with pytest.raises(LinkOptionError, match=f"--mtu {bad}: must be a whole number of bytes in 576..65535"):
+            LinkOptions(mtu=bad)
+    jumbo = LinkOptions(mtu=9000)
+    assert not jumbo.shaped and jumbo.link_mtu == 9000 and LinkOptions().link_mtu == 1500
+    assert jumbo.applied() == "unshaped veth, MTU 9000" and jumbo.describe()["mtu"] == 9000
+    assert LinkOptions(bw_mbps=100, mtu=4148).applied() == "100 Mbit/s (tbf), MTU 4148"
+
+
+def test_a_program_layout_is_read_from_its_json(tmp_path):
+    """The network's fit check reads the lane registers of the BMv2 JSON, as the controller reads
+    them from the P4Info; a file that is not such a program is a clear error naming it."""
+    names = [{"name": p4names.lane_register(k, j)} for k in range(4) for j in range(32)]
+    good = tmp_path / "p.json"
+    good.write_text(json.dumps({"register_arrays": names + [{"name": p4names.SEEN}]}))
+    layout = packet_layout(good)
+    assert (layout.lanes, layout.subblock, layout.dense_ipv4_bytes) == (128, 32, 20 + 8 + 24 + 512)
+    for text, why in (("{", "not a p4reduce program's BMv2 JSON"), ('{"register_arrays": []}', "no lane registers"),
+                      (json.dumps({"register_arrays": names[:-1]}), "do not form a 4 x 32 grid")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=why) as e:
+            packet_layout(bad)
+        assert str(bad) in str(e.value)
+    with pytest.raises(ValueError, match="cannot read it"):
+        packet_layout(tmp_path / "missing.json")
 
 
 def test_nft_loss_script_drops_the_requested_fraction_per_interface():
@@ -97,6 +125,10 @@ def test_cli_rejects_bad_arguments_clearly():
     out = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "run", "--topo", "ring"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "invalid choice: 'ring'" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = subprocess.run([sys.executable, "-m", "p4reduce.mininet_topos", "run", "--mtu", "100"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "--mtu 100: must be a whole number of bytes in 576..65535" in out.stderr
     assert "Traceback" not in out.stderr
 
 

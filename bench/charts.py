@@ -98,9 +98,11 @@ def _size_axis(ax, sizes):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str) -> pathlib.Path | None:
-    """metric 'time': time per allreduce; 'bytes': bytes sent per worker per allreduce."""
-    every = [c for c in cells if c.get("section") == "allreduce"]
+def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str,
+                    section: str = "allreduce") -> pathlib.Path | None:
+    """metric 'time': time per allreduce; 'bytes': bytes sent per worker per allreduce (the
+    allreduce section's cells, or the jumbo section's)."""
+    every = [c for c in cells if c.get("section") == section]
     missing = _not_measured(every)
     cells = _ok(every)
     if not cells:
@@ -110,6 +112,8 @@ def allreduce_chart(cells: list[dict], path: pathlib.Path, metric: str) -> pathl
     sizes = sorted({c["size"] for c in every if c.get("workers") in workers and c.get("link") in links})
     title = ("Time per allreduce (median of repetitions, slowest worker)" if metric == "time"
              else "Bytes sent per worker per allreduce (interface tx counters)")
+    if section == "jumbo":
+        title += ", jumbo frames (MTU 9000)"
     fig, axes = _grid_axes(workers, links, title)
     for i, n in enumerate(workers):
         for j, link in enumerate(links):
@@ -236,6 +240,8 @@ def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     sp = sections.get("sparsity", {}).get("cells", [])
     written.append(allreduce_chart(ar, out_dir / f"{stem}-allreduce-time.png", "time"))
     written.append(allreduce_chart(ar, out_dir / f"{stem}-allreduce-bytes.png", "bytes"))
+    jumbo = sections.get("jumbo", {}).get("cells", [])
+    written.append(allreduce_chart(jumbo, out_dir / f"{stem}-jumbo-time.png", "time", section="jumbo"))
     written.append(sparsity_chart(sp, out_dir / f"{stem}-sparsity.png"))
     rate_rows = []
     for name, part in sections.get("switch-rate", {}).items():

@@ -59,7 +59,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
     p.add_argument("--sections", type=_str_list, help=f"comma list of {', '.join(gridmod.SECTIONS)}")
     p.add_argument("--workers", type=_int_list, help="comma list of worker counts, e.g. 4,8")
     p.add_argument("--sizes", type=_int_list, help="comma list of tensor sizes in elements, e.g. 64K,1M,16M")
-    p.add_argument("--links", type=_str_list, help=f"comma list of {', '.join(LINKS)}")
+    p.add_argument("--links", type=_str_list,
+                   help=f"comma list of {', '.join(LINKS)} (those with an MTU of their own are the jumbo "
+                        "section's, the others the allreduce section's)")
     p.add_argument("--systems", type=_str_list, help=f"comma list of {', '.join(gridmod.SYSTEMS)}")
     p.add_argument("--densities", type=_float_list, help="sparsity densities, e.g. 1,0.5,0.25 or 100%%,10%%")
     p.add_argument("--sparsity-size", type=_parse_count, help="tensor elements for the sparsity sweep")
@@ -71,6 +73,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
                    help="data path: the P4 switch (auto when available) or a Linux bridge (baselines only)")
     p.add_argument("--program", type=pathlib.Path,
                    help="BMv2 JSON of the aggregation program, P4Info beside it (default build/p4reduce.json)")
+    p.add_argument("--jumbo-program", type=pathlib.Path,
+                   help="the jumbo section's program, built for MTU 9000 (default: built into build/jumbo/ "
+                        f"with {' '.join('-D' + d for d in gridmod.JUMBO_DEFINES)})")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="results directory")
     p.add_argument("--name", help="result file stem (default: bench-<mode>-<timestamp>)")
     p.add_argument("--no-charts", action="store_true")
@@ -78,19 +83,28 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
     args = p.parse_args(argv)
     grid = gridmod.quick_grid() if args.quick else gridmod.full_grid()
     overrides = {"sections": args.sections, "workers": args.workers, "sizes": args.sizes,
-                 "links": args.links, "systems": args.systems, "densities": args.densities,
+                 "systems": args.systems, "densities": args.densities,
                  "sparsity_size": args.sparsity_size, "reps": args.reps, "warmup": args.warmup,
                  "cell_budget_s": args.budget, "cell_timeout_s": args.timeout}
     for key, value in overrides.items():
         if value is not None:
             setattr(grid, key, value)
     if args.links:
-        grid.sparsity_links = tuple(l for l in grid.sparsity_links if l in args.links) or args.links[:1]
+        grid.jumbo_links = tuple(l for l in args.links if l in LINKS and LINKS[l].mtu is not None)
+        grid.links = tuple(l for l in args.links if l not in grid.jumbo_links)
+        grid.sparsity_links = tuple(l for l in grid.sparsity_links if l in grid.links) or grid.links[:1]
     if args.workers:
+        grid.jumbo_workers = args.workers
         grid.sparsity_workers = grid.loss_workers = grid.training_workers = args.workers[0]
+    if args.sizes:
+        grid.jumbo_sizes = args.sizes
+    if args.systems:
+        grid.jumbo_systems = args.systems
     grid.switch = args.switch
     if args.program:
         grid.program = str(args.program.resolve())
+    if args.jumbo_program:
+        grid.jumbo_program = str(args.jumbo_program.resolve())
     try:
         grid.validate()
     except ValueError as exc:

@@ -5,10 +5,13 @@ headline tables (time and bytes per allreduce, sparse speed-ups, switch packet r
 """
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Sequence
 from typing import Any
 
 from p4reduce.bench.aggregate import speedup
+from p4reduce.bench.grid import JUMBO_DEFINES
+from p4reduce.bench.program import display
 from p4reduce.bench.report import (
     LOSS_HEADERS,
     TRAINING_HEADERS,
@@ -31,40 +34,56 @@ def _status(c) -> str:
     return "ok" if c["status"] == "ok" else c["status"]
 
 
+def comparison(ar: dict) -> list[str]:
+    """The switch and links of an allreduce-style section, and its table with the ratios."""
+    lines: list[str] = []
+    if not ar.get("cells"):
+        return lines
+    nets = sorted({n["switch_detail"] for n in ar.get("networks", [])})
+    links = sorted({(n["link"]["name"], n["link"]["applied"]) for n in ar.get("networks", [])})
+    lines += [f"Switch: {'; '.join(nets)}. Links: "
+              + "; ".join(f"`{a}` = {b}" for a, b in links) + ".", ""]
+    gloo = {(c["workers"], c["link"], c["size"]): c for c in ar["cells"]
+            if c["system"] == "gloo" and c["status"] == "ok"}
+    rows = []
+    for c in ar["cells"]:
+        if "time_s" not in c:
+            continue
+        ratio = time_ratio(c, gloo.get((c["workers"], c["link"], c["size"])))
+        rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
+                     human_time(c["time_s"]["median"]),
+                     human_bytes(c["wire_tx_bytes_per_worker"]["mean"]),
+                     f"{c['tx_over_tensor']:.2f}", f"{ratio:.2f}x" if ratio else "-",
+                     human_time(c["link_bound_s"]) if "link_bound_s" in c else "-",
+                     f"{c['time_over_link_bound']:.2f}x" if "time_over_link_bound" in c else "-",
+                     f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
+                     _status(c)])
+    lines += ["Per cell: time per allreduce (slowest worker, median), bytes sent per worker per "
+              "allreduce (interface counters), time over gloo's ring on the same links (below 1x: "
+              "faster than the ring), and on shaped links the link-rate bound (bytes that must "
+              "cross the busiest link / link rate, bench/bounds.py) and the time over it; for p4reduce the "
+              "packets it retransmitted (all spurious on loss-free links).", ""]
+    lines += _table(["system", "workers", "link", "elements", "time/allreduce", "sent/worker",
+                     "sent/tensor", "time/gloo", "link bound", "time/bound", "retransmitted",
+                     "result"], rows) + [""]
+    return lines
+
+
 def render(doc: dict) -> str:
     m = doc["machine"]
     lines = [f"Measured {doc['created']} with `{doc['command']}` on {m['cpu_model']} "
              f"({m['cores']} cores), Linux {m['kernel']}, Python {m['python']}.", ""]
     sections = doc["sections"]
-    ar = sections.get("allreduce", {})
-    if ar.get("cells"):
-        nets = sorted({n["switch_detail"] for n in ar.get("networks", [])})
-        links = sorted({(n["link"]["name"], n["link"]["applied"]) for n in ar.get("networks", [])})
-        lines += [f"Switch: {'; '.join(nets)}. Links: "
-                  + "; ".join(f"`{a}` = {b}" for a, b in links) + ".", ""]
-        gloo = {(c["workers"], c["link"], c["size"]): c for c in ar["cells"]
-                if c["system"] == "gloo" and c["status"] == "ok"}
-        rows = []
-        for c in ar["cells"]:
-            if "time_s" not in c:
-                continue
-            ratio = time_ratio(c, gloo.get((c["workers"], c["link"], c["size"])))
-            rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
-                         human_time(c["time_s"]["median"]),
-                         human_bytes(c["wire_tx_bytes_per_worker"]["mean"]),
-                         f"{c['tx_over_tensor']:.2f}", f"{ratio:.2f}x" if ratio else "-",
-                         human_time(c["link_bound_s"]) if "link_bound_s" in c else "-",
-                         f"{c['time_over_link_bound']:.2f}x" if "time_over_link_bound" in c else "-",
-                         f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
-                         _status(c)])
-        lines += ["Per cell: time per allreduce (slowest worker, median), bytes sent per worker per "
-                  "allreduce (interface counters), time over gloo's ring on the same links (below 1x: "
-                  "faster than the ring), and on shaped links the link-rate bound (bytes that must "
-                  "cross the busiest link / link rate, bench/bounds.py) and the time over it; for p4reduce the "
-                  "packets it retransmitted (all spurious on loss-free links).", ""]
-        lines += _table(["system", "workers", "link", "elements", "time/allreduce", "sent/worker",
-                         "sent/tensor", "time/gloo", "link bound", "time/bound", "retransmitted",
-                         "result"], rows) + [""]
+    lines += comparison(sections.get("allreduce", {}))
+    jumbo = sections.get("jumbo", {})
+    if jumbo.get("cells"):
+        program = doc.get("grid", {}).get("jumbo_program")
+        built = f"`{display(pathlib.Path(program))}`" if program else "the jumbo build"
+        lines += [f"The same comparison on jumbo-frame links (MTU 9000 on every interface, gloo's "
+                  f"too), p4reduce running {built} ({' '.join(JUMBO_DEFINES)}):", ""]
+        lines += comparison(jumbo)
+    elif jumbo.get("status") not in (None, "ok"):
+        lines += [f"Jumbo-frame section: {jumbo['status']}: {jumbo.get('error', '')}", ""]
     sp_cells = [c for c in sections.get("sparsity", {}).get("cells", []) if "time_s" in c]
     if sp_cells:
         dense = {c["link"]: c for c in sp_cells if c["density"] == 1.0}

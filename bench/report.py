@@ -166,7 +166,7 @@ def render(doc: dict) -> str:
         out.append(f"== {section} ({result.get('elapsed_s', 0):.0f}s) ==")
         if result.get("status") not in (None, "ok") and "cells" in result:
             out.append(f"{result['status']}: {result.get('error', '')}")
-        if section == "allreduce" and "cells" in result:
+        if section in ("allreduce", "jumbo") and "cells" in result:
             nets = {n["switch_detail"] for n in result.get("networks", [])}
             out += [f"switch: {n}" for n in sorted(nets)]
             links = {(n["link"]["name"], n["link"]["applied"]) for n in result.get("networks", [])}

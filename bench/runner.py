@@ -9,14 +9,16 @@ from typing import Any
 
 from p4reduce.bench import cells as cellmod
 from p4reduce.bench import extra_sections, training
-from p4reduce.bench.grid import Grid
+from p4reduce.bench import program as progmod
+from p4reduce.bench.grid import JUMBO_DEFINES, Grid
 from p4reduce.bench.links import LINKS
 from p4reduce.bench.machine import machine_info
 from p4reduce.bench.systems import SYSTEMS
 from p4reduce.bench.topology import BenchNet
+from p4reduce.protocol.program import ProgramBuildError
 
 SCHEMA = "p4reduce-bench/1"
-MININET_SECTIONS = ("allreduce", "sparsity", "loss", "training")
+MININET_SECTIONS = ("allreduce", "jumbo", "sparsity", "loss", "training")
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -45,34 +47,46 @@ def _skip_all(system, bn, sizes, reason, section, density, tick) -> list[dict]:
 
 
 def _network_plan(grid: Grid) -> list[tuple]:
-    """(workers, link) networks to build, each used by every Mininet section that needs it."""
+    """(workers, link, program) networks to build, each used by every Mininet section that needs
+    it; the jumbo section's run its own program (grid.jumbo_program)."""
     plan = []
     if "allreduce" in grid.sections:
-        plan += [(w, l) for w in grid.workers for l in grid.links]
+        plan += [(w, l, grid.program) for w in grid.workers for l in grid.links]
+    if "jumbo" in grid.sections:
+        plan += [(w, l, grid.jumbo_program) for w in grid.jumbo_workers for l in grid.jumbo_links]
     if "sparsity" in grid.sections:
-        plan += [(grid.sparsity_workers, l) for l in grid.sparsity_links]
+        plan += [(grid.sparsity_workers, l, grid.program) for l in grid.sparsity_links]
     if "loss" in grid.sections:
-        plan += [(grid.loss_workers, l) for l in grid.loss_links]
+        plan += [(grid.loss_workers, l, grid.program) for l in grid.loss_links]
     if "training" in grid.sections:
-        plan += [(grid.training_workers, "unshaped")]
+        plan += [(grid.training_workers, "unshaped", grid.program)]
     return list(dict.fromkeys(plan))
 
 
+def _systems_cells(bn: BenchNet, grid: Grid, section: str, systems: tuple[str, ...], sizes: tuple[int, ...],
+                   out: dict[str, dict], tick) -> None:
+    """Each system at each size on this network: the allreduce comparison's cells."""
+    out[section]["networks"].append(bn.describe())
+    for name in systems:
+        system = SYSTEMS[name]
+        reason = system.unavailable_reason(bn)
+        if reason:
+            out[section]["cells"] += _skip_all(system, bn, sizes, reason, section, system.density, tick)
+            continue
+        out[section]["cells"] += cellmod.run_sizes(
+            bn, system, sizes, reps=grid.reps, warmup=grid.warmup, budget=grid.cell_budget_s,
+            timeout=grid.cell_timeout_s, density=system.density, section=section, tick=tick)
+
+
 def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> None:
-    """Every allreduce and sparsity cell that runs on this (workers, link) network."""
+    """Every cell that runs on this (workers, link, program) network."""
     workers, link = len(bn.workers), bn.link.name
+    if "jumbo" in out and str(bn.program) == grid.jumbo_program:
+        if workers in grid.jumbo_workers and link in grid.jumbo_links:
+            _systems_cells(bn, grid, "jumbo", grid.jumbo_systems, grid.jumbo_sizes, out, tick)
+        return
     if "allreduce" in out and workers in grid.workers and link in grid.links:
-        out["allreduce"]["networks"].append(bn.describe())
-        for name in grid.systems:
-            system = SYSTEMS[name]
-            reason = system.unavailable_reason(bn)
-            if reason:
-                out["allreduce"]["cells"] += _skip_all(system, bn, grid.sizes, reason, "allreduce",
-                                                       system.density, tick)
-                continue
-            out["allreduce"]["cells"] += cellmod.run_sizes(
-                bn, system, grid.sizes, reps=grid.reps, warmup=grid.warmup,
-                budget=grid.cell_budget_s, timeout=grid.cell_timeout_s, density=system.density, tick=tick)
+        _systems_cells(bn, grid, "allreduce", grid.systems, grid.sizes, out, tick)
     if "sparsity" in out and workers == grid.sparsity_workers and link in grid.sparsity_links:
         out["sparsity"]["networks"].append(bn.describe())
         p4reduce = SYSTEMS["p4reduce"]
@@ -107,17 +121,33 @@ def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> N
             tick(cell)
 
 
-def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
-    """p4reduce dense vs the baselines (allreduce) and p4reduce sparse vs dense (sparsity).
+def build_jumbo_program(grid: Grid) -> str | None:
+    """Build the jumbo section's program unless the grid names one; returns why it failed."""
+    if "jumbo" not in grid.sections or grid.jumbo_program:
+        return None
+    try:
+        grid.jumbo_program = str(progmod.build(progmod.JUMBO_DIR, JUMBO_DEFINES))
+    except ProgramBuildError as exc:
+        return f"the jumbo program ({' '.join(JUMBO_DEFINES)}) did not build: {exc}"
+    return None
 
-    One network per (workers, link) pair serves both sections, so each pair starts the P4
-    switch and the controller once.
+
+def run_mininet_sections(grid: Grid, progress: bool, jumbo_error: str | None = None) -> dict[str, dict]:
+    """p4reduce dense vs the baselines (allreduce, and jumbo on jumbo-frame links with the program
+    built for them), p4reduce sparse vs dense (sparsity), loss and training.
+
+    One network per (workers, link, program) serves every section that needs it, so each starts
+    the P4 switch and the controller once.
     """
     out: dict[str, dict[str, Any]] = {s: {"cells": [], "networks": []} for s in MININET_SECTIONS
                                       if s in grid.sections}
     total = 0
     if "allreduce" in out:
         total += len(grid.workers) * len(grid.links) * len(grid.systems) * len(grid.sizes)
+    if "jumbo" in out:
+        total += len(grid.jumbo_workers) * len(grid.jumbo_links) * len(grid.jumbo_systems) * len(grid.jumbo_sizes)
+        if not grid.jumbo_program:
+            out["jumbo"]["errors"] = [jumbo_error or "no jumbo program"]
     if "sparsity" in out:
         total += len(grid.sparsity_links) * len(grid.densities)
     if "loss" in out:
@@ -127,9 +157,11 @@ def run_mininet_sections(grid: Grid, progress: bool) -> dict[str, dict]:
     try:
         with _progress(total, "benchmarks", progress) as bar:
             tick = _tick(bar)
-            for workers, link in _network_plan(grid):
+            for workers, link, program in _network_plan(grid):
+                if not program:     # the jumbo program did not build: its cells cannot run
+                    continue
                 try:
-                    bn_cm = BenchNet(workers, LINKS[link], grid.switch, grid.program)
+                    bn_cm = BenchNet(workers, LINKS[link], grid.switch, program)
                     bn = bn_cm.__enter__()
                 except Exception as exc:  # the network itself failed: every cell it would serve fails
                     err = f"network ({workers} workers, {link}) did not start: {type(exc).__name__}: {exc}"
@@ -167,10 +199,12 @@ def run(grid: Grid, argv: list[str], progress: bool = True) -> dict:
         "sections": {},
     }
     mininet = [s for s in grid.sections if s in MININET_SECTIONS]
+    jumbo_error = build_jumbo_program(grid)
+    doc["grid"] = grid.as_dict()        # with the jumbo program's path
     if mininet:
         t0 = time.time()
         try:
-            results = run_mininet_sections(grid, progress)
+            results = run_mininet_sections(grid, progress, jumbo_error)
         except Exception as exc:
             results = {s: {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "cells": []}
                        for s in mininet}

@@ -14,7 +14,7 @@ from typing import Any
 
 from p4reduce.bench import program as progmod
 from p4reduce.bench.p4net import P4Net
-from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.links import LinkOptions, apply_mtu
 from p4reduce.protocol.addressing import host_address
 
 BRIDGE = "linux-bridge"
@@ -94,6 +94,8 @@ class BenchNet:
         for h in hosts:
             net.addLink(h, sw, cls=TCLink, **self.link.tclink_params())
         net.build()
+        if self.link.mtu is not None:
+            apply_mtu(net.links, self.link.mtu)   # the bridge takes its ports' MTU
         net.start()
         for h in hosts:  # as on the P4 path: the wire carries real frames, not offloaded ones
             h.cmd(f"ethtool -K {h.defaultIntf()} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1")

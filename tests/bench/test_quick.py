@@ -13,11 +13,12 @@ TENSOR_BYTES = 64 * 1024 * 4
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory, p4reduce_program):
+def quick_run(tmp_path_factory, p4reduce_program, jumbo_program):
     """The quick mode on the real P4 path: Mininet, p4sim-switch, controller, worker agents."""
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", "--quick", "--no-progress", "--out", str(out),
-                           "--name", "quick", "--switch", "p4", "--program", str(p4reduce_program)],
+                           "--name", "quick", "--switch", "p4", "--program", str(p4reduce_program),
+                           "--jumbo-program", str(jumbo_program)],
                           capture_output=True, text=True, timeout=720)
     doc_path = out / "quick.json"
     assert doc_path.exists(), f"no result JSON; stderr:\n{proc.stderr[-3000:]}"
@@ -119,6 +120,27 @@ def test_p4reduce_dense_is_exact_and_sends_the_tensor_once(quick_run):
     assert shaped["time_over_link_bound"] >= 0.9
 
 
+def test_jumbo_section_runs_1024_lane_packets_on_mtu_9000_links(quick_run):
+    """p4reduce and gloo again on links of MTU 9000, p4reduce with the 1024-lane build: exact,
+    and its 4162-byte frames carry 4096 bytes of lanes (1.6 % of headers, 6 % at 256 lanes)."""
+    proc, doc, out = quick_run
+    section = doc["sections"]["jumbo"]
+    assert section["status"] == "ok", section.get("error")
+    assert [n["link"]["applied"] for n in section["networks"]] == ["unshaped veth, MTU 9000"]
+    cells = {c["system"]: c for c in section["cells"]}
+    assert set(cells) == {"p4reduce", "gloo"}
+    for c in cells.values():
+        assert c["status"] == "ok" and c["verified"] and c["link"] == "unshaped-mtu9000", c.get("error")
+    p4r = cells["p4reduce"]
+    # 64 blocks of 1024 lanes, 4162 bytes each on the wire, once (plus the exponent pre-round, the
+    # barriers and the rare retransmission)
+    assert 64 * 4162 <= p4r["wire_tx_bytes_per_worker"]["min"] <= 1.25 * 64 * 4162
+    dense = next(c for c in _cells(doc, "p4reduce") if c["link"] == "unshaped")
+    assert p4r["packets_tx_per_worker"] < dense["packets_tx_per_worker"] / 3
+    assert "== jumbo" in proc.stdout
+    assert "jumbo-frame links" in (out / "latest" / "quick.md").read_text()
+
+
 def test_p4reduce_sparse_in_the_grid_sends_its_density(quick_run):
     _, doc, _ = quick_run
     dense = {c["link"]: c for c in _cells(doc, "p4reduce")}
@@ -177,7 +199,7 @@ def test_switch_rate_and_encode_sections(quick_run):
 def test_charts_written(quick_run):
     _, doc, _ = quick_run
     charts = doc["charts"]
-    for name in ("allreduce-time.png", "allreduce-bytes.png", "sparsity.png", "switch-rate.png"):
+    for name in ("allreduce-time.png", "allreduce-bytes.png", "jumbo-time.png", "sparsity.png", "switch-rate.png"):
         assert any(p.endswith(name) for p in charts), (name, charts)
     for p in charts:
         with open(p, "rb") as fh:

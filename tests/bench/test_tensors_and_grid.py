@@ -5,7 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from p4reduce.bench import grid, tensors
+from p4reduce.bench import cli, grid, tensors
+from p4reduce.bench.links import LINKS
 
 
 @pytest.mark.parametrize("world,size,density", [(4, 1000, 1.0), (8, 4096, 0.25), (3, 777, 0.01)])
@@ -43,6 +44,12 @@ def test_grids_are_valid_and_quick_is_small():
     assert {"allreduce", "sparsity", "loss", "training"} <= set(full.sections)
     assert full.densities == (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
     assert quick.workers == (4,) and quick.sizes == (64 * 1024,) and quick.reps <= 3
+    # the jumbo section: p4reduce and gloo again on MTU-9000 links, p4reduce with 1024 lanes
+    assert "jumbo" in full.sections and full.jumbo_workers == (4, 8) and full.jumbo_sizes == full.sizes
+    assert full.jumbo_links == ("unshaped-mtu9000", "100mbit-1ms-mtu9000") and full.jumbo_systems == ("p4reduce", "gloo")
+    assert {LINKS[l].mtu for l in full.jumbo_links} == {9000} and LINKS["100mbit-1ms-mtu9000"].bw_mbps == 100
+    assert grid.JUMBO_DEFINES == ("LANES=1024", "SUBBLOCK=64", "IPV4_MTU=9000")
+    assert quick.jumbo_links == ("unshaped-mtu9000",) and quick.jumbo_sizes == (64 * 1024,)
 
 
 def test_grid_validation_names_the_problem():
@@ -51,12 +58,24 @@ def test_grid_validation_names_the_problem():
     g.densities = (0.0,)
     with pytest.raises(ValueError, match="unknown link setting 'fast'.*density 0.0"):
         g.validate()
+    g = grid.quick_grid()
+    g.jumbo_links = ("unshaped",)
+    with pytest.raises(ValueError, match="jumbo link setting 'unshaped' has no MTU of its own"):
+        g.validate()
+
+
+def test_cli_links_go_to_the_section_of_their_mtu():
+    _, g = cli.parse_args(["--links", "unshaped,unshaped-mtu9000", "--workers", "8", "--sizes", "1M",
+                           "--systems", "p4reduce", "--sections", "switch-rate"])
+    assert g.links == ("unshaped",) and g.jumbo_links == ("unshaped-mtu9000",)
+    assert g.jumbo_workers == (8,) and g.jumbo_sizes == (1 << 20,) and g.jumbo_systems == ("p4reduce",)
 
 
 @pytest.mark.parametrize("args,msg", [
     (["--links", "fast"], "unknown link setting 'fast'"),
     (["--sizes", "12Q"], "not a count: '12Q'"),
     (["--sections", "everything"], "unknown section 'everything'"),
+    (["--systems", "mpi"], "unknown system 'mpi'"),
 ])
 def test_cli_rejects_bad_arguments_clearly(args, msg):
     proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", *args], capture_output=True, text=True)

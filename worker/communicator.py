@@ -46,8 +46,9 @@ class Communicator:
         x = a.astype(np.float32, copy=False).reshape(-1)
         comp = self.memory.compensate(x, key)
         src, ctx = self.compressor.compress(comp, self.reducer, key)
+        src.keep_sent = self.compressor.needs_contribution or not isinstance(self.memory, NoMemory)
         sums, ctx.exponents = self.reducer.aggregate(src)
-        if self.compressor.needs_contribution or not isinstance(self.memory, NoMemory):
+        if src.keep_sent:
             sent = src.sent if src.sent is not None else np.zeros_like(sums)
             self.memory.update(comp, self.compressor.contribution(sent, ctx, key), key)
         total = self.compressor.decompress(sums, ctx)

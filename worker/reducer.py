@@ -38,6 +38,9 @@ class BlockSource(abc.ABC):
 
     #: int32 (n_blocks, lanes): what :meth:`take` handed out so far (error feedback's reference)
     sent: np.ndarray | None = None
+    #: whether :meth:`take` keeps :attr:`sent` (the Communicator turns it off when neither the
+    #: compressor nor an error-feedback memory reads it: one copy of the tensor less per call)
+    keep_sent: bool = True
 
     @abc.abstractmethod
     def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
@@ -47,6 +50,8 @@ class BlockSource(abc.ABC):
     def take(self, blocks: np.ndarray, exponents: np.ndarray | None, lanes: int) -> np.ndarray:
         """:meth:`encode` and remember the result in :attr:`sent` (reducers call this)."""
         out = np.asarray(self.encode(blocks, exponents), dtype=np.int32).reshape(len(blocks), lanes)
+        if not self.keep_sent:
+            return out
         if self.sent is None:
             self.sent = np.zeros((self.n_blocks, lanes), np.int32)
         self.sent[blocks] = out

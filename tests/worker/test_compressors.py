@@ -8,6 +8,7 @@ from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import (
     COMPRESSORS,
     Diana,
+    FixedPoint,
     RandomKBlocks,
     Ternary,
     TopKBlocks,
@@ -16,7 +17,7 @@ from p4reduce.worker.compressors import (
 from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
 from p4reduce.worker.compressors.topk import agreed_top_blocks
 from p4reduce.worker.memory import ErrorFeedback
-from testbed.simswitch import run_workers
+from testbed.simswitch import SimulatedReducer, SimulatedSwitch, run_workers
 
 N = 4
 
@@ -244,3 +245,21 @@ def test_mismatched_calls_are_a_clear_error():
 def test_unknown_compressor_name():
     with pytest.raises(ValueError, match="unknown compressor 'nope'; choose one of fixedpoint"):
         make_compressor("nope")
+
+
+@pytest.mark.parametrize("memory", [False, True])
+def test_a_call_keeps_a_copy_of_what_it_sent_only_when_something_reads_it(memory):
+    """Fixed point without error feedback reads no `sent`: the source keeps none (one copy of the
+    tensor less per call); with an error-feedback memory it is kept, and the result is the same."""
+    sources = []
+
+    class Recording(SimulatedReducer):
+        def aggregate(self, source):
+            sources.append(source)
+            return super().aggregate(source)
+
+    x = _inputs(1000, seed=7, n=1)[0]
+    comm = Communicator(Recording(SimulatedSwitch(1), 0), FixedPoint(), ErrorFeedback() if memory else None)
+    out = comm.allreduce(x, key="w")
+    assert sources[0].keep_sent is memory and (sources[0].sent is not None) is memory
+    np.testing.assert_allclose(out, x, atol=2.0 ** -20)

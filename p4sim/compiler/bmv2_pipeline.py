@@ -125,6 +125,7 @@ class PipelineBuilder:
             tname = self.b.unique_table_name("tbl_" + decl.name)
             self.b.direct_called.add(id(decl))
         else:
+            assert first.pos is not None    # statements always carry their position
             aname = self.b.unique_action_name(f"{self.b.prog_base}{first.pos.line}")
             tname = self.b.unique_table_name("tbl_" + aname)
         aid = self.b.add_action(aname, [], prims, first.pos)
@@ -148,6 +149,7 @@ class PipelineBuilder:
             # x = [!]t.apply().hit/miss: the table's hit/miss successors assign true/false
             lhs = s.lhs if isinstance(s, A.Assign) else A.Name(s.name, pos=s.pos)
             rhs = s.rhs if isinstance(s, A.Assign) else s.init
+            assert rhs is not None          # a declaration without initializer is _simple
             ap = _apply_of(rhs)
             if ap is None:
                 raise Unsupported("a table apply inside a complex expression (assign "
@@ -158,7 +160,7 @@ class PipelineBuilder:
             for v in (val, not val):
                 lit = A.BoolLit(v, pos=rhs.pos)
                 lit.type = rhs.type
-                st = A.Assign(lhs, lit, pos=s.pos)
+                st: A.Assign | A.VarDecl = A.Assign(lhs, lit, pos=s.pos)
                 if isinstance(s, A.VarDecl):
                     st = A.VarDecl(s.tref, s.name, lit, pos=s.pos)
                     st.vtype = s.vtype
@@ -194,22 +196,22 @@ class PipelineBuilder:
                 raise Unsupported("a table apply inside a complex condition (use "
                                   "'if (t.apply().hit)' or a switch on action_run)", s.cond.pos)
             name = f"node_{self.b.next_id('node_name')}"
-            c = {"name": name, "id": self.b.next_id("conditional"),
-                 "source_info": self.b.src(s.cond.pos, None),
-                 "expression": self.xl.bool(s.cond), "true_next": tnext, "false_next": fnext}
-            self.conditionals.append(c)
+            self.conditionals.append({"name": name, "id": self.b.next_id("conditional"),
+                                      "source_info": self.b.src(s.cond.pos, None),
+                                      "expression": self.xl.bool(s.cond), "true_next": tnext,
+                                      "false_next": fnext})
             return name
         if isinstance(s, A.Switch):
             table = s.expr.type.decl
             default_next = nxt
             bodies = {}
             pending = []
-            for c in s.cases:
-                if c.body is None:
-                    pending.append(c.label)
+            for case in s.cases:
+                if case.body is None:
+                    pending.append(case.label)
                     continue
-                entry = self.gen([c.body], nxt)
-                for lab in pending + [c.label]:
+                entry = self.gen([case.body], nxt)
+                for lab in pending + [case.label]:
                     if lab is None:
                         default_next = entry
                     else:
@@ -330,6 +332,7 @@ class PipelineBuilder:
         mask = None
         name = anno_str(k.annos, "name") or expr_text(e)
         if isinstance(e, A.Call) and e.kind == ("header", "isValid"):
+            assert isinstance(e.func, A.Member)     # hdr.isValid()
             h = self.xl.field_loc(e.func.expr)
             target = [h.name, "$valid$"]
         else:

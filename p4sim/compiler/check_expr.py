@@ -354,7 +354,7 @@ class ExprChecker(CheckerBase):
             return F.bool_lit(x.value, e.pos)
         if isinstance(x, A.BoolLit) and isinstance(t, BitsT):
             return F.int_lit(int(x.value), t, e.pos)
-        if isinstance(x, A.IntLit) and isinstance(t, EnumT):
+        if isinstance(x, A.IntLit) and isinstance(t, EnumT) and t.underlying is not None:  # (else not ok)
             c = F.int_lit(x.value, t.underlying, e.pos)
             e.type = t
             e.expr = c

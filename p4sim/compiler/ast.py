@@ -487,8 +487,9 @@ class Entry(Node):
     _fields = ("keyset", "action", "priority", "annos")
     keyset: list[Expr]
     action: ActionRef
-    priority: Expr | None
+    priority: Any   # an Expr (or None) as parsed, an int once checked
     annos: list[Annotation]
+    call: Call      # set by the checker: the action call
 
 
 class TableProp(Node):  # value: key elems, action refs, entries or an Expr

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .codegen import AssertFail, CodeGen, ParserLoopError
+from .codegen import AssertFail, CodeGen, Compiled, ParserLoopError
 from .control import ControlAPI, check_frame, check_ingress_port, check_trace
 from .errors import ProgramError
 from .meters import MeterArray
@@ -82,7 +82,7 @@ class Switch(ControlAPI):
         self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
         self._plain = CodeGen(prog, self._tables, self._registers, self._counters, drop_port,
                               vsets=self._vsets, meters=self._meters).build()
-        self._traced = None
+        self._traced: Compiled | None = None
         self._code = self._plain
         for t in self._tables.values():
             t.bind(self._code)

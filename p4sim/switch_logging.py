@@ -83,7 +83,7 @@ class TraceSink:
             except (OSError, ValueError):
                 pass
 
-    def flush(self):
+    def flush(self) -> None:
         for stream in self.streams:
             try:
                 stream.flush()
@@ -94,7 +94,7 @@ class TraceSink:
         while not self._stop.wait(interval):
             self.flush()
 
-    def close(self):
+    def close(self) -> None:
         self._stop.set()
         self.flush()
 

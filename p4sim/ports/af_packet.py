@@ -83,7 +83,7 @@ class AfPacketPort:
         except OSError:
             return False
 
-    def send(self, frame: bytes):
+    def send(self, frame: bytes) -> None:
         try:
             self.sock.send(frame)
         except (BlockingIOError, InterruptedError):
@@ -92,7 +92,7 @@ class AfPacketPort:
             if exc.errno not in (errno.ENETDOWN, errno.ENXIO, errno.ENODEV, errno.EMSGSIZE):
                 raise
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.sock.close()
         except OSError:

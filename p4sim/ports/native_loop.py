@@ -60,19 +60,19 @@ class NativePacketLoop:
         self._engine = engine
 
     # ---- frames from Python --------------------------------------------------------------------
-    def send(self, port: int, frame: bytes):
+    def send(self, port: int, frame: bytes) -> None:
         """Output of the pipeline run in Python: unknown ports (not given with -i) drop the frame."""
         if self._c is None or self._lib.rt_ports_send(self._c, port, bytes(frame), len(frame)) < 0:
             log.debug("dropping %d bytes for port %d: no interface on that port", len(frame), port)
 
     # ---- running ---------------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> None:
         self._reader = threading.Thread(target=self._drain_loop, name="p4sim-native-ports", daemon=True)
         self._reader.start()
         if self._lib.rt_ports_start(self._c):
             raise OSError("native port loop: cannot start its thread")
 
-    def _drain_loop(self):
+    def _drain_loop(self) -> None:
         fd = self._lib.rt_ports_event_fd(self._c)
         buf = ctypes.create_string_buffer(TAKE_BYTES)
         while True:
@@ -128,7 +128,7 @@ class NativePacketLoop:
         self._lib.rt_ports_stats(self._c, out)
         return dict(zip(binding.PORT_STAT_NAMES, out))
 
-    def stop(self, timeout: float = 2.0):
+    def stop(self, timeout: float = 2.0) -> None:
         if self._c is not None:
             self._lib.rt_ports_stop(self._c)   # no more frames from the C thread
             self._stop.set()
@@ -137,7 +137,7 @@ class NativePacketLoop:
                 self._reader.join(timeout)
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         c = getattr(self, "_c", None)
         reader = getattr(self, "_reader", None)
         if c is not None:

@@ -18,7 +18,7 @@ class PcapWriter:
         self._file.write(_GLOBAL_HEADER)
         self._file.flush()
 
-    def write(self, frame: bytes, timestamp: float | None = None, flush: bool = True):
+    def write(self, frame: bytes, timestamp: float | None = None, flush: bool = True) -> None:
         """Append one record; flush=False leaves it buffered until flush() (batched writers)."""
         now = time.time() if timestamp is None else timestamp
         seconds = int(now)
@@ -31,12 +31,12 @@ class PcapWriter:
             if flush:
                 self._file.flush()
 
-    def flush(self):
+    def flush(self) -> None:
         with self._lock:
             if not self._file.closed:
                 self._file.flush()
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             if not self._file.closed:
                 self._file.close()

@@ -40,7 +40,7 @@ class StreamSession:
         self.outbox: queue.Queue = queue.Queue(maxsize=4096)
         self.dropped_in_a_row = 0
 
-    def send(self, message: p4runtime_pb2.StreamMessageResponse):
+    def send(self, message: p4runtime_pb2.StreamMessageResponse) -> None:
         """Queue a message; if the client does not keep up, drop it (warned once per overflow)."""
         try:
             self.outbox.put_nowait(message)
@@ -81,7 +81,7 @@ class StreamLimits:
         self.lock = threading.Lock()
         self.open: dict[str, int] = {}
 
-    def acquire(self, peer: str):
+    def acquire(self, peer: str) -> None:
         client = client_of(peer)
         with self.lock:
             mine, everyone = self.open.get(client, 0), sum(self.open.values())
@@ -93,7 +93,7 @@ class StreamLimits:
                                          f"the most it keeps open at once")
             self.open[client] = mine + 1
 
-    def release(self, peer: str):
+    def release(self, peer: str) -> None:
         client = client_of(peer)
         with self.lock:
             left = self.open.get(client, 0) - 1
@@ -112,7 +112,7 @@ class Arbitration:
         self.primary: dict[str, StreamSession] = {}
         self.highest: dict[str, int] = {}
 
-    def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate):
+    def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
         """Handle a MasterArbitrationUpdate; raises (ending the stream) on a bad request."""
         if update.device_id != self.device_id:
             raise not_found(f"MasterArbitrationUpdate: device_id {update.device_id} is not this "
@@ -146,7 +146,7 @@ class Arbitration:
             for target in targets:
                 target.send(self._status_for(target))
 
-    def remove(self, session: StreamSession):
+    def remove(self, session: StreamSession) -> None:
         with self.lock:
             if session not in self.sessions:
                 return
@@ -218,7 +218,7 @@ class Arbitration:
             primary = self.primary.get(role)
             return [primary] if primary is not None else []
 
-    def close_all(self):
+    def close_all(self) -> None:
         with self.lock:
             sessions = list(self.sessions)
         for session in sessions:

@@ -51,7 +51,7 @@ class Device:
             self.pipeline = None
             self._install(engine, None, None)
 
-    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest):
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         action = request.action
         with self.lock:
             if action == SetRequest.UNSPECIFIED:
@@ -157,7 +157,7 @@ class Device:
             return response
 
     # -- entities ------------------------------------------------------------------------------
-    def _require_pipeline(self):
+    def _require_pipeline(self) -> None:
         if self.pipeline is None or self.tables is None:
             raise failed_precondition("no forwarding pipeline config has been set "
                                       "(SetForwardingPipelineConfig first)")
@@ -187,9 +187,9 @@ class Device:
                             self._roll_back(undo)
                             aborted = aborted_error("rolled back: another update of the "
                                                     "atomic batch failed")
-                            return [r if r is not None else aborted for r in results] + \
-                                [aborted_error("not applied: an earlier update of the atomic "
-                                               "batch failed")] * (len(updates) - len(results))
+                            out: list[P4RuntimeError | None] = [r if r is not None else aborted for r in results]
+                            return out + [aborted_error("not applied: an earlier update of the atomic "
+                                                        "batch failed")] * (len(updates) - len(results))
             return results
 
     def _roll_back(self, undo):

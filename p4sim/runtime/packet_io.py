@@ -96,7 +96,7 @@ class PacketPath:
         return outputs
 
     # -- controller side -----------------------------------------------------------------------
-    def packet_out(self, packet: p4runtime_pb2.PacketOut):
+    def packet_out(self, packet: p4runtime_pb2.PacketOut) -> None:
         """Inject a PacketOut on the CPU port (FAILED_PRECONDITION without pipeline/CPU port)."""
         device = self.device
         if device.engine is None:
@@ -116,7 +116,7 @@ class PacketPath:
             frame = packet.payload
         self.inject(device.cpu_port, frame)
 
-    def to_controller(self, frame: bytes):
+    def to_controller(self, frame: bytes) -> None:
         for listener in list(self.packet_in_listeners):
             try:
                 listener(self.device.cpu_port, frame)

@@ -78,9 +78,9 @@ class Pipeline:
         self._bind()
 
     # -- binding -------------------------------------------------------------------------------
-    def _bind(self):
-        json_actions_by_name = {}
-        json_actions_by_id = {}
+    def _bind(self) -> None:
+        json_actions_by_name: dict[str, dict[str, Any]] = {}
+        json_actions_by_id: dict[int, dict[str, Any]] = {}
         for action in self.program.get("actions", []):
             json_actions_by_name.setdefault(action["name"], action)
             json_actions_by_id[action["id"]] = action
@@ -110,46 +110,46 @@ class Pipeline:
         for pipeline in self.program.get("pipelines", []):
             for table in pipeline.get("tables", []):
                 json_tables[table["name"]] = table
-        for table_id, info in self.index.tables.items():
-            table = json_tables.get(info.name)
+        for table_id, tinfo in self.index.tables.items():
+            table = json_tables.get(tinfo.name)
             if table is None:
-                raise invalid(f"P4Info table '{info.name}' has no table of that name in the BMv2 JSON")
-            self.tables[table_id] = self._bind_table(info, table, json_actions_by_id)
+                raise invalid(f"P4Info table '{tinfo.name}' has no table of that name in the BMv2 JSON")
+            self.tables[table_id] = self._bind_table(tinfo, table, json_actions_by_id)
 
         counters = {c["name"]: c for c in self.program.get("counter_arrays", [])}
-        for counter_id, info in self.index.counters.items():
-            if info.name not in counters or counters[info.name].get("is_direct"):
-                raise invalid(f"P4Info counter '{info.name}' has no indirect counter array of that "
+        for counter_id, cinfo in self.index.counters.items():
+            if cinfo.name not in counters or counters[cinfo.name].get("is_direct"):
+                raise invalid(f"P4Info counter '{cinfo.name}' has no indirect counter array of that "
                               f"name in the BMv2 JSON")
-            _same(f"P4Info counter '{info.name}'", "size", info.size, counters[info.name].get("size"))
-            self.counters[counter_id] = info.name
-        for counter_id, info in self.index.direct_counters.items():
-            table = self.index.tables.get(info.table_id)
+            _same(f"P4Info counter '{cinfo.name}'", "size", cinfo.size, counters[cinfo.name].get("size"))
+            self.counters[counter_id] = cinfo.name
+        for counter_id, dcinfo in self.index.direct_counters.items():
+            table = self.index.tables.get(dcinfo.table_id)
             if table is None:
-                raise invalid(f"P4Info direct counter '{info.name}' is bound to unknown table id "
-                              f"{info.table_id}")
+                raise invalid(f"P4Info direct counter '{dcinfo.name}' is bound to unknown table id "
+                              f"{dcinfo.table_id}")
             self.direct_counters[counter_id] = table.name
         meters = {m["name"]: m for m in self.program.get("meter_arrays", [])}
-        for meter_id, info in self.index.meters.items():
-            if info.name not in meters or meters[info.name].get("is_direct"):
-                raise invalid(f"P4Info meter '{info.name}' has no indirect meter array of that name "
+        for meter_id, minfo in self.index.meters.items():
+            if minfo.name not in meters or meters[minfo.name].get("is_direct"):
+                raise invalid(f"P4Info meter '{minfo.name}' has no indirect meter array of that name "
                               f"in the BMv2 JSON")
-            _same(f"P4Info meter '{info.name}'", "size", info.size, meters[info.name].get("size"))
-            self.meters[meter_id] = info.name
+            _same(f"P4Info meter '{minfo.name}'", "size", minfo.size, meters[minfo.name].get("size"))
+            self.meters[meter_id] = minfo.name
         value_sets = {v["name"] for v in self.program.get("parse_vsets", [])}
-        for value_set_id, info in self.index.value_sets.items():
-            if info.name not in value_sets:
-                raise invalid(f"P4Info value set '{info.name}' has no parse_vsets entry of that "
+        for value_set_id, vinfo in self.index.value_sets.items():
+            if vinfo.name not in value_sets:
+                raise invalid(f"P4Info value set '{vinfo.name}' has no parse_vsets entry of that "
                               f"name in the BMv2 JSON")
-            self.value_sets[value_set_id] = info.name
+            self.value_sets[value_set_id] = vinfo.name
         registers = {r["name"]: r for r in self.program.get("register_arrays", [])}
-        for register_id, info in self.index.registers.items():
-            if info.name not in registers:
-                raise invalid(f"P4Info register '{info.name}' has no register array of that name "
+        for register_id, rinfo in self.index.registers.items():
+            if rinfo.name not in registers:
+                raise invalid(f"P4Info register '{rinfo.name}' has no register array of that name "
                               f"in the BMv2 JSON")
-            _same(f"P4Info register '{info.name}'", "size", info.size, registers[info.name].get("size"))
-            _same(f"P4Info register '{info.name}'", "bit width", info.bitwidth, registers[info.name].get("bitwidth"))
-            self.registers[register_id] = info.name
+            _same(f"P4Info register '{rinfo.name}'", "size", rinfo.size, registers[rinfo.name].get("size"))
+            _same(f"P4Info register '{rinfo.name}'", "bit width", rinfo.bitwidth, registers[rinfo.name].get("bitwidth"))
+            self.registers[register_id] = rinfo.name
         self._check_json_in_p4info(json_tables, counters, meters, registers, value_sets)
 
     def _check_json_in_p4info(self, json_tables, counters, meters, registers, value_sets):

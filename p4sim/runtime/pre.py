@@ -109,7 +109,7 @@ class Replication:
             raise unimplemented("PacketReplicationEngineEntry read: set multicast_group_entry or "
                                 "clone_session_entry")
 
-    def replay_into(self, other: "Replication"):
+    def replay_into(self, other: "Replication") -> None:
         for group in self.groups.values():
             other.write(INSERT, p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group))
         for session in self.sessions.values():

@@ -61,14 +61,14 @@ class Roles:
                 raise RoleConfigError(f"--role: role {role.name!r} is configured twice")
             self.by_name[role.name] = role
 
-    def check_known(self, role: str, what: str):
+    def check_known(self, role: str, what: str) -> None:
         """NOT_FOUND for a role that is neither the default nor configured."""
         if role and role not in self.by_name:
             known = ", ".join(sorted(self.by_name)) or "none"
             raise not_found(f"{what}: role '{role}' is not configured on this device (configured "
                             f"roles: {known}; the default role has an empty name)")
 
-    def check_default(self, role: str, what: str):
+    def check_default(self, role: str, what: str) -> None:
         """PERMISSION_DENIED unless `role` is the default role."""
         if role:
             raise permission_denied(f"{what}: only the default role may do this, not role '{role}'")

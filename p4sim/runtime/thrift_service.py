@@ -162,13 +162,13 @@ class ThriftServer:
             TBinaryProtocol.TBinaryProtocolFactory(), daemon=True)
         self._stopped = threading.Event()
 
-    def start(self):
+    def start(self) -> None:
         """Bind and serve in a daemon thread; OSError if the port is taken."""
         self._socket.listen()
         threading.Thread(target=self._serve, name="p4sim-thrift", daemon=True).start()
         log.info("Thrift runtime API (registers, counters) on port %d", self.port)
 
-    def _serve(self):
+    def _serve(self) -> None:
         while not self._stopped.is_set():
             try:
                 client = self._socket.accept()
@@ -179,7 +179,7 @@ class ThriftServer:
             if client is not None:
                 threading.Thread(target=self._server.handle, args=(client,), daemon=True).start()
 
-    def stop(self):
+    def stop(self) -> None:
         self._stopped.set()
         handle = getattr(self._socket, "handle", None)
         if handle is not None:

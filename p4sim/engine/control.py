@@ -4,7 +4,7 @@ packet replication engine (multicast groups, clone sessions).
 Names are JSON names (or JSON ids for tables and actions); values are unsigned bit patterns or
 p4runtime-shell strings (values.py).  Every method holds `self.lock`.
 """
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -22,8 +22,8 @@ CONST_PRIORITY_TOP = 2147483647  # P4Runtime priority of a const entry = this - 
 TableRef = str | int
 ActionRef = str | int
 Value = int | str
-Match = dict[str, Any] | list[Any] | None
-Params = dict[str, Value] | list[Value] | None
+Match = Mapping[str, Any] | Sequence[Any] | None
+Params = Mapping[str, Value] | Sequence[Value] | None
 
 
 def check_ingress_port(where: str, port: Any) -> None:

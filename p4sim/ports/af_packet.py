@@ -55,7 +55,7 @@ class AfPacketPort:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def receive(self):
+    def receive(self) -> bytes | None:
         """The next incoming frame, or None when nothing (more) is queued.
 
         Frames this host sent out of the interface are skipped."""

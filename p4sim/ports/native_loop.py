@@ -10,14 +10,20 @@ run), every received frame goes to `inject`, whose outputs come back through `se
 Same interface as PacketLoop (inject, send, start, stop) plus `attach(engine)`, called whenever
 the device installs a new engine.
 """
+from __future__ import annotations
+
 import ctypes
 import logging
 import os
 import struct
 import threading
+from typing import TYPE_CHECKING
 
 from ..engine.native import binding, toolchain
 from .port_set import PortSet
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 log = logging.getLogger("p4reduce.p4sim.ports")
 
@@ -44,7 +50,7 @@ class NativePacketLoop:
         if not self._c:
             self.close()
             raise MemoryError("native port loop: out of memory")
-        self._engine = None
+        self._engine: Engine | None = None
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
         self.inject = None      # callable(port, frame): frames for the Python engine
@@ -52,7 +58,7 @@ class NativePacketLoop:
         self.trace = None       # callable(line): trace lines of packets the loop processed
 
     # ---- engine ----------------------------------------------------------------------------
-    def attach(self, engine):
+    def attach(self, engine: Engine) -> None:
         """Packets go through `engine` from now on (a native switch in C, anything else in Python).
         The previous engine is released only after the loop stopped using it."""
         handle = getattr(engine, "_c", None) if getattr(engine, "backend", None) == "native" else None

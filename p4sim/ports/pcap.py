@@ -42,14 +42,14 @@ class PcapWriter:
                 self._file.close()
 
 
-def port_pcaps(directory: str, interface: str):
+def port_pcaps(directory: str, interface: str) -> tuple[PcapWriter, PcapWriter]:
     """(input writer, output writer) for one interface in `directory` (created if missing)."""
     os.makedirs(directory, exist_ok=True)
     return (PcapWriter(os.path.join(directory, f"{interface}_in.pcap")),
             PcapWriter(os.path.join(directory, f"{interface}_out.pcap")))
 
 
-def read_pcap(path: str):
+def read_pcap(path: str) -> list[bytes]:
     """Frames of a pcap file written by PcapWriter (for tests and tools)."""
     frames = []
     with open(path, "rb") as handle:

@@ -8,10 +8,13 @@ role and the roles configured on the device can be arbitrated for (roles.py).
 Streams are bounded (StreamLimits): each one holds a server thread for its whole life, so idle
 streams must never take the threads unary RPCs (Write, Read, pipeline) need.
 """
+from __future__ import annotations
+
 import itertools
 import logging
 import queue
 import threading
+from typing import TYPE_CHECKING
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -19,10 +22,13 @@ from p4.v1 import p4runtime_pb2
 from .errors import failed_precondition, invalid, not_found, permission_denied, resource_exhausted, unimplemented
 from .roles import Roles
 
+if TYPE_CHECKING:
+    from .errors import P4RuntimeError
+
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
-def election_value(election_id) -> int:
+def election_value(election_id: p4runtime_pb2.Uint128) -> int:
     return (election_id.high << 64) | election_id.low
 
 
@@ -51,7 +57,7 @@ class StreamSession:
                             self.id, self.peer)
             self.dropped_in_a_row += 1
 
-    def close(self, error=None):
+    def close(self, error: P4RuntimeError | None = None) -> None:
         """Ask the stream's response loop to end (with an error status if given). Never blocks:
         a full outbox loses its oldest message to make room."""
         while True:
@@ -195,7 +201,7 @@ class Arbitration:
             arb.status.message = "No primary client"
         return response
 
-    def check_primary(self, election_id, role: str, what: str):
+    def check_primary(self, election_id: p4runtime_pb2.Uint128, role: str, what: str) -> None:
         """PERMISSION_DENIED unless `election_id` is the current primary's of `role`."""
         election = election_value(election_id)
         with self.lock:

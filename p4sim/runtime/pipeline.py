@@ -10,15 +10,20 @@ JSON that the P4Info lacks (a table with keys or a choice of actions, a register
 value set), is an INVALID_ARGUMENT naming the first mismatch. (The tables p4c synthesises for
 statements outside any table, `tbl_*` with no key and one constant action, are in no P4Info.)
 """
+from __future__ import annotations
+
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
 from .errors import invalid
 from .p4info_index import P4InfoIndex, TableInfo
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 
 @dataclass
@@ -152,7 +157,8 @@ class Pipeline:
             self.registers[register_id] = rinfo.name
         self._check_json_in_p4info(json_tables, counters, meters, registers, value_sets)
 
-    def _check_json_in_p4info(self, json_tables, counters, meters, registers, value_sets):
+    def _check_json_in_p4info(self, json_tables: dict[str, Any], counters: dict[str, Any], meters: dict[str, Any],
+                              registers: dict[str, Any], value_sets: set[str]) -> None:
         """Everything a controller could program in the JSON must be in the P4Info."""
         index = self.index
         p4info_tables = {t.name for t in index.tables.values()}
@@ -164,6 +170,7 @@ class Pipeline:
                               f"program, or empty)")
         direct_tables = {index.tables[d.table_id].name for d in index.direct_counters.values()
                          if d.table_id in index.tables}
+        objects: dict[str, Any]     # name -> its JSON (None for a value set)
         for kind, objects, known in (
                 ("register array", registers, {r.name for r in index.registers.values()}),
                 ("counter array", {n: c for n, c in counters.items() if not c.get("is_direct")},
@@ -284,7 +291,7 @@ class Pipeline:
             message.priority = 2147483647 - int(entry.get("priority", position + 1))
         return message
 
-    def build_engine(self, cpu_port=None, drop_port=511, backend=None):
+    def build_engine(self, cpu_port: int | None = None, drop_port: int = 511, backend: str | None = None) -> Engine:
         """Compile the JSON with the engine; INVALID_ARGUMENT with the engine's message on failure."""
         from p4reduce.p4sim.engine import Switch
         try:

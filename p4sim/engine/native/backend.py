@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import EngineError
 from ..switch import Switch as PythonSwitch
@@ -25,6 +25,9 @@ log = logging.getLogger("p4reduce.p4sim.engine")
 
 BACKENDS = ("native", "python")
 ENV = "P4SIM_BACKEND"
+# what Switch() returns: both share ControlAPI (tables, registers, ...) and process()
+Engine: TypeAlias = "PythonSwitch | NativeSwitch"
+
 fallbacks: list[str] = []     # why programs fell back to Python in this process (tests read it)
 _noticed: set[str] = set()
 
@@ -54,7 +57,7 @@ def engine_label(engine: object) -> str:
 
 
 def Switch(bmv2_json: dict | str | bytes | os.PathLike, cpu_port: int | None = None, drop_port: int = 511,
-           backend: str | None = None) -> PythonSwitch | NativeSwitch:
+           backend: str | None = None) -> Engine:
     """A v1model switch running `bmv2_json` on the chosen backend (see module docs)."""
     choice = default_backend() if backend is None else backend
     if choice not in BACKENDS:

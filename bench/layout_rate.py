@@ -42,6 +42,14 @@ def parse_layouts(text: str) -> list[Layout]:
 
 def measure(layout: Layout, seconds: float, backend: str) -> dict:
     from p4reduce.p4sim.engine.native import Switch
+    from p4reduce.p4sim.engine.native.switch import NativeSwitch
+
+    def process_batch(frames: list[tuple[int, bytes]]) -> list[list[tuple[int, bytes]]]:
+        # the native backend takes a batch in one call; the Python engine (--backend python, or a
+        # program the native backend gives up) has no batch call, so one frame at a time
+        if isinstance(sw, NativeSwitch):
+            return sw.process_batch(frames)
+        return [sw.process(port, frame) for port, frame in frames]
     built = compile_program(tempfile.mkdtemp(prefix="p4r-layout-"),
                             defines=[f"LANES={layout.lanes}", f"SUBBLOCK={layout.subblock}"])
     sw = Switch(str(built.json_path), backend=backend)
@@ -57,7 +65,7 @@ def measure(layout: Layout, seconds: float, backend: str) -> dict:
                          next_offset=(k + SLOTS) * layout.lanes, bitmap=layout.full_bitmap)
             frames.append((r + 1, udp_frame(h.mac, SERVICE_MAC, h.ip, SERVICE_IP, 5000, C.AGG_UDP_PORT,
                                             encode(hdr, lanes + r, layout))))
-    outs = sw.process_batch(frames)   # one lap checked: every round multicast with the exact sum
+    outs = process_batch(frames)   # one lap checked: every round multicast with the exact sum
     want = WORKERS * lanes + sum(range(WORKERS))
     for i in range(WORKERS - 1, len(frames), WORKERS):
         if len(outs[i]) != WORKERS:
@@ -67,7 +75,7 @@ def measure(layout: Layout, seconds: float, backend: str) -> dict:
             raise RuntimeError(f"{layout.lanes}x{layout.subblock}: wrong sum")
     packets, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        sw.process_batch(frames)
+        process_batch(frames)
         packets += len(frames)
     secs = time.perf_counter() - t0
     pps = packets / secs
@@ -78,7 +86,7 @@ def measure(layout: Layout, seconds: float, backend: str) -> dict:
                                       (C.FRAME_HEADER_BYTES + layout.payload_bytes(layout.full_bitmap)), 3)}
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m p4reduce.bench.layout_rate", description=__doc__.split("\n\n")[0])
     ap.add_argument("--layouts", type=parse_layouts, default=parse_layouts("32x8,64x8,128x16,256x16,352x22"))
     ap.add_argument("--seconds", type=float, default=3.0)

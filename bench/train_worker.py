@@ -21,6 +21,8 @@ import os
 import statistics
 import sys
 import time
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -29,14 +31,14 @@ from p4reduce.bench import counters
 HIDDEN = 1024
 
 
-def build_model(torch, seed: int):
+def build_model(torch: ModuleType, seed: int) -> Any:
     """64 -> 1024 -> 1024 -> 10 ReLU MLP: 1,126,410 parameters, the same initial weights everywhere."""
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, HIDDEN),
                                torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10))
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m p4reduce.bench.train_worker", description=__doc__.split("\n\n")[0])
     p.add_argument("--system", choices=("gloo", "p4reduce"), required=True)
     p.add_argument("--rank", type=int, required=True)
@@ -57,7 +59,7 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import datetime
 

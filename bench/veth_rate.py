@@ -31,11 +31,15 @@ import sys
 import tempfile
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from p4reduce.bench import aggtraffic
 from p4reduce.bench import program as progmod
 from p4reduce.mininet_topos.ports import free_port, port_open
 from p4reduce.mininet_topos.processes import stop_process
+
+if TYPE_CHECKING:
+    from p4reduce.protocol.wire import Layout
 
 PROGRAM = progmod.DEFAULT
 JOB_ID = 1
@@ -69,7 +73,8 @@ class VethRig:
     worker keeps busy (the job gets that many slots); layout: the program's lanes/sub-block."""
 
     def __init__(self, workers: int, target: str = "p4sim", program: pathlib.Path = PROGRAM,
-                 backend: str | None = None, window: int = 64, layout=None, pin: bool = True):
+                 backend: str | None = None, window: int = 64, layout: Layout | None = None,
+                 pin: bool = True) -> None:
         from p4reduce.protocol.wire import DEFAULT_LAYOUT
         self.workers = workers
         self.target = target
@@ -344,7 +349,7 @@ def _best(make_rig, duration_s, repeat, window=None):
     return max(runs, key=lambda r: r["pps"])
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0, help="duration of each measurement")
     ap.add_argument("--backends", default="native,python", help="p4sim-switch backends: native, python")

@@ -114,7 +114,7 @@ def measure(reflector: Reflector, elements: int, lanes: int, subblock: int, slot
         red.close()
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m p4reduce.bench.worker_rate",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--elements", type=lambda v: int(float(v[:-1]) * (1 << 20)) if v[-1:] in "mM" else int(v),

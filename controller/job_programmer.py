@@ -50,7 +50,7 @@ def slot_pool_size(index: P4InfoIndex) -> int:
     return defaults.num_slots()
 
 
-def program_layout(index):
+def program_layout(index: P4InfoIndex) -> Layout:
     """The packet layout (LANES, SUBBLOCK) compiled into the program, from its lane registers
     (docs/protocol.md section 1), so the job description tells workers what the switch really
     parses. Raises ValueError naming the problem when the program has no lane-register grid."""

@@ -4,7 +4,7 @@ import sys
 from p4reduce.p4sim.compiler.cli import main as _main
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     return _main(argv)
 
 

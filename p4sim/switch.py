@@ -22,14 +22,21 @@ logging, which traces every packet: parser states, tables, actions, drops, egres
 --pcap DIR writes IFACE_in.pcap / IFACE_out.pcap. Thrift serves the register/counter subset of
 BMv2's runtime API for simple_switch_CLI (p4sim/runtime/thrift_service.py).
 """
+from __future__ import annotations
+
 import argparse
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .switch_logging import LEVELS, TraceSink, setup_logging, trace_streams
+
+if TYPE_CHECKING:
+    from .runtime.server import P4RuntimeServer
 
 MAX_PORT = 511
 
@@ -83,7 +90,7 @@ def _address(text):
     return text
 
 
-def build_parsers():
+def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main = _Parser(prog="p4sim-switch", description="BMv2-compatible v1model switch with a "
                    "P4Runtime server (simple_switch_grpc stand-in).",
                    epilog="Target options go after '--': --grpc-server-addr HOST:PORT, "
@@ -123,7 +130,7 @@ def build_parsers():
     return main, target
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.Namespace]:
     """(main options, target options); UsageError naming the argument on bad input."""
     argv = list(argv)
     if "--" in argv:
@@ -143,7 +150,8 @@ def parse_args(argv):
         raise UsageError("a JSON program (positional) or --no-p4 is required")
     if options.program and not os.path.isfile(options.program):
         raise UsageError(f"JSON program '{options.program}' does not exist")
-    ports, interfaces = {}, {}
+    ports: dict[int, str] = {}          # port -> interface
+    interfaces: dict[str, int] = {}     # interface -> port
     for port, interface in options.interface:
         if port in ports:
             raise UsageError(f"-i {port}@{interface}: port {port} is already bound to "
@@ -195,7 +203,9 @@ def _packet_loop(backend, options, target, log):
     return PacketLoop(options.ports, options.pcap)
 
 
-def run(options, target, ready=None, stop_event=None):
+def run(options: argparse.Namespace, target: argparse.Namespace,
+        ready: Callable[[P4RuntimeServer], object] | None = None,
+        stop_event: threading.Event | None = None) -> int:
     """Run the switch until `stop_event` is set (SIGINT/SIGTERM set it in main())."""
     from p4reduce.p4sim.engine.native import default_backend, engine_label
     from p4reduce.p4sim.runtime import P4RuntimeServer
@@ -264,7 +274,7 @@ def run(options, target, ready=None, stop_event=None):
     return 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         options, target = parse_args(argv)

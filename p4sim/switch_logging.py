@@ -1,12 +1,14 @@
 """Logging of p4sim-switch as BMv2 does it: --log-console / --log-file at -L LEVEL, lines in
 BMv2's format, and the per-packet trace (TraceSink), which writes straight to the log streams so
 that a traced switch still moves thousands of packets per second."""
+import argparse
 import logging
 import os
 import sys
 import threading
 import time
-from typing import ClassVar
+from collections.abc import Iterable
+from typing import ClassVar, TextIO
 
 LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
           "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
@@ -14,7 +16,7 @@ LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logg
 TRACE = 5
 
 
-def setup_logging(options):
+def setup_logging(options: argparse.Namespace) -> bool:
     """BMv2-like log lines on the console and/or in a file; returns True if tracing is on."""
     logging.addLevelName(TRACE, "TRACE")
     root = logging.getLogger()
@@ -23,7 +25,7 @@ def setup_logging(options):
     level_name = options.log_level or ("trace" if (options.log_console or options.log_file) else "info")
     level = LEVELS[level_name]
     formatter = _BmvFormatter()
-    handlers = []
+    handlers: list[logging.Handler] = []
     if options.log_console:
         handlers.append(logging.StreamHandler(sys.stdout))
     if options.log_file:
@@ -61,7 +63,7 @@ class TraceSink:
     (time cached per millisecond) and are flushed by a background timer and at shutdown, so a
     traced switch still moves thousands of packets per second."""
 
-    def __init__(self, streams, flush_interval=0.2):
+    def __init__(self, streams: Iterable[TextIO], flush_interval: float = 0.2) -> None:
         self.streams = list(streams)
         self._ms = -1
         self._prefix = ""
@@ -83,7 +85,7 @@ class TraceSink:
             except (OSError, ValueError):
                 pass
 
-    def flush(self):
+    def flush(self) -> None:
         for stream in self.streams:
             try:
                 stream.flush()
@@ -94,11 +96,11 @@ class TraceSink:
         while not self._stop.wait(interval):
             self.flush()
 
-    def close(self):
+    def close(self) -> None:
         self._stop.set()
         self.flush()
 
 
-def trace_streams():
+def trace_streams() -> list[TextIO]:
     """The streams of the root logger's handlers (console and/or log file)."""
     return [h.stream for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]

@@ -4,6 +4,7 @@ must be byte-identical to the model's)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import JobSpec, MemberSpec
@@ -14,6 +15,9 @@ from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import Layout
 from testbed.switch_model import SwitchModel
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 
 @dataclasses.dataclass
@@ -30,7 +34,7 @@ class WorkerEnd:
 class Fabric:
     """One p4reduce switch (engine + model) and the workers attached to it."""
 
-    def __init__(self, switch, layout: Layout = Layout(), slots: int = C.SLOTS,
+    def __init__(self, switch: Engine, layout: Layout = Layout(), slots: int = C.SLOTS,
                  max_workers: int = C.MAX_WORKERS, check_model: bool = True):
         self.sw = switch
         self.model = SwitchModel(layout, slots, max_workers)
@@ -63,7 +67,7 @@ class Fabric:
         self.ends[(end.job_id, end.rank)] = end
         self.by_addr[(end.ip, end.port)] = end
 
-    def guard(self, port: int, ip: str):
+    def guard(self, port: int, ip: str) -> None:
         """Bind a host-facing port to its host's IPv4 source (source_guard), in switch and model."""
         self.sw.table_add(N.SOURCE_GUARD, {N.SOURCE_GUARD_KEY[0]: port}, N.HOST_SOURCE, {"ip": ip})
         self.model.add_source_guard(port, ip)
@@ -112,7 +116,7 @@ class Fabric:
     def events(self) -> dict[int, int]:
         return {e: self.sw.counter_read(N.AGG_EVENTS, e)[0] for e in range(C.AGG_EVENTS_SIZE)}
 
-    def assert_counters_match_model(self):
+    def assert_counters_match_model(self) -> None:
         model_drops = {int(i): int(v) for i, v in enumerate(self.model.drop_counts)
                        if v and i != C.DropReason.NO_WORKER_ADDR}
         assert self.drops() == model_drops

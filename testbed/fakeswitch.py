@@ -59,11 +59,11 @@ class FakeSwitch:
         self.received = 0
 
     def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False, slot_base: int = 0,
-                wire_token: int = 0):
+                wire_token: int = 0) -> None:
         self.model.add_job(job_id, slot_base, slot_count, n_workers, Mode.SPARSE if sparse else Mode.DENSE,
                            wire_token=wire_token)
 
-    def add_worker(self, job_id: int, rank: int, ip: str, port: int):
+    def add_worker(self, job_id: int, rank: int, ip: str, port: int) -> None:
         self.model.add_worker(job_id, rank, ip, port)
 
     def start(self) -> FakeSwitch:

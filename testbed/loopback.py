@@ -5,12 +5,25 @@ one place that wires its ranks to the switch.
 """
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 
 LOOPBACK_WIRE_TOKEN = 0x5EC0_0001   # the wire token of loopback jobs: packets carry one, as on a real switch
 
 
-def loopback_reducers(switch, job_id: int, n_workers: int, slots: int, *, sparse: bool = False,
+class LoopbackSwitch(Protocol):
+    """What a loopback switch offers (testbed.fakeswitch.FakeSwitch, testbed.p4sim_udp.P4SimUdpSwitch)."""
+
+    addr: Any           # its UDP socket's (host, port)
+
+    def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False,
+                slot_base: int = 0, wire_token: int = 0) -> None: ...
+
+    def add_worker(self, job_id: int, rank: int, ip: str, port: int, /) -> None: ...
+
+
+def loopback_reducers(switch: LoopbackSwitch, job_id: int, n_workers: int, slots: int, *, sparse: bool = False,
                       name: str = "loopback", retry: RetryPolicy | None = None,
                       wire_token: int = LOOPBACK_WIRE_TOKEN) -> list[UdpReducer]:
     """Create the job on `switch` and one UdpReducer per rank bound to 127.0.0.1 (caller closes them)."""

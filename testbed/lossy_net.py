@@ -10,11 +10,15 @@ shadow-copy packet), but never after its own sender's next contribution on that 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from p4reduce.protocol.wire import unpack_header
 from testbed.reference_worker import JobRun
+
+if TYPE_CHECKING:
+    from testbed.switch_model import SwitchModel
 
 # switch(job_id, rank, payload) -> [(job_id, rank, result payload), ...]
 SwitchFn = Callable[[int, int, bytes], list[tuple[int, int, bytes]]]
@@ -97,7 +101,7 @@ class LossyNetwork:
                 inflight += [("up", job_id, r, p) for r, p in sends]
 
 
-def model_switch(model) -> SwitchFn:
+def model_switch(model: SwitchModel) -> SwitchFn:
     """Adapter: a testbed.switch_model.SwitchModel as the switch of a LossyNetwork."""
     def switch(job_id: int, rank: int, payload: bytes):
         addr = model.worker_of(job_id, rank)

@@ -7,6 +7,7 @@ The control-plane entries are those of docs/protocol.md section 3, written with 
 """
 from __future__ import annotations
 
+import os
 import socket
 import threading
 
@@ -28,7 +29,7 @@ class P4SimUdpSwitch:
     (controller.job_entries), written into the engine by EngineJobWriter.
     """
 
-    def __init__(self, bmv2_json, drop_every: int = 0):
+    def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, drop_every: int = 0) -> None:
         from p4reduce.p4sim.engine import Switch
         self.sw = Switch(bmv2_json)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -60,11 +61,11 @@ class P4SimUdpSwitch:
     def counter(self, name: str, index: int) -> int:
         return self.sw.counter_read(name, index)[0]
 
-    def start(self):
+    def start(self) -> P4SimUdpSwitch:
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(2)
         self.sock.close()

@@ -7,11 +7,16 @@ Used to test compressors and training without a network. It computes what the sw
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from p4reduce.worker.reducer import AggregationError, BlockSource, Reducer, saturate_int32
 from p4reduce.worker.wirecost import WireCost
+
+T = TypeVar("T")
 
 
 class SimulatedSwitch:
@@ -80,7 +85,7 @@ class SimulatedReducer(Reducer):
         self.lanes = switch.wire.lanes
         self.bytes_sent = 0
 
-    def aggregate(self, source: BlockSource):
+    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
         nb = source.n_blocks
         exps = None
         if source.proposals is not None:
@@ -98,7 +103,7 @@ class FloatReference:
         self.reducer = reducer
         self.n_workers = reducer.n_workers
 
-    def allreduce(self, array, average: bool = False, key: str = "") -> np.ndarray:
+    def allreduce(self, array: npt.ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
         a = np.asarray(array, dtype=np.float32)
         x = a.reshape(-1)
         lanes = self.reducer.lanes
@@ -108,7 +113,8 @@ class FloatReference:
         return (total / np.float32(self.n_workers) if average else total).reshape(a.shape)
 
 
-def run_workers(n_workers: int, fn, timeout: float = 60.0, wire: WireCost | None = None):
+def run_workers(n_workers: int, fn: Callable[[SimulatedReducer], T], timeout: float = 60.0,
+                wire: WireCost | None = None) -> list[T]:
     """Run ``fn(reducer)`` on n_workers threads sharing one simulated switch; list of results by rank.
 
     An exception in one worker aborts the job (the others get an AggregationError) and is re-raised.

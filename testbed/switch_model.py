@@ -20,21 +20,11 @@ import struct
 
 import numpy as np
 
+from p4reduce.controller.job_entries import JobSpec
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
 from p4reduce.protocol.frames import FrameError, ip_int, ip_str, ipv4_checksum, ipv4_source, mac_bytes, parse_udp_frame
 from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, encode_subblocks, read_subblocks
-
-
-@dataclasses.dataclass
-class Job:
-    job_id: int
-    slot_base: int
-    slot_count: int
-    num_workers: int
-    mode: Mode = Mode.DENSE
-    mcast_grp: int = 0
-    wire_token: int = 0         # set_job's token: contributions must carry it, results get it
 
 
 @dataclasses.dataclass
@@ -82,7 +72,7 @@ class SwitchModel:
         self.min_next = np.zeros(size, np.int64)
         self.max_exp = np.zeros(size, np.int64)
         self.lanes = np.zeros((size, layout.lanes), np.int64)
-        self.jobs: dict[int, Job] = {}
+        self.jobs: dict[int, JobSpec] = {}     # as the controller describes them (set_job's entry)
         self.workers: dict[tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
         self.source_guard: dict[int, int] = {}      # switch port -> the IPv4 its host must send from
         self.drop_counts = np.zeros(C.DROP_REASONS_SIZE, np.int64)
@@ -90,12 +80,17 @@ class SwitchModel:
 
     # ---- control plane ----------------------------------------------------------------------
     def add_job(self, job_id: int, slot_base: int, slot_count: int, num_workers: int,
-                mode: Mode = Mode.DENSE, mcast_grp: int = 0, wire_token: int = 0) -> Job:
+                mode: Mode = Mode.DENSE, mcast_grp: int = 0, wire_token: int = 0) -> JobSpec:
+        """The job's set_job entry. Its multicast group is the controller's numbering
+        (JobSpec.multicast_group); `mcast_grp` (0: that one) must agree with it."""
         if slot_base + slot_count > self.slots:
             raise ValueError(f"job {job_id}: slots [{slot_base}, {slot_base + slot_count}) exceed SLOTS={self.slots}")
         if not 1 <= num_workers <= self.max_workers:
             raise ValueError(f"job {job_id}: num_workers={num_workers} must be 1..{self.max_workers}")
-        job = Job(job_id, slot_base, slot_count, num_workers, Mode(mode), mcast_grp, wire_token)
+        job = JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode), wire_token)
+        if mcast_grp and mcast_grp != job.multicast_group:
+            raise ValueError(f"job {job_id}: multicast group {mcast_grp:#x} is not the controller's "
+                             f"{job.multicast_group:#x}")
         self.jobs[job_id] = job
         self.clear_slots(slot_base, slot_count)
         return job
@@ -189,7 +184,7 @@ class SwitchModel:
             return self._drop(DropReason.SPOOFED_PORT)
         if h.rank != worker.rank:
             return self._drop(DropReason.BAD_RANK)
-        if worker.rank >= job.num_workers or worker.rank >= self.max_workers:
+        if worker.rank >= job.workers or worker.rank >= self.max_workers:
             return self._drop(DropReason.RANK_RANGE)
         if h.slot >= job.slot_count:
             return self._drop(DropReason.SLOT_RANGE)
@@ -202,7 +197,7 @@ class SwitchModel:
 
         i = 2 * (job.slot_base + h.slot) + h.ver
         me = np.uint64(1 << h.rank)
-        n = job.num_workers
+        n = job.workers
         if self.seen[i] & me:
             if self.count[i] == 0:
                 self.event_counts[AggEvent.RESULT_UNICAST] += 1
@@ -248,14 +243,14 @@ class SwitchModel:
             deliveries.append(Delivery(job.job_id, rank, addr.ip, addr.port, result, False))
         return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=deliveries)
 
-    def _result(self, h: Header, i: int, job: Job, flags: int, rank: int) -> bytes:
+    def _result(self, h: Header, i: int, job: JobSpec, flags: int, rank: int) -> bytes:
         """The result payload of register index i, as seen by worker `rank`."""
         lay = self.layout
         union = int(self.union_bitmap[i])
         nxt = int(self.min_next[i])
         flags = int(flags) | (Flags.EOT if nxt == C.NEXT_NONE else 0)
         out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
-                     count=job.num_workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
+                     count=job.workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
                      next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union,
                      token=job.wire_token)
         return out.pack() + encode_subblocks(self.lanes[i], union, lay)

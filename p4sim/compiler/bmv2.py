@@ -10,9 +10,10 @@ from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering
 from .bmv2_parser import ParserBuilder, deparser_order
 from .bmv2_pipeline import PipelineBuilder
-from .bmv2_storage import Storage
-from .diagnostics import CompileError, Unsupported
+from .bmv2_storage import Json, Storage
+from .diagnostics import CompileError, Pos, Unsupported
 from .naming import UniqueNames, full_name
+from .types import EnumT, Type
 
 if TYPE_CHECKING:
     from .checker import Program
@@ -31,25 +32,28 @@ FIELD_ALIASES = [
 
 
 class Backend:
-    def __init__(self, prog, source_path):
+    def __init__(self, prog: Program, source_path: str) -> None:
         self.prog = prog
         self.source_path = source_path
         self.prog_base = os.path.splitext(os.path.basename(source_path))[0].replace("-", "_").replace(".", "_")
         self.storage = Storage(prog)
-        self.objects = {}
-        self.actions = []
+        self.objects: dict[int, str] = {}     # id(extern instance) -> its BMv2 name
+        self.actions: list[Json] = []
         self._action_names = UniqueNames()
         self._table_names = UniqueNames()
-        self._table_actions = {}
-        self._ids = {}
-        self.calculations = []
+        self._table_actions: dict[int, int] = {}  # id(ActionDecl) -> action id
+        self._ids: dict[str, int] = {}
+        self.calculations: list[Json] = []
         self._calc_names = UniqueNames()
-        self.field_lists = {}
-        self.learn_lists = []
-        self.table_info = []           # (TableDecl, control, full name) for P4Info
-        self.direct_called = set()     # ids of actions called directly from apply blocks
-        self.digests = []              # (name, learn list id, [(field name, width)]) for P4Info
-        self.table_action_ids = set()
+        # @field_list index (or ("empty", id) for a clone's empty list) -> the field list
+        self.field_lists: dict[int | tuple[str, int], Json] = {}
+        self.learn_lists: list[Json] = []
+        # (TableDecl, control, full name) for P4Info
+        self.table_info: list[tuple[A.TableDecl, A.ControlDecl, str]] = []
+        self.direct_called: set[int] = set()     # ids of actions called directly from apply blocks
+        # (name, learn list id, [(field name, width)], the digest's data) for P4Info
+        self.digests: list[tuple[str, int, list[tuple[str, int]], A.Expr]] = []
+        self.table_action_ids: set[int] = set()
         for b in prog.blocks("ingress", "egress"):
             for t in b.tables:
                 for r in t.action_list:
@@ -57,12 +61,12 @@ class Backend:
                     self._action_names.add(self.action_full_name(r.decl))
 
     # ---- small registries
-    def next_id(self, kind):
+    def next_id(self, kind: str) -> int:
         v = self._ids.get(kind, 0)
         self._ids[kind] = v + 1
         return v
 
-    def src(self, pos, fragment):
+    def src(self, pos: Pos | None, fragment: str | None) -> Json | None:
         if pos is None:
             return None
         info = {"filename": pos.file, "line": pos.line, "column": pos.col}
@@ -70,25 +74,25 @@ class Backend:
             info["source_fragment"] = fragment
         return info
 
-    def unique_action_name(self, base):
+    def unique_action_name(self, base: str) -> str:
         return self._action_names.take(base)
 
-    def unique_table_name(self, base):
+    def unique_table_name(self, base: str) -> str:
         return self._table_names.take(base)
 
-    def full_name(self, decl, block):
+    def full_name(self, decl: A.Node, block: A.Node | None) -> str:
         return full_name(decl, block)
 
-    def action_full_name(self, decl):
+    def action_full_name(self, decl: A.ActionDecl) -> str:
         return full_name(decl, getattr(decl, "control", None))
 
-    def object_name(self, inst_expr):
+    def object_name(self, inst_expr: A.Expr) -> str:
         if not isinstance(inst_expr, A.Name):
             raise Unsupported("an extern instance that is not named directly", inst_expr.pos)
         s = inst_expr.ref
         return full_name(s.decl, s.owner)
 
-    def add_action(self, name, runtime_data, prims, pos):
+    def add_action(self, name: str, runtime_data: list[Json], prims: list[Json], pos: Pos | None) -> int:
         aid = len(self.actions)
         self._action_names.add(name)
         a = {"name": name, "id": aid, "runtime_data": runtime_data, "primitives": prims}
@@ -97,7 +101,7 @@ class Backend:
         self.actions.append(a)
         return aid
 
-    def table_action(self, decl):
+    def table_action(self, decl: A.ActionDecl) -> int:
         """The JSON action for an action used by tables (runtime data = directionless params)."""
         key = id(decl)
         if key in self._table_actions:
@@ -106,7 +110,7 @@ class Backend:
         rd = []
         for i, p in enumerate(decl.params):
             w = 1 if p.ptype.__class__.__name__ == "BoolT" else getattr(p.ptype, "width", None)
-            if w is None and getattr(p.ptype, "underlying", None) is not None:
+            if w is None and isinstance(p.ptype, EnumT) and p.ptype.underlying is not None:
                 w = p.ptype.underlying.width
             rd.append({"name": p.name, "bitwidth": w})
             xl.subst[id(p)] = ("rt", i)
@@ -115,13 +119,13 @@ class Backend:
         self._table_actions[key] = aid
         return aid
 
-    def calculation(self, algo, inputs):
+    def calculation(self, algo: str, inputs: list[Json]) -> str:
         """A new calculation (one per hash call and per checksum, as p4c emits them)."""
         n = self._calc_names.take("calc")
         self.calculations.append({"name": n, "id": len(self.calculations), "algo": algo, "input": inputs})
         return n
 
-    def field_list_id(self, index, pos):
+    def field_list_id(self, index: int, pos: Pos | None) -> int:
         """The id of the field list of the metadata fields annotated @field_list(index)."""
         if index not in self.field_lists:
             locs = self.storage.field_lists.get(index, [])
@@ -129,7 +133,7 @@ class Backend:
                                        "elements": [l.json() for l in locs]}
         return self.field_lists[index]["id"]
 
-    def empty_field_list_id(self):
+    def empty_field_list_id(self) -> int:
         """A new empty field list, for a clone that preserves nothing: BMv2 looks the id up for
         every clone (id 0 does not exist and aborts it), so p4c gives each call site one."""
         n = sum(1 for k in self.field_lists if isinstance(k, tuple))
@@ -138,10 +142,10 @@ class Backend:
         self.field_lists[("empty", fid)] = {"id": fid, "name": name, "elements": []}
         return fid
 
-    def _next_field_list_id(self):
+    def _next_field_list_id(self) -> int:
         return len(self.field_lists) + 1
 
-    def learn_list(self, data, elems):
+    def learn_list(self, data: A.Expr, elems: list[tuple[str | None, Json, Type | None]]) -> int:
         lid = len(self.learn_lists) + 1
         st = getattr(data, "struct_type", None) or data.type
         tname = st.name if hasattr(st, "name") else f"digest_{lid}"
@@ -159,7 +163,7 @@ class Backend:
         return lid
 
     # ---- checksums
-    def checksums(self, control, verify):
+    def checksums(self, control: A.ControlDecl, verify: bool) -> list[Json]:
         out = []
         xl = ExprLowering(self.storage, self.objects)
         pl = PrimitiveLowering(self, xl)
@@ -185,7 +189,7 @@ class Backend:
                 if s.call.kind[1].endswith("_with_payload"):
                     inputs.append({"type": "payload", "value": None})   # the bytes after the headers
                 calc = self.calculation("csum16", inputs)
-                target = xl.field_loc(a[2])
+                target = xl.scalar_loc(a[2])
                 cond = None if (isinstance(a[0], A.BoolLit) and a[0].value) else xl.bool(a[0])
                 out.append({"target": [target.header, target.field], "type": "generic",
                             "calculation": calc, "verify": verify, "update": not verify, "if_cond": cond,

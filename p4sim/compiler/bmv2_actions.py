@@ -3,41 +3,48 @@
 Action calls are inlined (their parameters substituted), ``if`` becomes ``_jump_if_zero``/``_jump``
 as p4c does, and v1model extern calls map to BMv2 primitives.
 """
+from __future__ import annotations
+
 import copy
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import ast as A
-from .bmv2_expr import LocRef, b2d, has_cond, hexstr, mask_of, op, param
-from .bmv2_storage import STANDARD_METADATA, FieldLoc, HdrLoc, StackLoc, StructLoc
-from .diagnostics import CompileError, Unsupported
+from .bmv2_expr import ExprLowering, LocRef, b2d, has_cond, hexstr, mask_of, method_target, op, param
+from .bmv2_storage import STANDARD_METADATA, FieldLoc, HdrLoc, Json, Loc, StackLoc, StructLoc
+from .diagnostics import CompileError, Pos, Unsupported
 from .externs import HASH_ALGOS
-from .types import BoolT, HeaderT
+from .types import BoolT, HeaderT, Type
+
+if TYPE_CHECKING:
+    from .bmv2 import Backend
 
 
-def prim(name, params, pos=None, src=None):
-    p = {"op": name, "parameters": params}
+def prim(name: str, params: list[Json], pos: Pos | None = None,
+         src: Callable[[Pos, str | None], Json | None] | None = None) -> Json:
+    p: Json = {"op": name, "parameters": params}
     if pos is not None and src is not None:
         p["source_info"] = src(pos, None)
     return p
 
 
 class PrimitiveLowering:
-    def __init__(self, backend, xl):
+    def __init__(self, backend: Backend, xl: ExprLowering) -> None:
         self.b = backend
         self.xl = xl
 
-    def lower(self, stmts):
+    def lower(self, stmts: list[A.Stmt]) -> list[Json]:
         out: list[dict[str, Any]] = []
         self.stmts(stmts, out)
         return out
 
-    def stmts(self, stmts, out):
+    def stmts(self, stmts: list[A.Stmt], out: list[Json]) -> None:
         for s in stmts:
             self.stmt(s, out)
             if isinstance(s, A.Exit):
                 break
 
-    def stmt(self, s, out):
+    def stmt(self, s: A.Stmt, out: list[Json]) -> None:
         if isinstance(s, A.Block):
             self.stmts(s.stmts, out)
         elif isinstance(s, A.Assign):
@@ -68,7 +75,7 @@ class PrimitiveLowering:
             raise Unsupported(f"{type(s).__name__} statement inside an action", s.pos)
 
     # ---- ?: lowering: evaluate conditionals into temps with jumps, as p4c does in actions
-    def hoist(self, e, out):
+    def hoist(self, e: A.Expr, out: list[Json]) -> A.Expr:
         """Return e with every ?: replaced by a temp computed (lazily, by branching) into ``out``."""
         if not has_cond(e):
             return e
@@ -110,17 +117,17 @@ class PrimitiveLowering:
                                (self._hoist_arg(x, out) if isinstance(x, A.Arg) else x) for x in v])
         return n
 
-    def _hoist_arg(self, a, out):
+    def _hoist_arg(self, a: A.Arg, out: list[Json]) -> A.Arg:
         b = copy.copy(a)
         b.expr = self.hoist(a.expr, out)
         return b
 
     # ---- assignment
-    def assign(self, lhs, rhs, out, pos, loc=None):
+    def assign(self, lhs: A.Expr, rhs: A.Expr, out: list[Json], pos: Pos | None, loc: Loc | None = None) -> None:
         xl = self.xl
         rhs = self.hoist(rhs, out)
         if isinstance(lhs, A.Slice):
-            base = xl.field_loc(lhs.expr)
+            base = xl.scalar_loc(lhs.expr)
             w = lhs.expr.type.width
             m = mask_of(lhs.hi - lhs.lo + 1) << lhs.lo
             keep = op("&", base.json(), hexstr(mask_of(w) ^ m, w))
@@ -131,24 +138,24 @@ class PrimitiveLowering:
         if isinstance(dst, FieldLoc):
             out.append(prim("assign", [dst.json(), param(xl.data(rhs))]))
         elif isinstance(dst, HdrLoc):
-            src = xl.field_loc(rhs)
+            src = xl.header_loc(rhs)
             out.append(prim("assign_header", [{"type": "header", "value": dst.name},
                                               {"type": "header", "value": src.name}]))
         elif isinstance(dst, StackLoc):
-            src = xl.field_loc(rhs)
+            src = xl.header_loc(rhs)
             out.append(prim("assign_header_stack", [{"type": "header_stack", "value": dst.name},
                                                     {"type": "header_stack", "value": src.name}]))
         else:
             raise Unsupported("assignment of a whole struct", pos)
 
-    def temp(self, e, out):
+    def temp(self, e: A.Expr, out: list[Json]) -> FieldLoc:
         """Copy the value of e into a fresh scalar and return its FieldLoc."""
         t = e.type if not isinstance(e.type, BoolT) else BoolT()
         loc = self.b.storage.add_scalar("tmp", t, e.pos)
         out.append(prim("assign", [loc.json(), param(self.xl.data(e))]))
         return loc
 
-    def field_or_temp(self, e, out):
+    def field_or_temp(self, e: A.Expr, out: list[Json]) -> Json:
         if isinstance(e, (A.Member, A.Index)) or (isinstance(e, A.Name) and e.ref.kind in ("local", "param")
                                                   and id(e.ref.decl) not in self.xl.subst):
             loc = self.xl.field_loc(e)
@@ -161,7 +168,7 @@ class PrimitiveLowering:
         return self.temp(e, out).json()
 
     # ---- calls
-    def call(self, c, out):
+    def call(self, c: A.Call, out: list[Json]) -> None:
         if any(has_cond(a.expr) for a in c.args):
             c = copy.copy(c)
             c.args = [self._hoist_arg(a, out) for a in c.args]
@@ -171,15 +178,17 @@ class PrimitiveLowering:
         if k[0] == "action":
             self.inline(k[1], a, out)
         elif k[0] == "header":
-            h = xl.field_loc(c.func.expr)
+            h = xl.header_loc(method_target(c))
             if k[1] == "isValid":
                 return
             out.append(prim("add_header" if k[1] == "setValid" else "remove_header",
                             [{"type": "header", "value": h.name}]))
         elif k[0] == "stack":
-            s = xl.field_loc(c.func.expr)
+            s = xl.header_loc(method_target(c))
+            count = a[0]
+            assert isinstance(count, A.IntLit)      # the checker folded it (const_arg)
             out.append(prim("push" if k[1] == "push_front" else "pop",
-                            [{"type": "header_stack", "value": s.name}, hexstr(a[0].value)]))
+                            [{"type": "header_stack", "value": s.name}, hexstr(count.value)]))
         elif k[0] == "method":
             self.method(c, k[1], k[2], a, out)
         elif k[0] == "extern":
@@ -189,10 +198,10 @@ class PrimitiveLowering:
         else:
             raise Unsupported("this call", c.pos)
 
-    def inline(self, decl, args, out):
+    def inline(self, decl: A.ActionDecl, args: list[A.Expr], out: list[Json]) -> None:
         xl = self.xl
         saved = dict(xl.subst)
-        new = {}
+        new: dict[int, tuple[str, Any]] = {}
         for p, arg in zip(decl.params, args):
             if p.direction in ("out", "inout"):
                 new[id(p)] = ("loc", xl.field_loc(arg))
@@ -208,13 +217,13 @@ class PrimitiveLowering:
         finally:
             xl.subst = saved
 
-    def method(self, c, typ, m, a, out):
+    def method(self, c: A.Call, typ: str, m: str, a: list[A.Expr], out: list[Json]) -> None:
         xl = self.xl
-        inst = c.func.expr
+        inst = method_target(c)
         if typ == "register":
             name = self.b.object_name(inst)
             if m == "read":
-                out.append(prim("register_read", [xl.field_loc(a[0]).json(),
+                out.append(prim("register_read", [xl.scalar_loc(a[0]).json(),
                                                   {"type": "register_array", "value": name},
                                                   param(xl.data(a[1]))]))
             else:
@@ -228,7 +237,7 @@ class PrimitiveLowering:
         else:
             raise CompileError(f"{typ}.{m} cannot be called here", c.pos)
 
-    def extern(self, c, name, a, out):
+    def extern(self, c: A.Call, name: str, a: list[Any], out: list[Json]) -> None:
         xl = self.xl
         if name == "mark_to_drop":
             out.append(prim("mark_to_drop", [{"type": "header", "value": STANDARD_METADATA}]))
@@ -239,10 +248,10 @@ class PrimitiveLowering:
                 raise Unsupported(f"hash algorithm HashAlgorithm.{a[1].member}", a[1].pos)
             calc = self.b.calculation(algo, inputs)
             out.append(prim("modify_field_with_hash_based_offset", [
-                xl.field_loc(a[0]).json(), param(xl.data(a[2])), {"type": "calculation", "value": calc},
+                xl.scalar_loc(a[0]).json(), param(xl.data(a[2])), {"type": "calculation", "value": calc},
                 param(xl.data(a[4]))]))
         elif name == "random":
-            out.append(prim("modify_field_rng_uniform", [xl.field_loc(a[0]).json(),
+            out.append(prim("modify_field_rng_uniform", [xl.scalar_loc(a[0]).json(),
                                                           param(xl.data(a[1])), param(xl.data(a[2]))]))
         elif name in ("clone", "clone_preserving_field_list"):
             fl = self.b.empty_field_list_id() if name == "clone" else self.b.field_list_id(a[2].value, c.pos)
@@ -273,24 +282,24 @@ class PrimitiveLowering:
         else:
             raise Unsupported(f"extern '{name}' here", c.pos)
 
-    def field_list(self, data, out):
+    def field_list(self, data: A.Expr, out: list[Json]) -> list[Json]:
         items = data.items if isinstance(data, A.ListExpr) else [data]
         res = []
         for it in items:
             if isinstance(it.type, HeaderT):
-                h = self.xl.field_loc(it)
+                h = self.xl.header_loc(it)
                 res.append({"type": "header", "value": h.name})
             else:
                 res.append(self.field_or_temp(it, out))
         return res
 
-    def digest_fields(self, data, out):
+    def digest_fields(self, data: A.Expr, out: list[Json]) -> list[tuple[str | None, Json, Type | None]]:
         if isinstance(data, A.ListExpr):
             return [(None, self.field_or_temp(it, out), it.type) for it in data.items]
         loc = self.xl.field_loc(data)
-        res = []
+        res: list[tuple[str | None, Json, Type | None]] = []
 
-        def walk(l, prefix):
+        def walk(l: Loc, prefix: list[str]) -> None:
             if isinstance(l, StructLoc):
                 for n, sub in l.members.items():
                     walk(sub, prefix + [n])

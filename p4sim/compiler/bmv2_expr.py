@@ -4,21 +4,25 @@ BMv2 evaluates on arbitrary-precision integers, so (as p4c does) results that ca
 wrapped explicitly: ``& mask`` for bit<W>, ``two_comp_mod`` for int<W>; saturating ops use
 ``usat_cast``/``sat_cast``. Booleans and data are distinct in BMv2: ``d2b``/``b2d`` convert.
 """
+from __future__ import annotations
+
+from typing import Any
+
 from . import ast as A
-from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
-from .diagnostics import CompileError, Unsupported
-from .types import BitsT, BoolT, EnumT, ErrorT, IntT, StackT
+from .bmv2_storage import FieldLoc, HdrLoc, Json, Loc, StackLoc, StackOp, Storage, StructLoc
+from .diagnostics import CompileError, Pos, Unsupported
+from .types import BitsT, BoolT, EnumT, ErrorT, IntT, StackT, Type
 
 
 class LocRef(A.Expr):
     """An expression that reads a storage location directly (temps made by the lowering)."""
     _fields = ()
 
-    def __init__(self, loc, type_, pos=None):
+    def __init__(self, loc: Loc, type_: Type | None, pos: Pos | None = None) -> None:
         self.loc, self.type, self.pos, self.ref = loc, type_, pos, None
 
 
-def has_cond(e):
+def has_cond(e: A.Node) -> bool:
     """Whether e contains a ?: (BMv2 targets commonly lack the '?:' operator; we branch instead)."""
     stack = [e]
     while stack:
@@ -34,27 +38,27 @@ def has_cond(e):
     return False
 
 
-def hexstr(value, width=None):
+def hexstr(value: int, width: int | None = None) -> Json:
     if value < 0:
         return {"type": "hexstr", "value": "-0x" + format(-value, "x")}
     digits = 2 * ((width + 7) // 8) if width else 1     # p4c writes whole bytes: 8w1 is 0x01
     return {"type": "hexstr", "value": "0x" + format(value, f"0{digits}x")}
 
 
-def op(name, left, right, **extra):
+def op(name: str, left: Json | None, right: Json, **extra: Json) -> Json:
     v = {"op": name, "left": left, "right": right}
     v.update(extra)
     return {"type": "expression", "value": v}
 
 
-def param(j):
+def param(j: Json) -> Json:
     """A primitive/parser-op parameter: operator trees get the extra 'expression' wrapper."""
     if j.get("type") == "expression":
         return {"type": "expression", "value": j}
     return j
 
 
-def b2d(j):
+def b2d(j: Json) -> Json:
     if j.get("type") == "bool":
         return hexstr(1 if j["value"] else 0, 1)
     if j.get("type") == "expression" and j["value"]["op"] == "d2b":
@@ -62,13 +66,19 @@ def b2d(j):
     return op("b2d", None, j)
 
 
-def d2b(j):
+def d2b(j: Json) -> Json:
     if j.get("type") == "expression" and j["value"]["op"] == "b2d":
         return j["value"]["right"]
     return op("d2b", None, j)
 
 
-def mask_of(w):
+def method_target(c: A.Call) -> A.Expr:
+    """What a method call is made on (hdr in hdr.setValid()): the checker made func a Member."""
+    assert isinstance(c.func, A.Member)
+    return c.func.expr
+
+
+def mask_of(w: int) -> int:
     return (1 << w) - 1
 
 
@@ -79,13 +89,13 @@ class ExprLowering:
     runtime data, or ('expr', Expr) / ('loc', Loc) for inlined calls.
     """
 
-    def __init__(self, storage, objects):
+    def __init__(self, storage: Storage, objects: dict[int, str]) -> None:
         self.st = storage
         self.objects = objects      # id(decl) -> BMv2 name for registers/counters
-        self.subst = {}
+        self.subst: dict[int, tuple[str, Any]] = {}   # ("rt", index) | ("expr", Expr) | ("loc", Loc)
 
     # ---- l-values
-    def loc(self, e):
+    def loc(self, e: A.Expr) -> Loc | StackOp:
         if isinstance(e, LocRef):
             return e.loc
         if isinstance(e, A.Name):
@@ -113,43 +123,59 @@ class ExprLowering:
             raise Unsupported(f"member '{e.member}' here", e.pos)
         if isinstance(e, A.Index):
             base = self.loc(e.expr)
+            if not isinstance(base, StackLoc):      # the checker allows indexing stacks only
+                raise CompileError("expected a header stack", e.pos)
             return base.elems[e.index.value]
         raise CompileError("expected a field, header or variable", e.pos)
 
-    def field_loc(self, e):
+    def field_loc(self, e: A.Expr) -> Loc:
         l = self.loc(e)
         if isinstance(l, tuple):
             raise Unsupported(f"header stack '.{l[0][6:]}' outside a parser", e.pos)
         return l
 
+    def scalar_loc(self, e: A.Expr) -> FieldLoc:
+        """The field a bit/bool/enum-typed l-value lives in."""
+        loc = self.field_loc(e)
+        if not isinstance(loc, FieldLoc):
+            raise CompileError("expected a field or variable", e.pos)
+        return loc
+
+    def header_loc(self, e: A.Expr) -> HdrLoc | StackLoc:
+        """The header instance (or header stack) an expression names."""
+        loc = self.field_loc(e)
+        if not isinstance(loc, (HdrLoc, StackLoc)):
+            raise CompileError("expected a header or header stack", e.pos)
+        return loc
+
     # ---- r-values
-    def bool(self, e):
+    def bool(self, e: A.Expr) -> Json:
         """JSON for e in boolean context."""
         j = self.ex(e)
         if isinstance(e.type, BoolT):
             return j
         raise CompileError(f"expected a bool expression, got {e.type}", e.pos)
 
-    def data(self, e):
+    def data(self, e: A.Expr) -> Json:
         """JSON for e in data context (bools become 0/1)."""
         j = self.ex(e)
         if isinstance(e.type, BoolT):
             return b2d(j)
         return j
 
-    def ex(self, e):
+    def ex(self, e: A.Expr) -> Json:
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
             raise Unsupported(f"expression {type(e).__name__} in this position", e.pos)
         return m(e)
 
-    def x_IntLit(self, e):
+    def x_IntLit(self, e: A.IntLit) -> Json:
         return hexstr(e.value, e.width)
 
-    def x_BoolLit(self, e):
+    def x_BoolLit(self, e: A.BoolLit) -> Json:
         return {"type": "bool", "value": e.value}
 
-    def x_TypeMember(self, e):
+    def x_TypeMember(self, e: A.TypeMember) -> Json:
         if isinstance(e.type, ErrorT):
             return hexstr(e.ref)
         if isinstance(e.type, EnumT):
@@ -157,7 +183,7 @@ class ExprLowering:
             return hexstr(e.ref, w)
         raise Unsupported("this constant", e.pos)
 
-    def x_Name(self, e):
+    def x_Name(self, e: A.Name) -> Json:
         s = e.ref
         key = id(s.decl)
         if key in self.subst:
@@ -170,7 +196,7 @@ class ExprLowering:
             return self._field(v[1], e)
         return self._field(self.field_loc(e), e)
 
-    def _field(self, loc, e):
+    def _field(self, loc: Loc, e: A.Expr) -> Json:
         if isinstance(loc, FieldLoc):
             j = loc.json()
             return d2b(j) if isinstance(loc.type, BoolT) else j
@@ -180,15 +206,15 @@ class ExprLowering:
             return {"type": "header_stack", "value": loc.name}
         raise Unsupported("a struct value in an expression", e.pos)
 
-    def x_Member(self, e):
+    def x_Member(self, e: A.Member) -> Json:
         if isinstance(e.expr.type, StackT) and e.member == "last":
             raise Unsupported("header stack '.last' outside a parser", e.pos)
         return self._field(self.field_loc(e), e)
 
-    def x_Index(self, e):
+    def x_Index(self, e: A.Index) -> Json:
         return self._field(self.field_loc(e), e)
 
-    def x_Slice(self, e):
+    def x_Slice(self, e: A.Slice) -> Json:
         x = self.data(e.expr)
         if e.expr.type.signed:
             x = op("&", x, hexstr(mask_of(e.expr.type.width)))
@@ -196,14 +222,14 @@ class ExprLowering:
             x = op(">>", x, hexstr(e.lo))
         return op("&", x, hexstr(mask_of(e.hi - e.lo + 1), e.hi - e.lo + 1))
 
-    def wrap(self, j, t):
+    def wrap(self, j: Json, t: Type) -> Json:
         if isinstance(t, BitsT):
             if t.signed:
                 return op("two_comp_mod", j, hexstr(t.width))
             return op("&", j, hexstr(mask_of(t.width), t.width))
         return j
 
-    def x_Unary(self, e):
+    def x_Unary(self, e: A.Unary) -> Json:
         if e.op == "!":
             return op("not", None, self.bool(e.expr))
         x = self.data(e.expr)
@@ -217,7 +243,7 @@ class ExprLowering:
             return self.wrap(op("-", hexstr(0), x), t)     # BMv2 has no unary minus
         return self.wrap(op("~", None, x), t)
 
-    def x_Binary(self, e):
+    def x_Binary(self, e: A.Binary) -> Json:
         o, t = e.op, e.type
         if o in ("&&", "||"):
             return op("and" if o == "&&" else "or", self.bool(e.left), self.bool(e.right))
@@ -248,13 +274,13 @@ class ExprLowering:
             return self.wrap(j, t) if t.signed else op("&", j, hexstr(mask_of(t.width), t.width))
         raise Unsupported(f"operator '{o}'", e.pos)
 
-    def x_Cond(self, e):
+    def x_Cond(self, e: A.Cond) -> Json:
         if isinstance(e.type, BoolT):
             return op("?", self.bool(e.then), self.bool(e.els), cond=self.bool(e.cond))
         # BMv2's ternary operator is "?" (an unknown "?:" makes BMv2 refuse the whole program)
         return op("?", self.data(e.then), self.data(e.els), cond=self.bool(e.cond))
 
-    def x_Cast(self, e):
+    def x_Cast(self, e: A.Cast) -> Json:
         t, st = e.type, e.expr.type
         if isinstance(t, BoolT):
             if isinstance(st, BoolT):
@@ -275,7 +301,7 @@ class ExprLowering:
             return x
         return x
 
-    def x_Call(self, e):
+    def x_Call(self, e: A.Call) -> Json:
         k = e.kind
         if k[0] == "function":
             # inline: the parameters stand for the argument expressions (evaluated in the caller)
@@ -286,14 +312,15 @@ class ExprLowering:
             finally:
                 self.subst = saved
         if k[0] == "header" and k[1] == "isValid":
-            base = self.loc(e.func.expr)
+            base = self.loc(method_target(e))
             if isinstance(base, tuple):
                 raise Unsupported("isValid on header stack next/last", e.pos)
+            assert isinstance(base, HdrLoc)     # the checker allows isValid() on headers only
             return d2b({"type": "field", "value": [base.name, "$valid$"]})
         raise Unsupported("this call inside an expression", e.pos)
 
-    def x_LocRef(self, e):
+    def x_LocRef(self, e: LocRef) -> Json:
         return self._field(e.loc, e)
 
-    def x_StrLit(self, e):
+    def x_StrLit(self, e: A.StrLit) -> Json:
         return {"type": "string", "value": e.value}

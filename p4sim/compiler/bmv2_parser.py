@@ -1,13 +1,20 @@
 """Lowering the v1model parser and deparser to BMv2 parse states and the deparser order."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import ast as A
 from .bmv2_actions import PrimitiveLowering
 from .bmv2_expr import ExprLowering, b2d, d2b, param
-from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
+from .bmv2_storage import FieldLoc, HdrLoc, Json, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
 from .types import BitsT, BoolT, StackT
 
+if TYPE_CHECKING:
+    from .bmv2 import Backend
 
-def range_to_masks(lo, hi, w):
+
+def range_to_masks(lo: int, hi: int, w: int) -> list[tuple[int, int]]:
     """Cover [lo, hi] with value/mask prefixes (BMv2 parsers match value&mask only)."""
     out = []
     while lo <= hi:
@@ -21,25 +28,25 @@ def range_to_masks(lo, hi, w):
 
 
 class ParserBuilder:
-    def __init__(self, backend, parser):
+    def __init__(self, backend: Backend, parser: A.ParserDecl) -> None:
         self.b = backend
         self.p = parser
         self.xl = ExprLowering(backend.storage, backend.objects)
         self.pl = PrimitiveLowering(backend, self.xl)
 
-    def build(self):
+    def build(self) -> Json:
         states = []
         for i, st in enumerate(self.p.states):
             states.append(self.state(st, i))
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
 
     @staticmethod
-    def next_name(n):
+    def next_name(n: str) -> str | None:
         """BMv2 has no reject state: p4c-bm2-ss compiles 'transition reject' as accept (the
         checker warns), so parsing ends there with parser_error unchanged."""
         return None if n in ("accept", "reject") else n
 
-    def state(self, st, sid):
+    def state(self, st: A.ParserState, sid: int) -> Json:
         ops: list[dict] = []
         for s in st.stmts:
             self.stmt(s, ops)
@@ -68,7 +75,7 @@ class ParserBuilder:
         return {"name": st.name, "id": sid, "parser_ops": ops, "transitions": transitions,
                 "transition_key": keys}
 
-    def case_values(self, c, widths):
+    def case_values(self, c: A.SelectCase, widths: list[int]) -> list[tuple[list[int], list[int]]]:
         """Each case as a list of (values, masks) alternatives (ranges expand to several)."""
         alts: list[tuple[list[int], list[int]]] = [([], [])]
         for x, w in zip(c.keyset, widths):
@@ -93,10 +100,10 @@ class ParserBuilder:
             return e.ref
         return e.value
 
-    def select_key(self, k, ops):
+    def select_key(self, k: A.Expr, ops: list[Json]) -> Json:
         if isinstance(k, A.Member) and isinstance(k.expr, A.Member) and k.expr.member == "last" \
                 and isinstance(k.expr.expr.type, StackT):
-            st = self.xl.field_loc(k.expr.expr)
+            st = self.xl.header_loc(k.expr.expr)
             return {"type": "stack_field", "value": [st.name, k.member]}
         if isinstance(k, A.Member) and isinstance(k.expr, A.Call) and \
                 k.expr.kind == ("method", "packet_in", "lookahead"):
@@ -124,7 +131,7 @@ class ParserBuilder:
         ops.append({"parameters": [tmp.json(), param(self.xl.data(k))], "op": "set"})
         return tmp.json()
 
-    def stmt(self, s, ops):
+    def stmt(self, s: A.Stmt, ops: list[Json]) -> None:
         if isinstance(s, A.Block):
             for x in s.stmts:
                 self.stmt(x, ops)
@@ -186,7 +193,7 @@ class ParserBuilder:
             raise Unsupported(f"{type(s).__name__} in a parser state", s.pos)
 
 
-def deparser_order(backend, d):
+def deparser_order(backend: Backend, d: A.ControlDecl) -> list[str]:
     """Header instances in emit order, from the deparser's apply block (emit calls only)."""
     xl = ExprLowering(backend.storage, backend.objects)
     order = []

@@ -4,16 +4,23 @@ Statements that are not table applications or branches are grouped into synthesi
 by keyless ``tbl_*`` tables (as p4c does); ``if`` becomes a conditional node; ``t.apply().hit``,
 ``.miss`` and ``switch (t.apply().action_run)`` become the table's next_tables.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import ast as A
 from .annotations import anno_str
 from .bmv2_actions import PrimitiveLowering
-from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr
-from .bmv2_storage import FieldLoc, HdrLoc, StackLoc, StructLoc
+from .bmv2_expr import ExprLowering, LocRef, has_cond, hexstr, method_target
+from .bmv2_storage import FieldLoc, HdrLoc, Json, StackLoc, StructLoc
 from .diagnostics import CompileError, Unsupported
 from .types import BoolT, HeaderT, StackT, StructT
 
+if TYPE_CHECKING:
+    from .bmv2 import Backend
 
-def expr_text(e):
+
+def expr_text(e: A.Expr) -> str:
     """Source-like text of a key expression (p4c names match fields this way)."""
     if isinstance(e, A.Name):
         return e.name
@@ -59,17 +66,17 @@ def _has_apply(e):
 
 
 class PipelineBuilder:
-    def __init__(self, backend, control, pipe_name):
+    def __init__(self, backend: Backend, control: A.ControlDecl, pipe_name: str) -> None:
         self.b = backend
         self.control = control
         self.name = pipe_name
-        self.tables = []
-        self.conditionals = []
-        self.ret_target = None      # where 'return' goes: the end of the pipeline, or after a sub-control
+        self.tables: list[Json] = []
+        self.conditionals: list[Json] = []
+        self.ret_target: str | None = None      # where 'return' goes: the end of the pipeline, or after a sub-control
         self.xl = ExprLowering(backend.storage, backend.objects)
         self.pl = PrimitiveLowering(backend, self.xl)
 
-    def build(self):
+    def build(self) -> Json:
         entry = self.gen(self.control.body.stmts, None)
         return {"name": self.name, "id": self.b.next_id("pipeline"),
                 "source_info": self.b.src(self.control.pos, self.control.name),
@@ -77,7 +84,7 @@ class PipelineBuilder:
                 "conditionals": self.conditionals}
 
     # ---- graph construction (backwards, from the continuation)
-    def gen(self, stmts, nxt):
+    def gen(self, stmts: list[A.Stmt], nxt: str | None) -> str | None:
         flat: list[A.Stmt] = []
         self._flatten(stmts, flat)
         seq = []
@@ -108,7 +115,7 @@ class PipelineBuilder:
             else:
                 out.append(s)
 
-    def flush(self, group, nxt):
+    def flush(self, group: list[A.Stmt], nxt: str | None) -> str | None:
         if not any(not isinstance(s, (A.Empty, A.ConstDecl)) and
                    not (isinstance(s, A.VarDecl) and s.init is None) for s in group):
             return nxt
@@ -125,6 +132,7 @@ class PipelineBuilder:
             tname = self.b.unique_table_name("tbl_" + decl.name)
             self.b.direct_called.add(id(decl))
         else:
+            assert first.pos is not None    # statements always carry their position
             aname = self.b.unique_action_name(f"{self.b.prog_base}{first.pos.line}")
             tname = self.b.unique_table_name("tbl_" + aname)
         aid = self.b.add_action(aname, [], prims, first.pos)
@@ -141,13 +149,14 @@ class PipelineBuilder:
                 "action_ids": ids, "actions": names, "base_default_next": base_next,
                 "next_tables": next_tables, "default_entry": default}
 
-    def node(self, s, nxt):
+    def node(self, s: A.Stmt, nxt: str | None) -> str | None:
         if isinstance(s, A.CallStmt) and s.call.kind[0] == "action":
             return self.flush([s], nxt)
         if isinstance(s, (A.Assign, A.VarDecl)):
             # x = [!]t.apply().hit/miss: the table's hit/miss successors assign true/false
             lhs = s.lhs if isinstance(s, A.Assign) else A.Name(s.name, pos=s.pos)
             rhs = s.rhs if isinstance(s, A.Assign) else s.init
+            assert rhs is not None          # a declaration without initializer is _simple
             ap = _apply_of(rhs)
             if ap is None:
                 raise Unsupported("a table apply inside a complex expression (assign "
@@ -158,7 +167,7 @@ class PipelineBuilder:
             for v in (val, not val):
                 lit = A.BoolLit(v, pos=rhs.pos)
                 lit.type = rhs.type
-                st = A.Assign(lhs, lit, pos=s.pos)
+                st: A.Assign | A.VarDecl = A.Assign(lhs, lit, pos=s.pos)
                 if isinstance(s, A.VarDecl):
                     st = A.VarDecl(s.tref, s.name, lit, pos=s.pos)
                     st.vtype = s.vtype
@@ -194,22 +203,22 @@ class PipelineBuilder:
                 raise Unsupported("a table apply inside a complex condition (use "
                                   "'if (t.apply().hit)' or a switch on action_run)", s.cond.pos)
             name = f"node_{self.b.next_id('node_name')}"
-            c = {"name": name, "id": self.b.next_id("conditional"),
-                 "source_info": self.b.src(s.cond.pos, None),
-                 "expression": self.xl.bool(s.cond), "true_next": tnext, "false_next": fnext}
-            self.conditionals.append(c)
+            self.conditionals.append({"name": name, "id": self.b.next_id("conditional"),
+                                      "source_info": self.b.src(s.cond.pos, None),
+                                      "expression": self.xl.bool(s.cond), "true_next": tnext,
+                                      "false_next": fnext})
             return name
         if isinstance(s, A.Switch):
             table = s.expr.type.decl
             default_next = nxt
             bodies = {}
             pending = []
-            for c in s.cases:
-                if c.body is None:
-                    pending.append(c.label)
+            for case in s.cases:
+                if case.body is None:
+                    pending.append(case.label)
                     continue
-                entry = self.gen([c.body], nxt)
-                for lab in pending + [c.label]:
+                entry = self.gen([case.body], nxt)
+                for lab in pending + [case.label]:
                     if lab is None:
                         default_next = entry
                     else:
@@ -222,14 +231,14 @@ class PipelineBuilder:
         raise Unsupported(f"{type(s).__name__} in an apply block", s.pos)
 
     # ---- sub-controls
-    def subcontrol(self, call, nxt):
+    def subcontrol(self, call: A.Call, nxt: str | None) -> str | None:
         """Inline ``inst.apply(args)`` as p4c does: out/inout parameters (and in parameters of header
         or struct type, which the callee cannot write) stand for their arguments; in parameters of
         scalar type are copied in first, so the callee sees the values at the call. A 'return' in
         the sub-control continues after the call."""
         inst = call.kind[1]
         st = self.b.storage
-        copies = []
+        copies: list[A.Stmt] = []
         bound = []
         for a, p in zip(call.args, inst.params):
             if p.direction in ("out", "inout") or isinstance(p.ptype, (HeaderT, StructT, StackT)):
@@ -278,7 +287,8 @@ class PipelineBuilder:
             done.append(mine)
 
     # ---- user tables
-    def table(self, t, next_by_action, base_next, hitmiss=False):
+    def table(self, t: A.TableDecl, next_by_action: dict[str, str | None], base_next: str | None,
+              hitmiss: bool = False) -> str:
         b = self.b
         name = b.full_name(t, t.control)
         keys = []
@@ -304,6 +314,7 @@ class PipelineBuilder:
         else:
             nt = {b.action_full_name(r.decl): next_by_action[r.name] for r in t.action_list}
         d = t.default
+        assert d is not None        # the checker makes NoAction the default when none is given
         ddecl = d.kind[1]
         default = {"action_id": b.table_action(ddecl), "action_const": bool(t.default_const),
                    "action_data": [self._arg_hex(a.expr) for a in d.args],
@@ -325,12 +336,12 @@ class PipelineBuilder:
         w = getattr(e.type, "width", 32)
         return hexstr(v & ((1 << w) - 1), w)["value"]
 
-    def key(self, k):
+    def key(self, k: A.KeyElem) -> Json:
         e = k.expr
         mask = None
         name = anno_str(k.annos, "name") or expr_text(e)
         if isinstance(e, A.Call) and e.kind == ("header", "isValid"):
-            h = self.xl.field_loc(e.func.expr)
+            h = self.xl.header_loc(method_target(e))
             target = [h.name, "$valid$"]
         else:
             base = e
@@ -346,7 +357,8 @@ class PipelineBuilder:
         mk = "ternary" if k.match_kind == "optional" else k.match_kind
         return {"match_type": mk, "name": name, "target": target, "mask": mask}
 
-    def entries(self, t, mt):
+    def entries(self, t: A.TableDecl, mt: str) -> list[Json]:
+        assert t.entries is not None
         out = []
         explicit = [en.priority for en in t.entries if en.priority is not None]
         top = max(explicit) if explicit else 0
@@ -358,7 +370,7 @@ class PipelineBuilder:
                     w = k.expr.hi - k.expr.lo + 1
                 mk.append(self.entry_key(x, k.match_kind, w))
             a = en.call
-            ej = {"source_info": self.b.src(en.pos, None), "match_key": mk,
+            ej: Json = {"source_info": self.b.src(en.pos, None), "match_key": mk,
                   "action_entry": {"action_id": self.b.table_action(a.kind[1]),
                                    "action_data": [self._arg_hex(x.expr) for x in a.args]}}
             if mt in ("ternary", "range", "lpm") or explicit:
@@ -367,7 +379,7 @@ class PipelineBuilder:
             out.append(ej)
         return out
 
-    def entry_key(self, x, mk, w):
+    def entry_key(self, x: A.Expr, mk: str, w: int) -> Json:
         full = (1 << w) - 1
 
         def hx(v):

@@ -1,4 +1,6 @@
 """Parsers, controls, their local instances (externs and sub-controls), and the V1Switch main package."""
+from __future__ import annotations
+
 import copy
 
 from . import ast as A
@@ -14,7 +16,7 @@ from .types import BitsT, BoolT, EnumT, ExternT, ObjT, StructT
 class BlockChecker(CheckerBase):
     """Checks parser and control blocks, extern instances, and the v1model main's signature."""
 
-    def block_locals(self, decls, scope, ctx, owner):
+    def block_locals(self, decls: list[A.Node], scope: Scope, ctx: str, owner: A.ParserDecl | A.ControlDecl) -> None:
         owner.vars, owner.instances, owner.actions, owner.tables = [], [], [], []
         owner.subcontrols = []
         for d in decls:
@@ -28,17 +30,19 @@ class BlockChecker(CheckerBase):
             elif isinstance(d, A.Instance):
                 self.instance(d, scope, owner)
             elif isinstance(d, A.ActionDecl):
+                assert isinstance(owner, A.ControlDecl)     # parsers declare no actions (grammar)
                 scope.add(Sym("action", d.name, d, ObjT("action", d)), d.pos)
                 self.action_decl(d, scope, owner)
                 owner.actions.append(d)
             elif isinstance(d, A.TableDecl):
+                assert isinstance(owner, A.ControlDecl)     # ... nor tables
                 self.table_decl(d, scope, owner)
                 scope.add(Sym("table", d.name, d, ObjT("table", d)), d.pos)
                 owner.tables.append(d)
             else:
                 raise Unsupported(f"{type(d).__name__} inside a {ctx}", d.pos)
 
-    def instance(self, d, scope, owner):
+    def instance(self, d: A.Instance, scope: Scope, owner: A.ParserDecl | A.ControlDecl) -> None:
         tr = d.tref
         if isinstance(tr, A.NamedTypeRef) and tr.name in UNSUPPORTED_EXTERNS:
             raise Unsupported(f"extern '{tr.name}'", d.pos)
@@ -75,7 +79,7 @@ class BlockChecker(CheckerBase):
         d.sym = sym
         owner.instances.append(d)
 
-    def subcontrol_instance(self, d, template, scope, owner):
+    def subcontrol_instance(self, d: A.Instance, template: A.ControlDecl, scope: Scope, owner: A.ControlDecl) -> None:
         """``Sub() inst;`` inside a control: a private copy of Sub's declaration, checked on its own
         and named ``<owner path>.inst`` (p4c inlines sub-controls and names their tables, actions
         and externs ``Top.inst.object``)."""
@@ -97,7 +101,7 @@ class BlockChecker(CheckerBase):
         d.sym = sym
         owner.subcontrols.append(inst)
 
-    def object_size(self, x, scope, what):
+    def object_size(self, x: A.Expr, scope: Scope, what: str) -> int:
         n = self.const_int(x, scope, what)
         if not 0 < n <= MAX_SIZE:
             raise CompileError(f"{what} {n} is out of range (1 to {MAX_SIZE}; v1model sizes are bit<32>)", x.pos)
@@ -109,7 +113,7 @@ class BlockChecker(CheckerBase):
             raise CompileError("counter type must be CounterType.packets, .bytes or .packets_and_bytes", x.pos)
         return v.member
 
-    def parser_decl(self, d):
+    def parser_decl(self, d: A.ParserDecl) -> None:
         scope = Scope(self.globals)
         self.params(d.params, scope, d)
         self.block_locals(d.locals, scope, "parser", d)
@@ -153,7 +157,7 @@ class BlockChecker(CheckerBase):
             self.warn(pos, "explicit transition to reject is compiled as accept, as p4c-bm2-ss does "
                            "(BMv2 has no reject state; parser_error stays as it was)", "unsupported")
 
-    def control_decl(self, d, ctx="control"):
+    def control_decl(self, d: A.ControlDecl, ctx: str = "control") -> None:
         scope = Scope(self.globals)
         self.params(d.params, scope, d)
         self.block_locals(d.locals, scope, ctx, d)
@@ -162,7 +166,7 @@ class BlockChecker(CheckerBase):
         self.stmt(d.body, Scope(scope), ctx)
         self.locals_out = saved
 
-    def check_main(self, m):
+    def check_main(self, m: A.Instance) -> None:
         if not (isinstance(m.tref, A.NamedTypeRef) and m.tref.name == "V1Switch"):
             raise Unsupported(f"package '{getattr(m.tref, 'name', '?')}' (only the v1model V1Switch)", m.pos)
         if len(m.args) != 6:

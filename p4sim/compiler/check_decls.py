@@ -1,20 +1,22 @@
 """Top-level declarations and type references: they fill the program's type table first."""
+from __future__ import annotations
+
 import copy
 
 from . import ast as A
 from . import constfold as F
 from .check_base import CheckerBase
-from .diagnostics import CompileError, Unsupported, Warning_
+from .diagnostics import CompileError, Pos, Unsupported, Warning_
 from .externs import EXTERN_CTORS, UNSUPPORTED_EXTERNS
 from .limits import MAX_STACK_SIZE, MAX_WIDTH
 from .symbols import Scope, Sym
-from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, VoidT
+from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, Type, VoidT
 
 
 class DeclChecker(CheckerBase):
     """Headers, structs, enums, constants and externs at top level, and type-reference resolution."""
 
-    def top_decl(self, d):
+    def top_decl(self, d: A.Node) -> None:
         g = self.globals
         if isinstance(d, A.HeaderDecl):
             t = HeaderT(d.name, annos=d.annos)
@@ -91,7 +93,7 @@ class DeclChecker(CheckerBase):
             raise CompileError(f"type '{name}' is already declared", pos)
         self.prog.types[name] = t
 
-    def function_decl(self, d):
+    def function_decl(self, d: A.FunctionDecl) -> None:
         """A function whose body is one ``return expr;``: inlined at each call (as p4c inlines
         functions), its parameters standing for the call's arguments."""
         d.rtype = self.resolve_type(d.ret)
@@ -117,7 +119,7 @@ class DeclChecker(CheckerBase):
         d.result = e
         self.globals.add(Sym("function", d.name, d, ObjT("function", d)), d.pos)
 
-    def enum_decl(self, d):
+    def enum_decl(self, d: A.EnumDecl) -> None:
         seen = set()
         for name, _, pos in d.members:
             if name in seen:
@@ -131,6 +133,7 @@ class DeclChecker(CheckerBase):
                 raise CompileError(f"enum '{d.name}': underlying type must be bit<N> or int<N>", d.pos)
             values = {}
             for name, e, pos in d.members:
+                assert e is not None        # the grammar gives serializable enum members a value
                 v = self.expr(e, self.globals, ut)
                 if not isinstance(v, A.IntLit):
                     raise CompileError(f"enum member '{name}' must be a compile-time constant", pos)
@@ -139,14 +142,14 @@ class DeclChecker(CheckerBase):
         self._declare_type(d.name, t, d.pos)
         self.prog.enums.append(t)
 
-    def const_decl(self, d, scope):
+    def const_decl(self, d: A.ConstDecl, scope: Scope) -> None:
         t = self.resolve_type(d.tref)
         v = self.coerce(self.expr(d.value, scope, t), t, d.value.pos)
         if not F.is_const(v) and not isinstance(v, A.TypeMember):
             raise CompileError(f"constant '{d.name}' must have a compile-time constant value", d.value.pos)
         scope.add(Sym("const", d.name, d, t, v), d.pos)
 
-    def resolve_type(self, tr):
+    def resolve_type(self, tr: A.TypeRef) -> Type:
         if isinstance(tr, A.BitTypeRef):
             w = self.const_int(tr.width, self.globals, "bit width")
             if w <= 0:
@@ -195,13 +198,13 @@ class DeclChecker(CheckerBase):
             return t
         raise Unsupported(f"type {type(tr).__name__}", tr.pos)
 
-    def const_int(self, e, scope, what):
+    def const_int(self, e: A.Expr, scope: Scope, what: str) -> int:
         v = self.expr(e, scope)
         if not isinstance(v, A.IntLit):
             raise CompileError(f"{what} must be a compile-time integer constant", e.pos)
         return v.value
 
-    def warn(self, pos, msg, kind="overflow"):
+    def warn(self, pos: Pos | None, msg: str, kind: str = "overflow") -> None:
         w = Warning_(kind, msg, pos)
         if all(x.key() != w.key() for x in self.prog.warnings):
             self.prog.warnings.append(w)

@@ -1,10 +1,13 @@
 """Expression typing: every expression gets a type, implicit casts and constant folding."""
+from __future__ import annotations
+
 from . import ast as A
 from . import constfold as F
 from .check_base import CheckerBase
-from .diagnostics import CompileError, Unsupported
+from .diagnostics import CompileError, Pos, Unsupported
 from .externs import EXTERN_FUNCS, EXTERN_METHODS, UNSUPPORTED_EXTERNS
 from .limits import MAX_WIDTH
+from .symbols import Scope
 from .types import (
     BitsT,
     BoolT,
@@ -19,6 +22,7 @@ from .types import (
     StringT,
     StructLikeT,
     StructT,
+    Type,
     VoidT,
 )
 
@@ -26,7 +30,7 @@ from .types import (
 class ExprChecker(CheckerBase):
     """Types expressions (one ex_<Node> method per AST node), coerces and folds constants."""
 
-    def coerce(self, e, t, pos=None):
+    def coerce(self, e: A.Expr, t: Type | None, pos: Pos | None = None) -> A.Expr:
         """Convert expression ``e`` to type ``t`` where P4 allows it implicitly; error otherwise."""
         pos = pos or e.pos
         if t is None or isinstance(t, ObjT) or e.type == t:
@@ -51,7 +55,7 @@ class ExprChecker(CheckerBase):
             return e
         raise CompileError(f"type mismatch: expected {t}, got {e.type}", pos)
 
-    def unify(self, l, r, op, pos):
+    def unify(self, l: A.Expr, r: A.Expr, op: str, pos: Pos | None) -> tuple[A.Expr, A.Expr]:
         """Bring two operands to a common type (int literals take the other side's width)."""
         lt, rt = l.type, r.type
         if isinstance(lt, IntT) and isinstance(rt, BitsT):
@@ -63,13 +67,13 @@ class ExprChecker(CheckerBase):
                                f" (cast one of them)", pos)
         return l, r
 
-    def expr(self, e, scope, want=None):
+    def expr(self, e: A.Expr, scope: Scope, want: Type | None = None) -> A.Expr:
         m = getattr(self, "ex_" + type(e).__name__, None)
         if m is None:
             raise Unsupported(f"expression {type(e).__name__}", e.pos)
         return m(e, scope, want)
 
-    def ex_IntLit(self, e, scope, want):
+    def ex_IntLit(self, e: A.IntLit, scope: Scope, want: Type | None) -> A.Expr:
         if e.width is None:
             e.type = IntT()
         else:
@@ -81,15 +85,15 @@ class ExprChecker(CheckerBase):
             e.value = v
         return e
 
-    def ex_BoolLit(self, e, scope, want):
+    def ex_BoolLit(self, e: A.BoolLit, scope: Scope, want: Type | None) -> A.Expr:
         e.type = BoolT()
         return e
 
-    def ex_StrLit(self, e, scope, want):
+    def ex_StrLit(self, e: A.StrLit, scope: Scope, want: Type | None) -> A.Expr:
         e.type = StringT()
         return e
 
-    def ex_Name(self, e, scope, want):
+    def ex_Name(self, e: A.Name, scope: Scope, want: Type | None) -> A.Expr:
         s = scope.lookup(e.name)
         if s is None:
             if e.name in self.prog.types:
@@ -111,7 +115,7 @@ class ExprChecker(CheckerBase):
         e.type = s.type if s.type is not None else ObjT(s.kind, s.decl)
         return e
 
-    def ex_TypeMember(self, e, scope, want):
+    def ex_TypeMember(self, e: A.TypeMember, scope: Scope, want: Type | None) -> A.Expr:
         if e.tname == "error":
             if e.member not in self.prog.errors:
                 raise CompileError(f"unknown error 'error.{e.member}'", e.pos)
@@ -126,7 +130,7 @@ class ExprChecker(CheckerBase):
             return e
         raise CompileError(f"'{e.tname}.{e.member}': '{e.tname}' is not an enum", e.pos)
 
-    def ex_Member(self, e, scope, want):
+    def ex_Member(self, e: A.Member, scope: Scope, want: Type | None) -> A.Expr:
         base = self.expr(e.expr, scope)
         e.expr = base
         bt = base.type
@@ -175,7 +179,7 @@ class ExprChecker(CheckerBase):
             raise CompileError(f"{bt.kind} has no member '{m}'", e.pos)
         raise CompileError(f"cannot access member '{m}' of a value of type {bt}", e.pos)
 
-    def ex_Index(self, e, scope, want):
+    def ex_Index(self, e: A.Index, scope: Scope, want: Type | None) -> A.Expr:
         e.expr = self.expr(e.expr, scope)
         if not isinstance(e.expr.type, StackT):
             raise CompileError(f"indexing needs a header stack, not {e.expr.type}", e.pos)
@@ -189,7 +193,7 @@ class ExprChecker(CheckerBase):
         e.type = e.expr.type.elem
         return e
 
-    def ex_Slice(self, e, scope, want):
+    def ex_Slice(self, e: A.Slice, scope: Scope, want: Type | None) -> A.Expr:
         e.expr = self.expr(e.expr, scope)
         t = e.expr.type
         hi = self.const_int(e.hi, scope, "slice bound")
@@ -208,7 +212,7 @@ class ExprChecker(CheckerBase):
             return F.int_lit(e.expr.value >> lo, e.type, e.pos)
         return e
 
-    def ex_Unary(self, e, scope, want):
+    def ex_Unary(self, e: A.Unary, scope: Scope, want: Type | None) -> A.Expr:
         x = self.expr(e.expr, scope, want)
         e.expr = x
         if e.op == "!":
@@ -235,7 +239,7 @@ class ExprChecker(CheckerBase):
         lit.type = IntT()
         return lit
 
-    def ex_Binary(self, e, scope, want):
+    def ex_Binary(self, e: A.Binary, scope: Scope, want: Type | None) -> A.Expr:
         op = e.op
         l = self.expr(e.left, scope, want)
         r = self.expr(e.right, scope)
@@ -312,7 +316,7 @@ class ExprChecker(CheckerBase):
             return F.fold_binary(op, l, r, rt, e.pos)
         return e
 
-    def ex_Cond(self, e, scope, want):
+    def ex_Cond(self, e: A.Cond, scope: Scope, want: Type | None) -> A.Expr:
         c = self.expr(e.cond, scope)
         if not isinstance(c.type, BoolT):
             raise CompileError(f"condition of '?:' must be bool, not {c.type}", c.pos)
@@ -326,7 +330,7 @@ class ExprChecker(CheckerBase):
         e.cond, e.then, e.els, e.type = c, a, b, a.type
         return e
 
-    def ex_Cast(self, e, scope, want):
+    def ex_Cast(self, e: A.Cast, scope: Scope, want: Type | None) -> A.Expr:
         t = self.resolve_type(e.tref)
         x = self.expr(e.expr, scope, t)
         e.expr = x
@@ -354,7 +358,7 @@ class ExprChecker(CheckerBase):
             return F.bool_lit(x.value, e.pos)
         if isinstance(x, A.BoolLit) and isinstance(t, BitsT):
             return F.int_lit(int(x.value), t, e.pos)
-        if isinstance(x, A.IntLit) and isinstance(t, EnumT):
+        if isinstance(x, A.IntLit) and isinstance(t, EnumT) and t.underlying is not None:  # (else not ok)
             c = F.int_lit(x.value, t.underlying, e.pos)
             e.type = t
             e.expr = c
@@ -362,37 +366,39 @@ class ExprChecker(CheckerBase):
         e.type = t
         return e
 
-    def ex_ListExpr(self, e, scope, want):
+    def ex_ListExpr(self, e: A.ListExpr, scope: Scope, want: Type | None) -> A.Expr:
         wants = want.items if isinstance(want, ListT) and len(want.items) == len(e.items) else [None] * len(e.items)
         e.items = [self.expr(x, scope, w) for x, w in zip(e.items, wants)]
         e.type = ListT([x.type for x in e.items])
         return e
 
-    def ex_DontCare(self, e, scope, want):
+    def ex_DontCare(self, e: A.DontCare, scope: Scope, want: Type | None) -> A.Expr:
         e.type = ObjT("dontcare")
         return e
 
-    def ex_CtorCall(self, e, scope, want):
+    def ex_CtorCall(self, e: A.CtorCall, scope: Scope, want: Type | None) -> A.Expr:
         raise Unsupported("constructor call in an expression", e.pos)
 
-    def ex_Call(self, e, scope, want):
+    def ex_Call(self, e: A.Call, scope: Scope, want: Type | None) -> A.Expr:
         f = e.func
         if isinstance(f, A.Member):
-            f = self.ex_Member(f, scope, None)
-            e.func = f
-            if not isinstance(f.type, ObjT):
-                raise CompileError(f"'{f.member}' is a {f.type} field, not a method", e.pos)
+            m = f.member
+            checked = self.ex_Member(f, scope, None)    # a stack's .size is folded to a literal
+            e.func = checked
+            if not isinstance(checked, A.Member) or not isinstance(checked.type, ObjT):
+                raise CompileError(f"'{m}' is a {checked.type} field, not a method", e.pos)
+            f = checked
             kind = f.type.kind
             base = f.expr
             if kind == "header_method":
-                self._nargs(e, 0, 0, f.member)
-                e.kind = ("header", f.member)
-                e.type = BoolT() if f.member == "isValid" else VoidT()
+                self._nargs(e, 0, 0, m)
+                e.kind = ("header", m)
+                e.type = BoolT() if m == "isValid" else VoidT()
                 return e
             if kind == "stack_method":
-                self._nargs(e, 1, 1, f.member)
-                e.args[0].expr = self.const_arg(e.args[0].expr, scope, f.member + " count")
-                e.kind = ("stack", f.member)
+                self._nargs(e, 1, 1, m)
+                e.args[0].expr = self.const_arg(e.args[0].expr, scope, m + " count")
+                e.kind = ("stack", m)
                 e.type = VoidT()
                 return e
             if kind == "table_apply":
@@ -404,11 +410,11 @@ class ExprChecker(CheckerBase):
                 return self._control_apply_call(e, f.type.decl, scope)
             if kind == "extern_method":
                 bt = base.type
-                lo, hi = EXTERN_METHODS[(bt.name, f.member)]
-                self._nargs(e, lo, hi, f"{bt.name}.{f.member}")
-                e.kind = ("method", bt.name, f.member)
-                return self._extern_method(e, bt, f.member, scope, want)
-            raise CompileError(f"'{f.member}' cannot be called", e.pos)
+                lo, hi = EXTERN_METHODS[(bt.name, m)]
+                self._nargs(e, lo, hi, f"{bt.name}.{m}")
+                e.kind = ("method", bt.name, m)
+                return self._extern_method(e, bt, m, scope, want)
+            raise CompileError(f"'{m}' cannot be called", e.pos)
         if isinstance(f, A.Name):
             s = scope.lookup(f.name)
             if s is None:
@@ -438,13 +444,13 @@ class ExprChecker(CheckerBase):
             exp = str(lo) if lo == hi else f"{lo} to {hi}"
             raise CompileError(f"{what} takes {exp} argument{'s' if hi != 1 else ''}, {n} given", e.pos)
 
-    def const_arg(self, x, scope, what, t=None):
+    def const_arg(self, x: A.Expr, scope: Scope, what: str, t: Type | None = None) -> A.Expr:
         v = self.expr(x, scope, t)
         if not isinstance(v, A.IntLit):
             raise CompileError(f"{what} must be a compile-time constant", x.pos)
         return self.coerce(v, t) if t else v
 
-    def lvalue(self, x, scope, what):
+    def lvalue(self, x: A.Expr, scope: Scope, what: str) -> A.Expr:
         v = self.expr(x, scope)
         root = v
         while isinstance(root, (A.Member, A.Index, A.Slice)):

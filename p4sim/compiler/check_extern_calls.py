@@ -1,7 +1,10 @@
 """Calls to v1model externs: their argument rules differ per extern, so they live apart."""
+from __future__ import annotations
+
 from . import ast as A
 from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
+from .symbols import Scope
 from .types import BitsT, BoolT, ErrorT, HeaderT, IntT, StackT, StructT, VoidT
 
 
@@ -139,7 +142,7 @@ class ExternCallChecker(CheckerBase):
             a[3].expr = algo
         return e
 
-    def hash_data(self, x, scope, allow_struct=False):
+    def hash_data(self, x: A.Expr, scope: Scope, allow_struct: bool = False) -> A.Expr:
         """A field list: {f1, f2, ...} of fields/constants (or a struct, for digests)."""
         v = self.expr(x, scope)
         if isinstance(v, A.ListExpr):

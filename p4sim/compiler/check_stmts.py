@@ -1,4 +1,6 @@
 """Statements: assignments, if/switch, calls, and where tables may be applied."""
+from __future__ import annotations
+
 from . import ast as A
 from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
@@ -9,11 +11,11 @@ from .types import BoolT, ExternT, HeaderT, ObjT, StackT, StringT, StructLikeT, 
 class StmtChecker(CheckerBase):
     """Checks statements in action, parser-state and control bodies (``ctx`` says which)."""
 
-    def stmts(self, stmts, scope, ctx):
+    def stmts(self, stmts: list[A.Stmt], scope: Scope, ctx: str) -> None:
         for s in stmts:
             self.stmt(s, scope, ctx)
 
-    def stmt(self, s, scope, ctx):
+    def stmt(self, s: A.Stmt, scope: Scope, ctx: str) -> None:
         if isinstance(s, A.Block):
             self.stmts(s.stmts, Scope(scope), ctx)
         elif isinstance(s, A.Assign):
@@ -28,9 +30,10 @@ class StmtChecker(CheckerBase):
             s.rhs = self.coerce(self.expr(s.rhs, scope, s.lhs.type), s.lhs.type, s.rhs.pos)
             self._applies_in(s.rhs, ctx)
         elif isinstance(s, A.CallStmt):
-            s.call = self.expr(s.call, scope)
-            if not isinstance(s.call, A.Call):
+            call = self.expr(s.call, scope)
+            if not isinstance(call, A.Call):
                 raise CompileError("this statement has no effect", s.pos)
+            s.call = call
             if s.call.kind[0] == "function":
                 raise CompileError(f"the result of function '{s.call.kind[1].name}' is not used", s.pos)
             if s.call.kind[0] == "apply" and ctx != "control":

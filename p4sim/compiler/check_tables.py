@@ -1,22 +1,24 @@
 """Actions and tables: parameters, keys, action lists, entries and default actions."""
+from __future__ import annotations
+
 from . import ast as A
 from . import constfold as F
 from .check_base import CheckerBase
 from .diagnostics import CompileError, Unsupported
 from .limits import MAX_SIZE
 from .symbols import Scope, Sym
-from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, VoidT
+from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, Type, VoidT
 
 
 class TableActionChecker(CheckerBase):
     """Checks action declarations and table properties against BMv2's table model."""
 
-    def params(self, params, scope, owner):
+    def params(self, params: list[A.Param], scope: Scope, owner: A.Node) -> None:
         for p in params:
             p.ptype = self.resolve_type(p.tref)
             scope.add(Sym("param", p.name, p, p.ptype, owner=owner), p.pos)
 
-    def action_decl(self, d, scope, control):
+    def action_decl(self, d: A.ActionDecl, scope: Scope, control: A.ControlDecl | None) -> None:
         s = Scope(scope)
         for p in d.params:
             p.ptype = self.resolve_type(p.tref)
@@ -31,7 +33,7 @@ class TableActionChecker(CheckerBase):
         self.locals_out = saved
         d.control = control
 
-    def table_decl(self, t, scope, control):
+    def table_decl(self, t: A.TableDecl, scope: Scope, control: A.ControlDecl) -> None:
         t.keys, t.action_list, t.default, t.default_const = [], [], None, False
         t.size, t.counters, t.entries = None, None, None
         t.control = control
@@ -74,12 +76,12 @@ class TableActionChecker(CheckerBase):
                     raise CompileError(f"table size {t.size} is out of range (0 to {MAX_SIZE})", p.value.pos)
                 t.size = t.size or None          # 0: the default size, as p4c
             elif p.name == "counters":
-                s = self.expr(p.value, scope)
-                if not (isinstance(s, A.Name) and isinstance(s.type, ExternT) and s.type.name == "direct_counter"):
+                c = self.expr(p.value, scope)
+                if not (isinstance(c, A.Name) and isinstance(c.type, ExternT) and c.type.name == "direct_counter"):
                     raise CompileError("table 'counters' must name a direct_counter", p.value.pos)
-                inst = s.ref.decl
+                inst = c.ref.decl
                 if getattr(inst, "bound_table", None) is not None:
-                    raise CompileError(f"direct_counter '{s.name}' is already attached to a table", p.value.pos)
+                    raise CompileError(f"direct_counter '{c.name}' is already attached to a table", p.value.pos)
                 inst.bound_table = t
                 t.counters = inst
             elif p.name == "entries":
@@ -103,6 +105,9 @@ class TableActionChecker(CheckerBase):
             t.default = self._table_action_call(t, t.default, names, scope, "default_action")
         else:
             na = scope.lookup("NoAction")
+            if na is None:
+                raise CompileError(f"table '{t.name}' has no default_action and NoAction is not declared "
+                                   "(include <core.p4>)", t.pos)
             if "NoAction" not in names:
                 # as p4c: the implicit default NoAction joins the table's actions, default-only
                 ref = A.ActionRef("NoAction", [], [A.Annotation("defaultonly", [], pos=t.pos)], pos=t.pos)
@@ -147,7 +152,7 @@ class TableActionChecker(CheckerBase):
         v.kind, v.type = ("action", decl), VoidT()
         return v
 
-    def keyset_elem(self, x, t, scope, match_kind=None):
+    def keyset_elem(self, x: A.Expr, t: Type, scope: Scope, match_kind: str | None = None) -> A.Expr:
         if isinstance(x, (A.Default, A.DontCare)):
             x.type = t
             return x

@@ -14,23 +14,31 @@ from .check_expr import ExprChecker
 from .check_extern_calls import ExternCallChecker
 from .check_stmts import StmtChecker
 from .check_tables import TableActionChecker
-from .diagnostics import CompileError
+from .diagnostics import CompileError, Warning_
 from .preprocess import INCLUDE_DIR
 from .symbols import Scope
+from .types import EnumT, HeaderT, Type
 
 
 class Program:
     """The checked program: what the backends consume."""
 
-    def __init__(self):
-        self.types = {}
-        self.header_types = []        # HeaderT in declaration order
-        self.errors = []              # error member names, in declaration order
-        self.enums = []               # EnumT
-        self.parser = self.verify = self.ingress = self.egress = self.compute = self.deparser = None
-        self.actions_global = {}
-        self.warnings = []
-        self.main = None
+    # the V1Switch blocks, bound by the checker's check_main (a Program is only handed on checked)
+    parser: A.ParserDecl
+    verify: A.ControlDecl
+    ingress: A.ControlDecl
+    egress: A.ControlDecl
+    compute: A.ControlDecl
+    deparser: A.ControlDecl
+
+    def __init__(self) -> None:
+        self.types: dict[str, Type] = {}
+        self.header_types: list[HeaderT] = []     # in declaration order
+        self.errors: list[str] = []               # error member names, in declaration order
+        self.enums: list[EnumT] = []
+        self.actions_global: dict[str, A.ActionDecl] = {}
+        self.warnings: list[Warning_] = []
+        self.main: A.Instance | None = None
 
     def blocks(self, *roles: str) -> Iterator[Any]:
         """The V1Switch blocks of the given roles (all six by default), each followed by the

@@ -6,6 +6,7 @@ the type names declared in the program with a pre-scan, then mark ``<``/``>`` th
 type arguments as TLT/TGT and merge adjacent ``>`` ``>`` outside type arguments into SHR.
 """
 import re
+from collections.abc import Iterator
 
 from lark import Token
 
@@ -17,7 +18,7 @@ _TYPE_DECL = re.compile(
 _TYPE_START = {"TYPE_IDENTIFIER", "BIT", "INT", "BOOL", "VARBIT", "ERROR", "STRING", "TUPLE"}
 
 
-def scan_type_names(text):
+def scan_type_names(text: str) -> set[str]:
     """Names declared as types anywhere in the (preprocessed) text."""
     names = set()
     for m in _TYPE_DECL.finditer(text):
@@ -34,10 +35,10 @@ class TypeNamePostLex:
 
     always_accept = ("IDENTIFIER",)
 
-    def __init__(self):
-        self.type_names = set()
+    def __init__(self) -> None:
+        self.type_names: set[str] = set()
 
-    def process(self, stream):
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         toks = []
         for tok in stream:
             if tok.type == "IDENTIFIER" and (tok.value in self.type_names or tok.value.startswith("Tp_")):

@@ -6,7 +6,7 @@ named and numbered as p4c does (see naming.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
@@ -82,7 +82,7 @@ def build(prog: Program, backend: Backend) -> p4info_pb2.P4Info:
         if id(decl) not in seen:
             seen.add(id(decl))
             actions.append(decl)
-    table_info = sorted(backend.table_info, key=lambda x: (x[0].pos.line, x[0].pos.col))
+    table_info = sorted(backend.table_info, key=lambda x: (x[0].pos.line, x[0].pos.col) if x[0].pos else (0, 0))
     in_tables = set()
     for t, _ctl, _name in table_info:
         for r in t.action_list:
@@ -98,7 +98,7 @@ def build(prog: Program, backend: Backend) -> p4info_pb2.P4Info:
                  if a.pos is not None else (True, 0, 0))
     actions.sort(key=lambda a: a.pos is None or a.pos.file == main_file)
     # names first (aliases are computed over all of them)
-    named = []
+    named: list[tuple[str, str, Any]] = []     # (kind, name, its declaration: a node, a HeaderT or None)
     for t, _ctl, name in table_info:
         named.append(("table", name, t))
     for a in actions:
@@ -156,6 +156,7 @@ def build(prog: Program, backend: Backend) -> p4info_pb2.P4Info:
             for s in _anno_strings(r.annos):
                 ar.annotations.append(s)
         d = t.default
+        assert d is not None        # the checker makes NoAction the default when none is given
         if t.default_const:
             pt.const_default_action_id = aid[id(d.kind[1])]
         pt.initial_default_action.action_id = aid[id(d.kind[1])]
@@ -165,6 +166,7 @@ def build(prog: Program, backend: Backend) -> p4info_pb2.P4Info:
             if isinstance(x.expr, A.TypeMember):
                 v = x.expr.ref
             else:
+                assert isinstance(x.expr, (A.IntLit, A.BoolLit))    # action data is constant (checked)
                 v = int(x.expr.value)
             w = _width(x.expr.type)
             arg.value = (v & ((1 << w) - 1)).to_bytes(max(1, (w + 7) // 8), "big")

@@ -70,13 +70,14 @@ from .errors import (
                      ProgramError,
                      ResourceExhaustedError,
 )
-from .native.backend import Switch  # native (generated C) or the Python engine (switch.Switch)
+from .native.backend import Engine, Switch  # native (generated C) or the Python engine (switch.Switch)
 from .switch import Switch as PythonSwitch
 from .tables import TableEntry
 
 __all__ = [
                      "AlreadyExistsError",
                      "ConstViolationError",
+                     "Engine",
                      "EngineError",
                      "NotFoundError",
                      "ProgramError",

@@ -13,6 +13,7 @@ The emitters live one per module: codegen_parser, codegen_deparser (header codec
 codegen_pipeline, codegen_checksums; this module composes them and builds the namespace.
 """
 import random
+from collections.abc import Callable
 from typing import Any
 
 from .actions import PrimitiveGen, fmt_log, reg_get, stk_pop, stk_push
@@ -21,6 +22,9 @@ from .codegen_parser import ParserEmitter, ParserError, ParserLoopError
 from .codegen_pipeline import PipelineEmitter
 from .errors import ProgramError
 from .exprs import RUNTIME_HELPERS
+from .meters import MeterArray
+from .program import Program
+from .tables import Table
 
 
 class AssertFail(Exception):
@@ -30,7 +34,7 @@ class AssertFail(Exception):
 class Compiled:
     """The namespace of one compiled program: call `parse`, `ingress`, `egress`, `deparse`, ..."""
 
-    def __init__(self, ns, source):
+    def __init__(self, ns: dict[str, Any], source: str) -> None:
         self.ns = ns
         self.source = source
         self.parse = ns["parse"]
@@ -46,8 +50,10 @@ class Compiled:
 class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
     """Generates and compiles the Python module of one program (one per traced/plain variant)."""
 
-    def __init__(self, prog, tables, registers, counters, drop_port, traced=False, trace_fn=None,
-                 vsets=None, meters=None):
+    def __init__(self, prog: Program, tables: dict[str, Table], registers: dict[str, list[int]],
+                 counters: dict[str, tuple[list[int], list[int]]], drop_port: int, traced: bool = False,
+                 trace_fn: Callable[[str], None] | None = None, vsets: dict[str, list[tuple[int, int]]] | None = None,
+                 meters: dict[str, MeterArray] | None = None) -> None:
         super().__init__(prog, traced)
         self.tables = tables          # name -> tables.Table
         self.registers = registers    # name -> list
@@ -58,7 +64,7 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
         self.meters = meters if meters is not None else {}  # name -> meters.MeterArray, shared
 
     # ---- entry point -----------------------------------------------------------------------
-    def build(self):
+    def build(self) -> Compiled:
         try:
             return self._build()
         except RecursionError:
@@ -67,7 +73,7 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
             raise ProgramError(f"BMv2 JSON: malformed or unsupported content "
                                f"({type(exc).__name__}: {exc})") from None
 
-    def _build(self):
+    def _build(self) -> Compiled:
         prog = self.prog
         ns: dict[str, Any] = dict(RUNTIME_HELPERS)
         ns.update({
@@ -104,7 +110,7 @@ class CodeGen(ParserEmitter, PipelineEmitter, ChecksumEmitter):
         return Compiled(ns, source)
 
     # ---- actions ---------------------------------------------------------------------------
-    def emit_actions(self):
+    def emit_actions(self) -> None:
         self.w("ACTIONS = {}")
         for a in self.prog.actions.values():
             prims = self.prog_action_json(a.id).get("primitives", [])

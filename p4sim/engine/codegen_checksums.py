@@ -12,7 +12,7 @@ class ChecksumEmitter(Emitter):
     """`CALC[name](f, payload)` per calculation; `verify_checksums` and `update_checksums`."""
 
     # ---- calculations (hashes, checksums) ----------------------------------------------------
-    def emit_calculations(self, ns):
+    def emit_calculations(self, ns: dict[str, Any]) -> None:
         prog = self.prog
         ns["CALC"] = {}
         x = ExprGen(prog, where="calculations")
@@ -30,6 +30,7 @@ class ChecksumEmitter(Emitter):
                 elif inp.kind == "const":
                     parts.append(("v", str(inp.value), inp.width))
                 elif inp.kind == "header":
+                    assert inp.header is not None   # a "header" input names its header
                     parts.append(("h", prog.headers[inp.header], 0))
                 else:
                     parts.append(("p", inp.header, 0))

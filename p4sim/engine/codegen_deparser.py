@@ -1,8 +1,10 @@
 """Emitting header (de)serialization and the deparser: `SER[header](f)`, `deparse(f)`."""
 import struct
+from collections.abc import Callable
 
 from .codegen_emitter import Emitter
 from .errors import ProgramError
+from .program import HeaderInfo
 
 _STRUCT_CODES = {8: "B", 16: "H", 32: "I", 64: "Q"}
 
@@ -11,7 +13,7 @@ class DeparserEmitter(Emitter):
     """Header codecs (shared with the parser emitter) and the deparser in emit order."""
 
     # ---- header (de)serialization ------------------------------------------------------------
-    def header_codec(self, h):
+    def header_codec(self, h: HeaderInfo) -> tuple[int, Callable[[str, list[str], str], None], Callable[[str], str]]:
         """-> (unpack lines builder, pack expression builder) for a header type layout."""
         widths = [fi.width for fi in h.fields]
         nbits = sum(widths)
@@ -77,7 +79,7 @@ class DeparserEmitter(Emitter):
 
     # ---- parser ------------------------------------------------------------------------------
 
-    def emit_deparser(self):
+    def emit_deparser(self) -> None:
         prog = self.prog
         deps = prog.json.get("deparsers", [])
         order = deps[0].get("order", []) if deps else []
@@ -90,11 +92,11 @@ class DeparserEmitter(Emitter):
         self.w("def deparse(f):")
         self.w("    o = []")
         for name in order:
-            h = prog.headers.get(name)
-            if h is None:
+            emitted = prog.headers.get(name)
+            if emitted is None:
                 raise ProgramError(f"deparser: unknown header {name!r}")
-            _, _, pack = self.header_codec(h)
-            self.w(f"    if f[{h.vslot}]: o.append({pack(str(h.vslot))})")
+            _, _, pack = self.header_codec(emitted)
+            self.w(f"    if f[{emitted.vslot}]: o.append({pack(str(emitted.vslot))})")
         self.w("    return b''.join(o)")
         self.w(f"DEPARSE_ORDER = {order!r}")
         self.w("def ser_after(f, name):")

@@ -28,10 +28,10 @@ class Emitter:
             cache = self._action_json = {a["id"]: a for a in self.prog.json.get("actions", [])}
         return cache[aid]
 
-    def w(self, line=""):
+    def w(self, line: str = "") -> None:
         self.lines.append(line)
 
-    def ident(self, prefix, name):
+    def ident(self, prefix: str, name: str) -> str:
         """A fresh Python identifier for a JSON object name (prefix + name with non-alnum as _)."""
         base = prefix + "".join(c if c.isalnum() else "_" for c in name)
         ident = base

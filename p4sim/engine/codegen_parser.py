@@ -9,7 +9,7 @@ class ParserLoopError(Exception):
     """The parser visited more states than a terminating parse of this packet can (a loop that
     consumes no input, e.g. a -> b -> a): the packet is dropped, the switch keeps serving."""
 
-    def __init__(self, states):
+    def __init__(self, states: int) -> None:
         super().__init__(f"parser visited {states} states without ending (a loop in the parse graph)")
         self.states = states
 
@@ -17,13 +17,13 @@ class ParserLoopError(Exception):
 class ParserError(Exception):
     """Raised inside generated parser states; carries the error code and bytes parsed so far."""
 
-    def __init__(self, code, offset):
+    def __init__(self, code: int, offset: int) -> None:
         super().__init__(code)
         self.code = code
         self.offset = offset
 
 
-def _packed_key(parts):
+def _packed_key(parts: list[tuple[str, int]]) -> str:
     """The select key's fields packed at their own widths, as Python (value-set members)."""
     shifts = packed_shifts([w for _, w in parts])
     return "(" + " | ".join(f"({code} << {sh})" if sh else code for (code, _), sh in zip(parts, shifts)) + ")"
@@ -32,7 +32,7 @@ def _packed_key(parts):
 class ParserEmitter(DeparserEmitter):
     """Parse states over the header codecs of DeparserEmitter."""
 
-    def emit_parser(self):
+    def emit_parser(self) -> None:
         prog = self.prog
         perr = prog.errors
         pe_slot = prog.fields[("standard_metadata", "parser_error")].slot
@@ -62,6 +62,7 @@ class ParserEmitter(DeparserEmitter):
                     body.append(f"    f[{h.vslot}] = 1")
                     body.append(f"    off += {nbytes}")
                 elif isinstance(op, Extract):
+                    assert op.stack is not None     # an Extract names a header or a stack
                     stk = prog.stacks[op.stack]
                     nbytes, unpack, _ = self.header_codec(prog.headers[stk.headers[0]])
                     body.append(f"    k = f[{stk.next_slot}]")

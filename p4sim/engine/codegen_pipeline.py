@@ -3,6 +3,7 @@ from .actions import PrimitiveGen
 from .codegen_emitter import Emitter
 from .exprs import ExprGen
 from .ir_pipeline import inline_table, key_shifts, next_node, pipeline
+from .program import TableInfo
 
 
 class PipelineEmitter(Emitter):
@@ -13,7 +14,7 @@ class PipelineEmitter(Emitter):
     # ~100 levels) and the generator's recursion
     MAX_INLINE_DEPTH = 40
 
-    def emit_pipeline(self, pipe_name):
+    def emit_pipeline(self, pipe_name: str) -> None:
         """One function per control-flow node that needs one; every other node is inlined into its
         only predecessor, so straight-line code and if/else chains run without dispatch."""
         prog = self.prog
@@ -36,6 +37,7 @@ class PipelineEmitter(Emitter):
             else:
                 info = self.tables[name].info
                 if inline_table(prog, info):
+                    assert info.default_entry is not None   # inline_table: the default entry runs
                     fixed[name] = [next_node(info, info.default_entry.action, hit=False)]
                 else:
                     fixed[name] = []
@@ -113,11 +115,14 @@ class PipelineEmitter(Emitter):
         info = table.info
         if inline_table(prog, info):
             de = info.default_entry
+            assert de is not None                   # inline_table: the default entry runs
             if tr:
                 out.append(f"{pad}TR(\"Applying table '{info.name}'\")")
                 args = ", ".join(hex(a) for a in de.args)
                 out.append(f"{pad}TR({f'Action entry is {de.action} - {args}'!r})")
-            gen = PrimitiveGen(prog, lambda i, a=de.args: str(a[i]), f"action {de.action}", "return None", tr)
+            def data(i: int, a: tuple[int, ...] = de.args) -> str:     # this default entry's action data
+                return str(a[i])
+            gen = PrimitiveGen(prog, data, f"action {de.action}", "return None", tr)
             out.extend(gen.body(self.prog_action_json(de.action_id).get("primitives", []), ind))
             self._goto(next_node(info, de.action, hit=False), nodes, names, need, ind, depth + 1, out, forced)
             return
@@ -133,7 +138,7 @@ class PipelineEmitter(Emitter):
         out.append(f"{pad}if e.fn(f, e.data): return None")
         out.append(f"{pad}return e.next")
 
-    def key_expr(self, info):
+    def key_expr(self, info: TableInfo) -> str:
         x = ExprGen(self.prog, where=f"table {info.name}")
         terms = []
         for k, shift in zip(info.keys, key_shifts(info)):

@@ -4,23 +4,26 @@ packet replication engine (multicast groups, clone sessions).
 Names are JSON names (or JSON ids for tables and actions); values are unsigned bit patterns or
 p4runtime-shell strings (values.py).  Every method holds `self.lock`.
 """
-import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from .errors import EngineError, NotFoundError
+from .errors import EngineError, NotFoundError, ProgramError
 from .meters import MeterArray
 from .program import Program
+from .program_loader import parse_hexstr
 from .tables import Table, TableEntry
 from .values import parse_match, parse_value
 
 # what the API accepts: a table or action by JSON name or id; match values and parameters as
 # ints, (value, mask/prefix/hi) tuples or p4runtime-shell strings (values.py)
+CONST_PRIORITY_TOP = 2147483647  # P4Runtime priority of a const entry = this - its BMv2 priority
+
 TableRef = str | int
 ActionRef = str | int
 Value = int | str
-Match = dict[str, Any] | list[Any] | None
-Params = dict[str, Value] | list[Value] | None
+Match = Mapping[str, Any] | Sequence[Any] | None
+Params = Mapping[str, Value] | Sequence[Value] | None
 
 
 def check_ingress_port(where: str, port: Any) -> None:
@@ -46,7 +49,7 @@ class ControlAPI:
     lookup and error, and overrides where cells live (_register_cells, _counter_cells,
     _direct_counter) and the methods that read or write them in C."""
 
-    lock: threading.RLock
+    lock: AbstractContextManager[Any]      # an RLock (the native switch: with the C switch's mutex)
     _prog: Program
     _tables: dict[str, Table]
     _tables_by_id: dict[int, Table]
@@ -56,6 +59,50 @@ class ControlAPI:
     _vsets: dict[str, list[tuple[int, int]]]
     _mc_groups: dict[int, list[tuple[int, int]]]
     _clone_sessions: dict[int, tuple[list[tuple[int, int]], int]]
+
+    def _install_const_entries(self) -> None:
+        """The program's const entries (both engines, when a switch is created)."""
+        for t in self._tables.values():
+            entries = t.info.const_entries
+            if not entries:
+                continue
+            try:
+                self._install_table_const_entries(t, entries)
+            except ProgramError:
+                raise
+            except (KeyError, TypeError, ValueError, IndexError) as exc:  # incl. EngineError
+                raise ProgramError(f"table {t.info.name}: malformed const entries "
+                                   f"({type(exc).__name__}: {exc})") from None
+
+    def _install_table_const_entries(self, t: Table, entries: Iterable[dict[str, Any]]) -> None:
+        """BMv2 JSON priorities: a smaller number wins. Read back over P4Runtime, BMv2 shows entry
+        priority p as 2147483647 - p (2147483646 for p4c's first entry), which is also the
+        engine's larger-wins priority."""
+        for raw in entries:
+            match: list[Any] = []
+            for k, mk in zip(t.info.keys, raw["match_key"]):
+                mt = mk.get("match_type", k.match_type)
+                if mt in ("exact",):
+                    match.append(parse_hexstr(mk["key"]))
+                elif mt == "valid":
+                    match.append(1 if mk["key"] else 0)
+                elif mt == "lpm":
+                    match.append((parse_hexstr(mk["key"]), int(mk["prefix_length"])))
+                elif mt in ("ternary", "optional"):
+                    match.append((parse_hexstr(mk["key"]), parse_hexstr(mk["mask"])))
+                elif mt == "range":
+                    match.append((parse_hexstr(mk["start"]), parse_hexstr(mk["end"])))
+                else:
+                    raise ProgramError(f"table {t.info.name}: const entry match type {mt!r} unsupported")
+            ae = raw["action_entry"]
+            prio = (CONST_PRIORITY_TOP - int(raw["priority"])) if "priority" in raw and t.info.needs_priority else 0
+            if len(raw["match_key"]) != len(t.info.keys):
+                raise ProgramError(f"table {t.info.name}: const entry has {len(raw['match_key'])} key "
+                                   f"fields, the table has {len(t.info.keys)}")
+            if ae["action_id"] not in self._prog.actions:
+                raise ProgramError(f"table {t.info.name}: const entry action id {ae['action_id']} "
+                                   f"is not declared")
+            t.add(match, ae["action_id"], [parse_hexstr(a) for a in ae.get("action_data", [])], prio, const=True)
 
     @property
     def program(self) -> Program:

@@ -3,9 +3,11 @@
 Values follow BMv2: arithmetic is infinite precision (Python ints), a signed field reads as its
 two's-complement value, and writing to a field keeps the low `width` bits.
 """
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, NoReturn
 
 from .errors import ProgramError
+from .program import HeaderInfo, Json, Program, StackInfo
 from .program_loader import parse_hexstr
 
 INT, BOOL, HEADER, STACK = "int", "bool", "header", "stack"
@@ -15,7 +17,7 @@ class Lvalue:
     """A field to write: `slot` is Python source for its slot index."""
     __slots__ = ("signed", "slot", "static", "width")
 
-    def __init__(self, slot, width, signed, static):
+    def __init__(self, slot: str, width: int, signed: bool, static: bool) -> None:
         self.slot, self.width, self.signed, self.static = slot, width, signed, static
 
 
@@ -25,16 +27,16 @@ class ExprGen:
     `params` renders action parameter i (runtime_data / local) as Python source.
     """
 
-    def __init__(self, prog, params=None, where="expression"):
+    def __init__(self, prog: Program, params: Callable[[int], str] | None = None, where: str = "expression") -> None:
         self.prog = prog
-        self.params = params or (lambda i: f"p[{i}]")
+        self.params: Callable[[int], str] = params or (lambda i: f"p[{i}]")
         self.where = where
 
     # ---- helpers -----------------------------------------------------------------------------
-    def err(self, msg):
+    def err(self, msg: str) -> NoReturn:
         raise ProgramError(f"{self.where}: {msg}")
 
-    def field_info(self, header, name):
+    def field_info(self, header: str, name: str) -> Lvalue:
         prog = self.prog
         if name == "$valid$":
             if header not in prog.headers:
@@ -46,33 +48,34 @@ class ExprGen:
         return Lvalue(str(fi.slot), fi.width, fi.signed, True)
 
     @staticmethod
-    def read(lv):
+    def read(lv: Lvalue) -> str:
         # A signed field's slot holds BMv2's arithmetic value (see signed_store), not the pattern.
         return f"f[{lv.slot}]"
 
     @staticmethod
-    def pattern(lv):
+    def pattern(lv: Lvalue) -> str:
         """Source for the field's bit pattern (keys, checksums, deparsing)."""
         if lv.signed:
             return f"(f[{lv.slot}] & {(1 << lv.width) - 1})"
         return f"f[{lv.slot}]"
 
     @staticmethod
-    def as_int(code, kind):
+    def as_int(code: str, kind: str) -> str:
         if kind == BOOL:
             return f"(1 if {code} else 0)"
         return code
 
     @staticmethod
-    def as_bool(code, kind):
+    def as_bool(code: str, kind: str) -> str:
         if kind == BOOL:
             return code
         return f"({code} != 0)"
 
     # ---- headers -----------------------------------------------------------------------------
-    def header(self, node):
+    def header(self, node: Json) -> tuple[str, HeaderInfo]:
         """-> (source of the header's validity slot, HeaderInfo of its type layout)."""
-        t, v = node.get("type"), node.get("value")
+        t = node.get("type")
+        v: Any = node.get("value")
         if t == "header":
             h = self.prog.headers.get(v)
             if h is None:
@@ -89,15 +92,17 @@ class ExprGen:
             self.err("stack_field is not a header")
         self.err(f"expected a header, got {node!r}")
 
-    def stack(self, node):
-        t, v = node.get("type"), node.get("value")
+    def stack(self, node: Json) -> StackInfo:
+        t = node.get("type")
+        v: Any = node.get("value")
         if t == "header_stack" and v in self.prog.stacks:
             return self.prog.stacks[v]
         self.err(f"expected a header stack, got {node!r}")
 
     # ---- lvalues -----------------------------------------------------------------------------
-    def lvalue(self, node):
-        t, v = node.get("type"), node.get("value")
+    def lvalue(self, node: Json) -> Lvalue:
+        t = node.get("type")
+        v: Any = node.get("value")
         if t == "field":
             return self.field_info(v[0], v[1])
         if t == "stack_field":
@@ -118,19 +123,19 @@ class ExprGen:
             return Lvalue(f"({hslot} + {off + 1})", fi.width, fi.signed, False)
         self.err(f"cannot assign to {node!r}")
 
-    def _field_offset(self, h, name):
+    def _field_offset(self, h: HeaderInfo, name: str) -> int:
         for i, fi in enumerate(h.fields):
             if fi.name == name:
                 return i
         self.err(f"header {h.name} has no field {name!r}")
 
     # ---- rvalues -----------------------------------------------------------------------------
-    def rv(self, node):
+    def rv(self, node: Json | None) -> tuple[str, str]:
         """-> (python source, kind)."""
         if node is None:
             self.err("missing operand")
         t = node.get("type")
-        v = node.get("value")
+        v: Any = node.get("value")
         if t == "hexstr":
             return str(parse_hexstr(v)), INT
         if t == "bool":
@@ -156,9 +161,10 @@ class ExprGen:
             return self.op(node)
         self.err(f"unsupported operand type {t!r}")
 
-    def op(self, e):
+    def op(self, e: Json) -> tuple[str, str]:
         op = e.get("op")
-        left, right = e.get("left"), e.get("right")
+        left: Any = e.get("left")     # None for unary operators
+        right: Any = e.get("right")
         if op in ("+", "-", "*", "<<", ">>", "&", "|", "^", "/", "%"):
             a, ka = self.rv(left)
             b, kb = self.rv(right)
@@ -231,13 +237,13 @@ class ExprGen:
 
     _temps: ClassVar[list[int]] = [0]
 
-    def clamp_code(self, a, lo, hi):
+    def clamp_code(self, a: str, lo: int | str, hi: int | str) -> str:
         """Inline saturation (no function call): lo if a < lo else hi if a > hi else a."""
         self._temps[0] += 1
         t = f"_t{self._temps[0]}"
         return f"({lo} if ({t} := {a}) < {lo} else ({hi} if {t} > {hi} else {t}))"
 
-    def value_range(self, node):
+    def value_range(self, node: Json) -> tuple[int, int] | None:
         """(lo, hi) bounds of an rvalue when cheaply known (saturating casts, registers), else None."""
         if node.get("type") == "expression":
             v = node["value"]
@@ -250,18 +256,18 @@ class ExprGen:
                 return -(1 << (w - 1)), (1 << (w - 1)) - 1
         return None
 
-    def cond(self, node):
+    def cond(self, node: Json) -> str:
         code, kind = self.rv(node)
         return self.as_bool(code, kind)
 
-    def int_expr(self, node):
+    def int_expr(self, node: Json) -> str:
         code, kind = self.rv(node)
         if kind in (HEADER, STACK):
             self.err(f"expected a value, got a {kind}")
         return self.as_int(code, kind)
 
 
-def signed_store(v, lo, mask):
+def signed_store(v: int, lo: int, mask: int) -> int:
     """The value BMv2 keeps in a signed field after a write (Field::export_bytes).
 
     Values outside [min, mask] wrap into [min, max]; values in (max, mask] are kept as they are,
@@ -275,23 +281,23 @@ def signed_store(v, lo, mask):
     return v
 
 
-def clamp(x, lo, hi):
+def clamp(x: int, lo: int, hi: int) -> int:
     return lo if x < lo else hi if x > hi else x
 
 
-def div(a, b, op):
+def div(a: int, b: int, op: str) -> int:
     if b == 0:
         return 0
     return a // b if op == "/" else a % b
 
 
-def stk_elem(base, stride, size, idx):
+def stk_elem(base: int, stride: int, size: int, idx: int) -> int:
     if not 0 <= idx < size:
         raise IndexError(f"header stack index {idx} out of bounds (size {size})")
     return base + idx * stride
 
 
-def stk_last(base, stride, nxt):
+def stk_last(base: int, stride: int, nxt: int) -> int:
     return base + max(nxt - 1, 0) * stride
 
 

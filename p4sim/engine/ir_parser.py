@@ -117,7 +117,7 @@ def _state(prog, name, st, states, error):
     raw_keys = st.get("transition_key", [])
     trans = st.get("transitions", [])
     if not raw_keys or all(tt.get("type") == "default" for tt in trans):
-        default = next((tt for tt in trans if tt.get("type") == "default"), {})
+        default: dict[str, Any] = next((tt for tt in trans if tt.get("type") == "default"), {})
         return State(name, ops, (), (Case("default", _next(default, states, where, error)),), 0)
     keys = []
     required = 0

@@ -5,12 +5,15 @@ units per second (bytes or packets, per the meter's type), bursts in units, as P
 MeterConfig (cir, cburst, pir, pburst).
 """
 import time
+from collections.abc import Callable
+
+from .program import MeterInfo
 
 GREEN, YELLOW, RED = 0, 1, 2
 
 
 class MeterArray:
-    def __init__(self, info, clock=time.monotonic):
+    def __init__(self, info: MeterInfo, clock: Callable[[], float] = time.monotonic) -> None:
         self.info = info
         self.clock = clock
         self.by_bytes = info.type == "bytes"

@@ -9,6 +9,9 @@ clone, resubmit, recirculate, truncate).  Stack members are laid out consecutive
 `hdr.stack[i]` is a constant stride away from `hdr.stack[0]`.
 """
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+Json: TypeAlias = dict[str, Any]    # one object of a BMv2 JSON program (an expression, a primitive...)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ActionInfo:
 class KeyInfo:
     name: str          # the JSON key "name" (e.g. "hdr.eth.dst"), as P4Info names it
     match_type: str    # exact, lpm, ternary, range, optional, valid
-    target: tuple      # (header, field) or header name for "valid"
+    target: Any        # (header, field), or the header name (str) for "valid" (as the JSON has it)
     width: int
     mask: int | None
 
@@ -139,21 +142,21 @@ class MeterInfo:
 @dataclass
 class Program:
     """Read-only description of a loaded program (`Switch.program`)."""
-    json: dict
-    headers: dict = field(default_factory=dict)        # name -> HeaderInfo
-    header_ids: dict = field(default_factory=dict)     # JSON id -> HeaderInfo
-    stacks: dict = field(default_factory=dict)         # name -> StackInfo
-    fields: dict = field(default_factory=dict)         # (header, field) -> FieldInfo
-    actions: dict = field(default_factory=dict)        # id -> ActionInfo
-    tables: dict = field(default_factory=dict)         # name -> TableInfo
-    registers: dict = field(default_factory=dict)      # name -> RegisterInfo
-    counters: dict = field(default_factory=dict)       # name -> CounterInfo
-    meters: dict = field(default_factory=dict)         # name -> MeterInfo
-    errors: dict = field(default_factory=dict)         # name -> int
-    field_lists: dict = field(default_factory=dict)    # id -> list of (header, field)
-    parse_vsets: dict = field(default_factory=dict)   # name -> compressed bitwidth
+    json: Json
+    headers: dict[str, HeaderInfo] = field(default_factory=dict)
+    header_ids: dict[int, HeaderInfo] = field(default_factory=dict)    # by JSON id
+    stacks: dict[str, StackInfo] = field(default_factory=dict)
+    fields: dict[tuple[str, str], FieldInfo] = field(default_factory=dict)  # (header, field) -> info
+    actions: dict[int, ActionInfo] = field(default_factory=dict)       # by id
+    tables: dict[str, TableInfo] = field(default_factory=dict)
+    registers: dict[str, RegisterInfo] = field(default_factory=dict)
+    counters: dict[str, CounterInfo] = field(default_factory=dict)
+    meters: dict[str, MeterInfo] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)   # id -> (header, field)s
+    parse_vsets: dict[str, int] = field(default_factory=dict)  # name -> compressed bitwidth
     nslots: int = 0
-    hidden: dict = field(default_factory=dict)         # hidden slot name -> slot
+    hidden: dict[str, int] = field(default_factory=dict)       # hidden slot name -> slot
 
     def action_by_name(self, name: str) -> ActionInfo | None:
         for a in self.actions.values():

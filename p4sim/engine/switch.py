@@ -35,16 +35,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .codegen import AssertFail, CodeGen, ParserLoopError
+from .codegen import AssertFail, CodeGen, Compiled, ParserLoopError
 from .control import ControlAPI, check_frame, check_ingress_port, check_trace
-from .errors import ProgramError
 from .meters import MeterArray
-from .program_loader import build_program, load_json, parse_hexstr
+from .program_loader import build_program, load_json
 from .tables import Table
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 MAX_PASSES = 64  # resubmit/recirculate/clone passes per received packet (loop guard)
-CONST_PRIORITY_TOP = 2147483647  # P4Runtime priority of a const entry = this - its BMv2 priority
 LOG_INTERVAL = 1.0  # seconds between two log lines about cut loops (the rest are counted)
 
 log = logging.getLogger("p4reduce.p4sim.engine")
@@ -82,7 +80,7 @@ class Switch(ControlAPI):
         self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
         self._plain = CodeGen(prog, self._tables, self._registers, self._counters, drop_port,
                               vsets=self._vsets, meters=self._meters).build()
-        self._traced = None
+        self._traced: Compiled | None = None
         self._code = self._plain
         for t in self._tables.values():
             t.bind(self._code)
@@ -114,49 +112,6 @@ class Switch(ControlAPI):
         self._field_lists = {}
         for fl_id, elems in prog.field_lists.items():
             self._field_lists[fl_id] = [prog.fields[e].slot for e in elems if e in prog.fields]
-
-    def _install_const_entries(self):
-        for t in self._tables.values():
-            entries = t.info.const_entries
-            if not entries:
-                continue
-            try:
-                self._install_table_const_entries(t, entries)
-            except ProgramError:
-                raise
-            except (KeyError, TypeError, ValueError, IndexError) as exc:  # incl. EngineError
-                raise ProgramError(f"table {t.info.name}: malformed const entries "
-                                   f"({type(exc).__name__}: {exc})") from None
-
-    def _install_table_const_entries(self, t, entries):
-        """BMv2 JSON priorities: a smaller number wins. Read back over P4Runtime, BMv2 shows entry
-        priority p as 2147483647 - p (2147483646 for p4c's first entry), which is also the
-        engine's larger-wins priority."""
-        for raw in entries:
-            match = []
-            for k, mk in zip(t.info.keys, raw["match_key"]):
-                mt = mk.get("match_type", k.match_type)
-                if mt in ("exact",):
-                    match.append(_hx(mk["key"]))
-                elif mt == "valid":
-                    match.append(1 if mk["key"] else 0)
-                elif mt == "lpm":
-                    match.append((_hx(mk["key"]), int(mk["prefix_length"])))
-                elif mt in ("ternary", "optional"):
-                    match.append((_hx(mk["key"]), _hx(mk["mask"])))
-                elif mt == "range":
-                    match.append((_hx(mk["start"]), _hx(mk["end"])))
-                else:
-                    raise ProgramError(f"table {t.info.name}: const entry match type {mt!r} unsupported")
-            ae = raw["action_entry"]
-            prio = (CONST_PRIORITY_TOP - int(raw["priority"])) if "priority" in raw and t.info.needs_priority else 0
-            if len(raw["match_key"]) != len(t.info.keys):
-                raise ProgramError(f"table {t.info.name}: const entry has {len(raw['match_key'])} key "
-                                   f"fields, the table has {len(t.info.keys)}")
-            if ae["action_id"] not in self._prog.actions:
-                raise ProgramError(f"table {t.info.name}: const entry action id {ae['action_id']} "
-                                   f"is not declared")
-            t.add(match, ae["action_id"], [_hx(a) for a in ae.get("action_data", [])], prio, const=True)
 
     # ---- trace -------------------------------------------------------------------------------
     @property
@@ -388,7 +343,3 @@ class Switch(ControlAPI):
         if tr:
             self._tr(f"Transmitting packet of size {len(pkt)} out of port {eport}")
         out.append((eport, pkt))
-
-
-def _hx(text):
-    return parse_hexstr(text)

@@ -5,11 +5,13 @@ so every match kind reduces to dict lookups or `key & mask == value` tests.  Pri
 P4Runtime: a larger number wins; ties go to the entry installed first.
 """
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import AlreadyExistsError, ConstViolationError, EngineError, NotFoundError, ResourceExhaustedError
 from .ir_pipeline import key_shifts, match_kind, next_node
+from .program import Program, TableInfo
 
 
 class Entry:
@@ -30,12 +32,16 @@ class Entry:
         "value",
     )
 
-    def __init__(self, handle, match, action_id, data, priority, counter=None, const=False):
+    def __init__(self, handle: int | None, match: tuple[Any, ...] | None, action_id: int | None,
+                 data: Iterable[int], priority: int, counter: list[int] | None = None, const: bool = False) -> None:
+        """match: per key field an int (exact, valid) or a pair (lpm, ternary, range), see
+        values.parse_match; counter: a direct counter cell [packets, bytes]."""
         self.handle, self.match, self.action_id, self.data = handle, match, action_id, tuple(data)
         self.priority, self.counter, self.const = priority, counter, const
-        self.fn = self.next = None
+        self.fn: Callable[[list[int], tuple[int, ...]], Any] | None = None   # the bound action
+        self.next: Any = None           # the control-flow node after it (a generated function or None)
         self.value = self.mask = 0
-        self.ranges = None
+        self.ranges: tuple[tuple[int, int, int, int], ...] | None = None
         self.plen = 0
 
 
@@ -63,13 +69,13 @@ def _noop(f, p):
 
 
 class Table:
-    def __init__(self, info, prog):
+    def __init__(self, info: TableInfo, prog: Program) -> None:
         self.info = info
         self.prog = prog
-        self.entries = {}
+        self.entries: dict[int, Entry] = {}     # by handle
         self._next_handle = 0
-        self.actions = {}
-        self.nodes = {}
+        self.actions: dict[int, Callable[[list[int], tuple[int, ...]], Any]] = {}  # bound by bind()
+        self.nodes: dict[str, Any] = {}         # control-flow node name -> generated function
         self.layout = [(k, shift, (1 << k.width) - 1) for k, shift in zip(info.keys, key_shifts(info))]
         self.kind = match_kind(info)
         self.default = Entry(None, None, None, (), 0)
@@ -173,6 +179,7 @@ class Table:
         if e is self.default:
             act = self.prog.actions[e.action_id].name if e.action_id is not None else "(none)"
             return f"Table '{name}': miss\nAction entry is {act} - {', '.join(hex(a) for a in e.data)}"
+        assert e.action_id is not None      # installed entries name their action
         act = self.prog.actions[e.action_id].name
         return (f"Table '{name}': hit with handle {e.handle}\n"
                 f"Action entry is {act} - {', '.join(hex(a) for a in e.data)}")
@@ -222,7 +229,8 @@ class Table:
         if len(self.entries) >= self.info.max_size:
             raise ResourceExhaustedError(f"table {self.info.name}: full ({self.info.max_size} entries)")
         counter = [0, 0] if self.info.direct_counter else None
-        e = Entry(self._next_handle, tuple(match), action_id, data, priority, counter, const)
+        handle = self._next_handle
+        e = Entry(handle, tuple(match), action_id, data, priority, counter, const)
         self._key(e)
         ident = self._identity(e)
         other = self._by_ident.get(ident)
@@ -230,11 +238,11 @@ class Table:
             raise AlreadyExistsError(f"table {self.info.name}: an entry with this match key "
                                      f"already exists (handle {other.handle})")
         self._next_handle += 1
-        self.entries[e.handle] = e
+        self.entries[handle] = e
         if self.actions:
             self._bind(e, True)
         self._insert(e, ident)
-        return e.handle
+        return handle
 
     def find(self, match: list[Any], priority: int) -> int | None:
         """Handle of the entry with exactly this normalized match (and priority), or None."""
@@ -270,6 +278,7 @@ class Table:
 
     def set_default(self, action_id: int, data: list[int]) -> None:
         if self.default_const and action_id != self.default.action_id:
+            assert self.default.action_id is not None   # a const default comes from the program
             raise ConstViolationError(f"table {self.info.name}: the default action is const "
                                       f"({self.prog.actions[self.default.action_id].name})")
         de = self.info.default_entry

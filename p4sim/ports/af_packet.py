@@ -55,7 +55,7 @@ class AfPacketPort:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def receive(self):
+    def receive(self) -> bytes | None:
         """The next incoming frame, or None when nothing (more) is queued.
 
         Frames this host sent out of the interface are skipped."""
@@ -83,7 +83,7 @@ class AfPacketPort:
         except OSError:
             return False
 
-    def send(self, frame: bytes):
+    def send(self, frame: bytes) -> None:
         try:
             self.sock.send(frame)
         except (BlockingIOError, InterruptedError):
@@ -92,7 +92,7 @@ class AfPacketPort:
             if exc.errno not in (errno.ENETDOWN, errno.ENXIO, errno.ENODEV, errno.EMSGSIZE):
                 raise
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.sock.close()
         except OSError:

@@ -10,14 +10,20 @@ run), every received frame goes to `inject`, whose outputs come back through `se
 Same interface as PacketLoop (inject, send, start, stop) plus `attach(engine)`, called whenever
 the device installs a new engine.
 """
+from __future__ import annotations
+
 import ctypes
 import logging
 import os
 import struct
 import threading
+from typing import TYPE_CHECKING
 
 from ..engine.native import binding, toolchain
 from .port_set import PortSet
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 log = logging.getLogger("p4reduce.p4sim.ports")
 
@@ -44,7 +50,7 @@ class NativePacketLoop:
         if not self._c:
             self.close()
             raise MemoryError("native port loop: out of memory")
-        self._engine = None
+        self._engine: Engine | None = None
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
         self.inject = None      # callable(port, frame): frames for the Python engine
@@ -52,7 +58,7 @@ class NativePacketLoop:
         self.trace = None       # callable(line): trace lines of packets the loop processed
 
     # ---- engine ----------------------------------------------------------------------------
-    def attach(self, engine):
+    def attach(self, engine: Engine) -> None:
         """Packets go through `engine` from now on (a native switch in C, anything else in Python).
         The previous engine is released only after the loop stopped using it."""
         handle = getattr(engine, "_c", None) if getattr(engine, "backend", None) == "native" else None
@@ -60,19 +66,19 @@ class NativePacketLoop:
         self._engine = engine
 
     # ---- frames from Python --------------------------------------------------------------------
-    def send(self, port: int, frame: bytes):
+    def send(self, port: int, frame: bytes) -> None:
         """Output of the pipeline run in Python: unknown ports (not given with -i) drop the frame."""
         if self._c is None or self._lib.rt_ports_send(self._c, port, bytes(frame), len(frame)) < 0:
             log.debug("dropping %d bytes for port %d: no interface on that port", len(frame), port)
 
     # ---- running ---------------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> None:
         self._reader = threading.Thread(target=self._drain_loop, name="p4sim-native-ports", daemon=True)
         self._reader.start()
         if self._lib.rt_ports_start(self._c):
             raise OSError("native port loop: cannot start its thread")
 
-    def _drain_loop(self):
+    def _drain_loop(self) -> None:
         fd = self._lib.rt_ports_event_fd(self._c)
         buf = ctypes.create_string_buffer(TAKE_BYTES)
         while True:
@@ -128,7 +134,7 @@ class NativePacketLoop:
         self._lib.rt_ports_stats(self._c, out)
         return dict(zip(binding.PORT_STAT_NAMES, out))
 
-    def stop(self, timeout: float = 2.0):
+    def stop(self, timeout: float = 2.0) -> None:
         if self._c is not None:
             self._lib.rt_ports_stop(self._c)   # no more frames from the C thread
             self._stop.set()
@@ -137,7 +143,7 @@ class NativePacketLoop:
                 self._reader.join(timeout)
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         c = getattr(self, "_c", None)
         reader = getattr(self, "_reader", None)
         if c is not None:

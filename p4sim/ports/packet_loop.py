@@ -4,7 +4,10 @@ import logging
 import os
 import select
 import threading
+from collections.abc import Callable
+from typing import Any
 
+from .af_packet import AfPacketPort
 from .port_set import PortSet
 
 log = logging.getLogger("p4reduce.p4sim.ports")
@@ -19,12 +22,14 @@ class PacketLoop:
         self._port_set = PortSet(ports, pcap_dir)   # closes what it opened if one fails
         self.ports = self._port_set.ports
         self.pcaps = self._port_set.pcaps
-        self._wake_r, self._wake_w = os.pipe()
+        wake_r, wake_w = os.pipe()
+        self._wake_r: int | None = wake_r      # None once closed
+        self._wake_w: int | None = wake_w
         self._stop = threading.Event()
-        self._thread = None
-        self.inject = None  # set by the owner: callable(port, frame)
+        self._thread: threading.Thread | None = None
+        self.inject: Callable[[int, bytes], Any] | None = None  # set by the owner: callable(port, frame)
 
-    def send(self, port: int, frame: bytes):
+    def send(self, port: int, frame: bytes) -> None:
         """Output of the pipeline: unknown ports (not given with -i) silently drop the frame."""
         target = self.ports.get(port)
         if target is None:
@@ -34,16 +39,17 @@ class PacketLoop:
             self.pcaps[port][1].write(frame)
         target.send(frame)
 
-    def start(self):
+    def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="p4sim-packet-loop", daemon=True)
         self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         poller = select.poll()
-        by_fd = {}
-        for port in self.ports.values():
-            poller.register(port.fileno(), select.POLLIN)
-            by_fd[port.fileno()] = port
+        by_fd: dict[int, AfPacketPort] = {}
+        for each in self.ports.values():
+            poller.register(each.fileno(), select.POLLIN)
+            by_fd[each.fileno()] = each
+        assert self._wake_r is not None     # started before close()
         poller.register(self._wake_r, select.POLLIN)
         while not self._stop.is_set():
             try:
@@ -73,21 +79,23 @@ class PacketLoop:
                     if port.number in self.pcaps:
                         self.pcaps[port.number][0].write(frame)
                     try:
+                        assert self.inject is not None, "PacketLoop.inject is not set"
                         self.inject(port.number, frame)
                     except Exception:  # the packet path already guards; belt and braces
                         log.exception("packet from port %d failed", port.number)
 
-    def stop(self, timeout: float = 2.0):
+    def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         try:
-            os.write(self._wake_w, b"x")
+            if self._wake_w is not None:
+                os.write(self._wake_w, b"x")
         except OSError:
             pass
         if self._thread is not None:
             self._thread.join(timeout)
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         port_set = getattr(self, "_port_set", None)
         if port_set is not None:
             port_set.close()

@@ -18,7 +18,7 @@ class PcapWriter:
         self._file.write(_GLOBAL_HEADER)
         self._file.flush()
 
-    def write(self, frame: bytes, timestamp: float | None = None, flush: bool = True):
+    def write(self, frame: bytes, timestamp: float | None = None, flush: bool = True) -> None:
         """Append one record; flush=False leaves it buffered until flush() (batched writers)."""
         now = time.time() if timestamp is None else timestamp
         seconds = int(now)
@@ -31,25 +31,25 @@ class PcapWriter:
             if flush:
                 self._file.flush()
 
-    def flush(self):
+    def flush(self) -> None:
         with self._lock:
             if not self._file.closed:
                 self._file.flush()
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             if not self._file.closed:
                 self._file.close()
 
 
-def port_pcaps(directory: str, interface: str):
+def port_pcaps(directory: str, interface: str) -> tuple[PcapWriter, PcapWriter]:
     """(input writer, output writer) for one interface in `directory` (created if missing)."""
     os.makedirs(directory, exist_ok=True)
     return (PcapWriter(os.path.join(directory, f"{interface}_in.pcap")),
             PcapWriter(os.path.join(directory, f"{interface}_out.pcap")))
 
 
-def read_pcap(path: str):
+def read_pcap(path: str) -> list[bytes]:
     """Frames of a pcap file written by PcapWriter (for tests and tools)."""
     frames = []
     with open(path, "rb") as handle:

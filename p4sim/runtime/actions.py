@@ -1,4 +1,7 @@
 """p4.v1.Action <-> engine (action name, {param: int}), checked against the table's P4Info."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
@@ -6,8 +9,11 @@ from . import bytestrings
 from .errors import invalid, unimplemented
 from .p4info_index import TableInfo
 
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
-def decode(pipeline, table: TableInfo, table_action: p4runtime_pb2.TableAction, default: bool
+
+def decode(pipeline: Pipeline, table: TableInfo, table_action: p4runtime_pb2.TableAction, default: bool
            ) -> tuple[int, dict[int, int]]:
     """(P4Info action id, {param id: value}) of a TableAction; errors name table/action/param."""
     kind = table_action.WhichOneof("type")
@@ -50,7 +56,7 @@ def encode(action_id: int, values: dict[int, int]) -> p4runtime_pb2.TableAction:
     return table_action
 
 
-def engine_args(pipeline, action_id: int, values: dict[int, int]) -> tuple[str, dict[str, int]]:
+def engine_args(pipeline: Pipeline, action_id: int, values: dict[int, int]) -> tuple[str, dict[str, int]]:
     """Engine form: (JSON action name, {JSON param name: value})."""
     binding = pipeline.actions[action_id]
     return binding.json_name, {binding.param_names[pid]: v for pid, v in values.items()}

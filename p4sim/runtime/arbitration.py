@@ -8,10 +8,13 @@ role and the roles configured on the device can be arbitrated for (roles.py).
 Streams are bounded (StreamLimits): each one holds a server thread for its whole life, so idle
 streams must never take the threads unary RPCs (Write, Read, pipeline) need.
 """
+from __future__ import annotations
+
 import itertools
 import logging
 import queue
 import threading
+from typing import TYPE_CHECKING
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -19,10 +22,13 @@ from p4.v1 import p4runtime_pb2
 from .errors import failed_precondition, invalid, not_found, permission_denied, resource_exhausted, unimplemented
 from .roles import Roles
 
+if TYPE_CHECKING:
+    from .errors import P4RuntimeError
+
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
-def election_value(election_id) -> int:
+def election_value(election_id: p4runtime_pb2.Uint128) -> int:
     return (election_id.high << 64) | election_id.low
 
 
@@ -40,7 +46,7 @@ class StreamSession:
         self.outbox: queue.Queue = queue.Queue(maxsize=4096)
         self.dropped_in_a_row = 0
 
-    def send(self, message: p4runtime_pb2.StreamMessageResponse):
+    def send(self, message: p4runtime_pb2.StreamMessageResponse) -> None:
         """Queue a message; if the client does not keep up, drop it (warned once per overflow)."""
         try:
             self.outbox.put_nowait(message)
@@ -51,7 +57,7 @@ class StreamSession:
                             self.id, self.peer)
             self.dropped_in_a_row += 1
 
-    def close(self, error=None):
+    def close(self, error: P4RuntimeError | None = None) -> None:
         """Ask the stream's response loop to end (with an error status if given). Never blocks:
         a full outbox loses its oldest message to make room."""
         while True:
@@ -81,7 +87,7 @@ class StreamLimits:
         self.lock = threading.Lock()
         self.open: dict[str, int] = {}
 
-    def acquire(self, peer: str):
+    def acquire(self, peer: str) -> None:
         client = client_of(peer)
         with self.lock:
             mine, everyone = self.open.get(client, 0), sum(self.open.values())
@@ -93,7 +99,7 @@ class StreamLimits:
                                          f"the most it keeps open at once")
             self.open[client] = mine + 1
 
-    def release(self, peer: str):
+    def release(self, peer: str) -> None:
         client = client_of(peer)
         with self.lock:
             left = self.open.get(client, 0) - 1
@@ -112,7 +118,7 @@ class Arbitration:
         self.primary: dict[str, StreamSession] = {}
         self.highest: dict[str, int] = {}
 
-    def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate):
+    def update(self, session: StreamSession, update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
         """Handle a MasterArbitrationUpdate; raises (ending the stream) on a bad request."""
         if update.device_id != self.device_id:
             raise not_found(f"MasterArbitrationUpdate: device_id {update.device_id} is not this "
@@ -146,7 +152,7 @@ class Arbitration:
             for target in targets:
                 target.send(self._status_for(target))
 
-    def remove(self, session: StreamSession):
+    def remove(self, session: StreamSession) -> None:
         with self.lock:
             if session not in self.sessions:
                 return
@@ -195,7 +201,7 @@ class Arbitration:
             arb.status.message = "No primary client"
         return response
 
-    def check_primary(self, election_id, role: str, what: str):
+    def check_primary(self, election_id: p4runtime_pb2.Uint128, role: str, what: str) -> None:
         """PERMISSION_DENIED unless `election_id` is the current primary's of `role`."""
         election = election_value(election_id)
         with self.lock:
@@ -218,7 +224,7 @@ class Arbitration:
             primary = self.primary.get(role)
             return [primary] if primary is not None else []
 
-    def close_all(self):
+    def close_all(self) -> None:
         with self.lock:
             sessions = list(self.sessions)
         for session in sessions:

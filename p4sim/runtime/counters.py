@@ -1,10 +1,19 @@
 """CounterEntry (indirect counters) and DirectCounterEntry (per table entry) reads and writes."""
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import wire
 from .errors import call_engine, invalid, out_of_range, unimplemented
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .pipeline import Pipeline
+    from .tables import Tables
 
 MODIFY = p4runtime_pb2.Update.MODIFY
 
@@ -18,7 +27,7 @@ def _indices(info, entry):
     return range(info.size)
 
 
-def write(pipeline, engine, update_type, entry: p4runtime_pb2.CounterEntry):
+def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.CounterEntry) -> None:
     info = pipeline.index.counter(entry.counter_id)
     if update_type != MODIFY:
         raise invalid(f"counter '{info.name}': only MODIFY is allowed on counters")
@@ -28,7 +37,7 @@ def write(pipeline, engine, update_type, entry: p4runtime_pb2.CounterEntry):
                     entry.data.packet_count, entry.data.byte_count)
 
 
-def read(pipeline, engine, entry: p4runtime_pb2.CounterEntry) -> Iterator[p4runtime_pb2.CounterEntry]:
+def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.CounterEntry) -> Iterator[p4runtime_pb2.CounterEntry]:
     infos = ([pipeline.index.counter(entry.counter_id)] if entry.counter_id
              else list(pipeline.index.counters.values()))
     for info in infos:
@@ -55,7 +64,7 @@ def _direct_tables(pipeline, entry: p4runtime_pb2.DirectCounterEntry):
     return [t for t in pipeline.index.tables.values() if t.direct_counter_id]
 
 
-def read_direct(pipeline, tables, entry: p4runtime_pb2.DirectCounterEntry
+def read_direct(pipeline: Pipeline, tables: Tables, entry: p4runtime_pb2.DirectCounterEntry
                 ) -> Iterator[p4runtime_pb2.DirectCounterEntry]:
     """Counter data of one entry (match given) or every entry of one or all tables."""
     for table in _direct_tables(pipeline, entry):
@@ -73,7 +82,8 @@ def read_direct(pipeline, tables, entry: p4runtime_pb2.DirectCounterEntry
             yield out
 
 
-def write_direct(pipeline, tables, engine, update_type, entry: p4runtime_pb2.DirectCounterEntry):
+def write_direct(pipeline: Pipeline, tables: Tables, engine: Engine, update_type: int,
+                 entry: p4runtime_pb2.DirectCounterEntry) -> None:
     table = _direct_tables(pipeline, entry)[0] if entry.table_entry.table_id else None
     if table is None:
         raise invalid("DirectCounterEntry write: table_entry.table_id is required")
@@ -92,7 +102,7 @@ def write_direct(pipeline, tables, engine, update_type, entry: p4runtime_pb2.Dir
 CHUNK = 4096  # cells per engine copy and per encoded block
 
 
-def plan_encoded(pipeline, engine, entry: p4runtime_pb2.CounterEntry):
+def plan_encoded(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.CounterEntry) -> Iterator[tuple[bytes, int]]:
     """Check the request now; -> a generator of (wire bytes, entity count) blocks for later."""
     infos = ([pipeline.index.counter(entry.counter_id)] if entry.counter_id
              else list(pipeline.index.counters.values()))

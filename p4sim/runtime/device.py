@@ -4,9 +4,12 @@ Pipeline changes swap the engine atomically (the packet path reads `device.engin
 packet). Control-plane writes are serialised by `device.lock`; each Write batch also holds the
 engine lock, so packets see a batch either entirely before or entirely after.
 """
+from __future__ import annotations
+
 import logging
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from p4.v1 import p4runtime_pb2
@@ -38,11 +41,11 @@ class Device:
         self.cookie: int | None = None
         self._saved: Pipeline | None = None
         self._saved_cookie = None
-        self.loaded_program = None
+        self.loaded_program: dict | str | bytes | os.PathLike | None = None
         self.engine_listeners: list[Callable] = []  # called with the new engine after a swap
 
     # -- pipeline ------------------------------------------------------------------------------
-    def load_json(self, program_json):
+    def load_json(self, program_json: dict | str | bytes | os.PathLike) -> None:
         """Start with a BMv2 JSON and no P4Info (the positional JSON argument of the CLI)."""
         from p4reduce.p4sim.engine import Switch
         engine = Switch(program_json, cpu_port=self.cpu_port, drop_port=self.drop_port, backend=self.backend)
@@ -51,7 +54,7 @@ class Device:
             self.pipeline = None
             self._install(engine, None, None)
 
-    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest):
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         action = request.action
         with self.lock:
             if action == SetRequest.UNSPECIFIED:
@@ -157,12 +160,12 @@ class Device:
             return response
 
     # -- entities ------------------------------------------------------------------------------
-    def _require_pipeline(self):
+    def _require_pipeline(self) -> None:
         if self.pipeline is None or self.tables is None:
             raise failed_precondition("no forwarding pipeline config has been set "
                                       "(SetForwardingPipelineConfig first)")
 
-    def write(self, updates, atomic: bool = False) -> list[P4RuntimeError | None]:
+    def write(self, updates: Sequence[p4runtime_pb2.Update], atomic: bool = False) -> list[P4RuntimeError | None]:
         """Apply updates in order; returns None or the error per update.
 
         Not atomic (CONTINUE_ON_ERROR): every update is tried. Atomic (ROLLBACK_ON_ERROR,
@@ -187,9 +190,9 @@ class Device:
                             self._roll_back(undo)
                             aborted = aborted_error("rolled back: another update of the "
                                                     "atomic batch failed")
-                            return [r if r is not None else aborted for r in results] + \
-                                [aborted_error("not applied: an earlier update of the atomic "
-                                               "batch failed")] * (len(updates) - len(results))
+                            out: list[P4RuntimeError | None] = [r if r is not None else aborted for r in results]
+                            return out + [aborted_error("not applied: an earlier update of the atomic "
+                                                        "batch failed")] * (len(updates) - len(results))
             return results
 
     def _roll_back(self, undo):
@@ -199,6 +202,12 @@ class Device:
                     self._write_one(update.type, update.entity)
                 except P4RuntimeError as exc:  # should not happen: state was read just before
                     log.error("rollback step failed: %s", exc)
+
+    def _pipeline(self) -> Pipeline:
+        if self.pipeline is None:
+            raise failed_precondition("no forwarding pipeline config has been set "
+                                      "(SetForwardingPipelineConfig first)")
+        return self.pipeline
 
     def _tables(self) -> Tables:
         if self.tables is None:
@@ -217,24 +226,24 @@ class Device:
         if kind == "table_entry":
             self._tables().write(update_type, entity.table_entry)
         elif kind == "register_entry":
-            registers.write(self.pipeline, self.engine, update_type, entity.register_entry)
+            registers.write(self._pipeline(), self.engine, update_type, entity.register_entry)
         elif kind == "counter_entry":
-            counters.write(self.pipeline, self.engine, update_type, entity.counter_entry)
+            counters.write(self._pipeline(), self.engine, update_type, entity.counter_entry)
         elif kind == "direct_counter_entry":
-            counters.write_direct(self.pipeline, self.tables, self.engine, update_type,
+            counters.write_direct(self._pipeline(), self._tables(), self.engine, update_type,
                                   entity.direct_counter_entry)
         elif kind == "packet_replication_engine_entry":
             self._replication().write(update_type, entity.packet_replication_engine_entry)
         elif kind == "meter_entry":
-            meters.write(self.pipeline, self.engine, update_type, entity.meter_entry)
+            meters.write(self._pipeline(), self.engine, update_type, entity.meter_entry)
         elif kind == "value_set_entry":
-            value_sets.write(self.pipeline, self.engine, update_type, entity.value_set_entry)
+            value_sets.write(self._pipeline(), self.engine, update_type, entity.value_set_entry)
         elif kind is None:
             raise invalid("Update.entity is empty")
         else:
             raise unimplemented(f"{kind} is not supported by p4sim")
 
-    def read(self, entities, chunk: int = 1000) -> Iterator[bytes]:
+    def read(self, entities: Iterable[p4runtime_pb2.Entity], chunk: int = 1000) -> Iterator[bytes]:
         """Every entity matching the request's filters, as serialized ReadResponse messages of at
         most `chunk` entities.
 
@@ -245,7 +254,7 @@ class Device:
         neither writes nor packets back for more than one block."""
         with self.lock:
             self._require_pipeline()
-            pipeline, engine = self.pipeline, self.engine
+            pipeline, engine = self._pipeline(), self.engine
             plans = []
             for entity in entities:
                 kind = entity.WhichOneof("entity")
@@ -288,22 +297,22 @@ class Device:
             for e in self._tables().read(entity.table_entry):
                 yield p4runtime_pb2.Entity(table_entry=e)
         elif kind == "register_entry":
-            for e in registers.read(self.pipeline, self.engine, entity.register_entry):
+            for e in registers.read(self._pipeline(), self.engine, entity.register_entry):
                 yield p4runtime_pb2.Entity(register_entry=e)
         elif kind == "counter_entry":
-            for e in counters.read(self.pipeline, self.engine, entity.counter_entry):
+            for e in counters.read(self._pipeline(), self.engine, entity.counter_entry):
                 yield p4runtime_pb2.Entity(counter_entry=e)
         elif kind == "direct_counter_entry":
-            for e in counters.read_direct(self.pipeline, self.tables, entity.direct_counter_entry):
+            for e in counters.read_direct(self._pipeline(), self._tables(), entity.direct_counter_entry):
                 yield p4runtime_pb2.Entity(direct_counter_entry=e)
         elif kind == "packet_replication_engine_entry":
             for e in self._replication().read(entity.packet_replication_engine_entry):
                 yield p4runtime_pb2.Entity(packet_replication_engine_entry=e)
         elif kind == "meter_entry":
-            for e in meters.read(self.pipeline, self.engine, entity.meter_entry):
+            for e in meters.read(self._pipeline(), self.engine, entity.meter_entry):
                 yield p4runtime_pb2.Entity(meter_entry=e)
         elif kind == "value_set_entry":
-            for e in value_sets.read(self.pipeline, self.engine, entity.value_set_entry):
+            for e in value_sets.read(self._pipeline(), self.engine, entity.value_set_entry):
                 yield p4runtime_pb2.Entity(value_set_entry=e)
         elif kind is None:
             raise invalid("Read: an entity is empty")

@@ -3,10 +3,16 @@
 Every module of the service raises `P4RuntimeError`; the servicer turns it into a gRPC status
 (for Write: one p4.v1.Error per update inside google.rpc.Status details, as the spec requires).
 """
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class P4RuntimeError(Exception):
@@ -21,43 +27,43 @@ class P4RuntimeError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
-def invalid(message):
+def invalid(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
-def not_found(message):
+def not_found(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
 
 
-def already_exists(message):
+def already_exists(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, message)
 
 
-def out_of_range(message):
+def out_of_range(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, message)
 
 
-def failed_precondition(message):
+def failed_precondition(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, message)
 
 
-def permission_denied(message):
+def permission_denied(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, message)
 
 
-def unimplemented(message):
+def unimplemented(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, message)
 
 
-def resource_exhausted(message):
+def resource_exhausted(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
-def aborted_error(message):
+def aborted_error(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.ABORTED, message)
 
 
-def internal(message):
+def internal(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.INTERNAL, message)
 
 
@@ -77,7 +83,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def write_status(results):
+def write_status(results: list[P4RuntimeError | None]) -> status_pb2.Status:
     """google.rpc.Status for a failed Write batch: code UNKNOWN, one p4.v1.Error per update, in
     update order, as the spec asks, for as many updates as fit in what a default gRPC client can
     read; the message then says how many updates (and failures) are not listed, and the first
@@ -116,7 +122,7 @@ def write_status(results):
     return status
 
 
-def abort_with_status(context, status: status_pb2.Status):
+def abort_with_status(context: grpc.ServicerContext, status: status_pb2.Status) -> None:
     """End an RPC with a rich status (details travel in grpc-status-details-bin)."""
     context.abort_with_status(_RichStatus(status))
 
@@ -124,7 +130,7 @@ def abort_with_status(context, status: status_pb2.Status):
 class _RichStatus(grpc.Status):
     """grpc.Status built from a google.rpc.Status, as grpcio-status would build it."""
 
-    def __init__(self, status):
+    def __init__(self, status: status_pb2.Status) -> None:
         self.code = grpc.StatusCode.UNKNOWN
         for candidate in grpc.StatusCode:
             if candidate.value[0] == status.code:
@@ -133,7 +139,7 @@ class _RichStatus(grpc.Status):
         self.trailing_metadata = (("grpc-status-details-bin", status.SerializeToString()),)
 
 
-def call_engine(what: str, fn, *args, **kwargs):
+def call_engine(what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """Run an engine method; its ValueError (EngineError) becomes INVALID_ARGUMENT naming `what`,
     any other failure INTERNAL, so an engine problem never escapes as a Python traceback."""
     try:

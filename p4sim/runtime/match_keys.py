@@ -5,6 +5,9 @@ One normalised key is a tuple, one item per P4Info match field in P4Info order:
 Don't-care fields (omitted in the request) normalise to their wildcard form, so the tuple identifies
 the entry and also gives the engine its key values.
 """
+from __future__ import annotations
+
+from collections.abc import Iterable
 
 from p4.v1 import p4runtime_pb2
 
@@ -15,7 +18,7 @@ from .p4info_index import TableInfo
 Key = tuple[tuple, ...]
 
 
-def normalise(table: TableInfo, matches) -> Key:
+def normalise(table: TableInfo, matches: Iterable[p4runtime_pb2.FieldMatch]) -> Key:
     """The normalised key of a request's FieldMatch list; INVALID_ARGUMENT naming table and field."""
     given: dict[int, p4runtime_pb2.FieldMatch] = {}
     for fm in matches:
@@ -101,7 +104,7 @@ def to_field_matches(table: TableInfo, key: Key) -> list[p4runtime_pb2.FieldMatc
     return out
 
 
-def is_wildcard(item) -> bool:
+def is_wildcard(item: tuple) -> bool:
     """True for a don't-care item of a normalised key."""
     kind = item[0]
     return ((kind in ("lpm", "ternary") and item[2] == 0) or (kind == "optional" and item[1] is None))

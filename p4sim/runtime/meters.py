@@ -3,11 +3,19 @@
 Direct meters are not configurable in the engine (they always mark GREEN), so DirectMeterEntry
 answers UNIMPLEMENTED.
 """
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from .errors import call_engine, invalid, out_of_range
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .pipeline import Pipeline
 
 MODIFY = p4runtime_pb2.Update.MODIFY
 
@@ -21,7 +29,7 @@ def _indices(info, entry):
     return range(info.size)
 
 
-def write(pipeline, engine, update_type, entry: p4runtime_pb2.MeterEntry):
+def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.MeterEntry) -> None:
     info = pipeline.index.meter(entry.meter_id)
     what = f"meter '{info.name}'"
     if update_type != MODIFY:
@@ -40,7 +48,7 @@ def write(pipeline, engine, update_type, entry: p4runtime_pb2.MeterEntry):
         call_engine(what, engine.meter_reset, name, index)  # no config: back to all-GREEN
 
 
-def read(pipeline, engine, entry: p4runtime_pb2.MeterEntry) -> Iterator[p4runtime_pb2.MeterEntry]:
+def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.MeterEntry) -> Iterator[p4runtime_pb2.MeterEntry]:
     infos = ([pipeline.index.meter(entry.meter_id)] if entry.meter_id
              else list(pipeline.index.meters.values()))
     for info in infos:

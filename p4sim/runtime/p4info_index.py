@@ -100,7 +100,7 @@ class ControllerHeaderInfo:
     fields: list[PacketMetadataInfo] = field(default_factory=list)
 
     @property
-    def bitwidth(self):
+    def bitwidth(self) -> int:
         return sum(f.bitwidth for f in self.fields)
 
 

@@ -6,18 +6,27 @@ first) into the packet_out header in front of the payload, and the frame enters 
 the CPU port, as on BMv2. Frames the pipeline sends to the CPU port start with the packet_in
 header, which becomes PacketIn metadata.
 """
+from __future__ import annotations
+
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
 from .errors import failed_precondition, invalid
 
+if TYPE_CHECKING:
+    from .arbitration import Arbitration
+    from .device import Device
+    from .p4info_index import ControllerHeaderInfo
+
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
 
-def pack_header(header, metadata, what="PacketOut") -> bytes:
+def pack_header(header: ControllerHeaderInfo, metadata: Iterable[p4runtime_pb2.PacketMetadata],
+                what: str = "PacketOut") -> bytes:
     """Bytes of a controller header from PacketMetadata messages (missing fields are 0)."""
     values = {}
     known = {f.id: f for f in header.fields}
@@ -36,7 +45,7 @@ def pack_header(header, metadata, what="PacketOut") -> bytes:
     return (bits << pad).to_bytes((total + pad) // 8, "big")
 
 
-def unpack_header(header, frame: bytes) -> tuple[list[p4runtime_pb2.PacketMetadata], bytes]:
+def unpack_header(header: ControllerHeaderInfo, frame: bytes) -> tuple[list[p4runtime_pb2.PacketMetadata], bytes]:
     """(metadata, payload) of a frame that starts with the controller header."""
     total = header.bitwidth
     size = (total + 7) // 8
@@ -56,7 +65,7 @@ def unpack_header(header, frame: bytes) -> tuple[list[p4runtime_pb2.PacketMetada
 class PacketPath:
     """Moves frames between ports, the engine and controllers. Never raises on a bad frame."""
 
-    def __init__(self, device, arbitration=None):
+    def __init__(self, device: Device, arbitration: Arbitration | None = None) -> None:
         self.device = device
         self.arbitration = arbitration
         self.port_sink: Callable[[int, bytes], None] | None = None  # front-panel output
@@ -96,7 +105,7 @@ class PacketPath:
         return outputs
 
     # -- controller side -----------------------------------------------------------------------
-    def packet_out(self, packet: p4runtime_pb2.PacketOut):
+    def packet_out(self, packet: p4runtime_pb2.PacketOut) -> None:
         """Inject a PacketOut on the CPU port (FAILED_PRECONDITION without pipeline/CPU port)."""
         device = self.device
         if device.engine is None:
@@ -116,10 +125,12 @@ class PacketPath:
             frame = packet.payload
         self.inject(device.cpu_port, frame)
 
-    def to_controller(self, frame: bytes):
+    def to_controller(self, frame: bytes) -> None:
+        cpu_port = self.device.cpu_port
+        assert cpu_port is not None     # frames come here from the CPU port only
         for listener in list(self.packet_in_listeners):
             try:
-                listener(self.device.cpu_port, frame)
+                listener(cpu_port, frame)
             except Exception:
                 log.exception("packet-in listener failed")
         if self.arbitration is None:

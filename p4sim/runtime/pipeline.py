@@ -10,15 +10,20 @@ JSON that the P4Info lacks (a table with keys or a choice of actions, a register
 value set), is an INVALID_ARGUMENT naming the first mismatch. (The tables p4c synthesises for
 statements outside any table, `tbl_*` with no key and one constant action, are in no P4Info.)
 """
+from __future__ import annotations
+
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
 from .errors import invalid
 from .p4info_index import P4InfoIndex, TableInfo
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 
 @dataclass
@@ -78,9 +83,9 @@ class Pipeline:
         self._bind()
 
     # -- binding -------------------------------------------------------------------------------
-    def _bind(self):
-        json_actions_by_name = {}
-        json_actions_by_id = {}
+    def _bind(self) -> None:
+        json_actions_by_name: dict[str, dict[str, Any]] = {}
+        json_actions_by_id: dict[int, dict[str, Any]] = {}
         for action in self.program.get("actions", []):
             json_actions_by_name.setdefault(action["name"], action)
             json_actions_by_id[action["id"]] = action
@@ -110,49 +115,50 @@ class Pipeline:
         for pipeline in self.program.get("pipelines", []):
             for table in pipeline.get("tables", []):
                 json_tables[table["name"]] = table
-        for table_id, info in self.index.tables.items():
-            table = json_tables.get(info.name)
+        for table_id, tinfo in self.index.tables.items():
+            table = json_tables.get(tinfo.name)
             if table is None:
-                raise invalid(f"P4Info table '{info.name}' has no table of that name in the BMv2 JSON")
-            self.tables[table_id] = self._bind_table(info, table, json_actions_by_id)
+                raise invalid(f"P4Info table '{tinfo.name}' has no table of that name in the BMv2 JSON")
+            self.tables[table_id] = self._bind_table(tinfo, table, json_actions_by_id)
 
         counters = {c["name"]: c for c in self.program.get("counter_arrays", [])}
-        for counter_id, info in self.index.counters.items():
-            if info.name not in counters or counters[info.name].get("is_direct"):
-                raise invalid(f"P4Info counter '{info.name}' has no indirect counter array of that "
+        for counter_id, cinfo in self.index.counters.items():
+            if cinfo.name not in counters or counters[cinfo.name].get("is_direct"):
+                raise invalid(f"P4Info counter '{cinfo.name}' has no indirect counter array of that "
                               f"name in the BMv2 JSON")
-            _same(f"P4Info counter '{info.name}'", "size", info.size, counters[info.name].get("size"))
-            self.counters[counter_id] = info.name
-        for counter_id, info in self.index.direct_counters.items():
-            table = self.index.tables.get(info.table_id)
+            _same(f"P4Info counter '{cinfo.name}'", "size", cinfo.size, counters[cinfo.name].get("size"))
+            self.counters[counter_id] = cinfo.name
+        for counter_id, dcinfo in self.index.direct_counters.items():
+            table = self.index.tables.get(dcinfo.table_id)
             if table is None:
-                raise invalid(f"P4Info direct counter '{info.name}' is bound to unknown table id "
-                              f"{info.table_id}")
+                raise invalid(f"P4Info direct counter '{dcinfo.name}' is bound to unknown table id "
+                              f"{dcinfo.table_id}")
             self.direct_counters[counter_id] = table.name
         meters = {m["name"]: m for m in self.program.get("meter_arrays", [])}
-        for meter_id, info in self.index.meters.items():
-            if info.name not in meters or meters[info.name].get("is_direct"):
-                raise invalid(f"P4Info meter '{info.name}' has no indirect meter array of that name "
+        for meter_id, minfo in self.index.meters.items():
+            if minfo.name not in meters or meters[minfo.name].get("is_direct"):
+                raise invalid(f"P4Info meter '{minfo.name}' has no indirect meter array of that name "
                               f"in the BMv2 JSON")
-            _same(f"P4Info meter '{info.name}'", "size", info.size, meters[info.name].get("size"))
-            self.meters[meter_id] = info.name
+            _same(f"P4Info meter '{minfo.name}'", "size", minfo.size, meters[minfo.name].get("size"))
+            self.meters[meter_id] = minfo.name
         value_sets = {v["name"] for v in self.program.get("parse_vsets", [])}
-        for value_set_id, info in self.index.value_sets.items():
-            if info.name not in value_sets:
-                raise invalid(f"P4Info value set '{info.name}' has no parse_vsets entry of that "
+        for value_set_id, vinfo in self.index.value_sets.items():
+            if vinfo.name not in value_sets:
+                raise invalid(f"P4Info value set '{vinfo.name}' has no parse_vsets entry of that "
                               f"name in the BMv2 JSON")
-            self.value_sets[value_set_id] = info.name
+            self.value_sets[value_set_id] = vinfo.name
         registers = {r["name"]: r for r in self.program.get("register_arrays", [])}
-        for register_id, info in self.index.registers.items():
-            if info.name not in registers:
-                raise invalid(f"P4Info register '{info.name}' has no register array of that name "
+        for register_id, rinfo in self.index.registers.items():
+            if rinfo.name not in registers:
+                raise invalid(f"P4Info register '{rinfo.name}' has no register array of that name "
                               f"in the BMv2 JSON")
-            _same(f"P4Info register '{info.name}'", "size", info.size, registers[info.name].get("size"))
-            _same(f"P4Info register '{info.name}'", "bit width", info.bitwidth, registers[info.name].get("bitwidth"))
-            self.registers[register_id] = info.name
+            _same(f"P4Info register '{rinfo.name}'", "size", rinfo.size, registers[rinfo.name].get("size"))
+            _same(f"P4Info register '{rinfo.name}'", "bit width", rinfo.bitwidth, registers[rinfo.name].get("bitwidth"))
+            self.registers[register_id] = rinfo.name
         self._check_json_in_p4info(json_tables, counters, meters, registers, value_sets)
 
-    def _check_json_in_p4info(self, json_tables, counters, meters, registers, value_sets):
+    def _check_json_in_p4info(self, json_tables: dict[str, Any], counters: dict[str, Any], meters: dict[str, Any],
+                              registers: dict[str, Any], value_sets: set[str]) -> None:
         """Everything a controller could program in the JSON must be in the P4Info."""
         index = self.index
         p4info_tables = {t.name for t in index.tables.values()}
@@ -164,6 +170,7 @@ class Pipeline:
                               f"program, or empty)")
         direct_tables = {index.tables[d.table_id].name for d in index.direct_counters.values()
                          if d.table_id in index.tables}
+        objects: dict[str, Any]     # name -> its JSON (None for a value set)
         for kind, objects, known in (
                 ("register array", registers, {r.name for r in index.registers.values()}),
                 ("counter array", {n: c for n, c in counters.items() if not c.get("is_direct")},
@@ -284,7 +291,7 @@ class Pipeline:
             message.priority = 2147483647 - int(entry.get("priority", position + 1))
         return message
 
-    def build_engine(self, cpu_port=None, drop_port=511, backend=None):
+    def build_engine(self, cpu_port: int | None = None, drop_port: int = 511, backend: str | None = None) -> Engine:
         """Compile the JSON with the engine; INVALID_ARGUMENT with the engine's message on failure."""
         from p4reduce.p4sim.engine import Switch
         try:

@@ -3,12 +3,18 @@
 The runtime keeps what was written (for ALREADY_EXISTS / NOT_FOUND and for reads) and mirrors it
 into the engine's packet replication engine.
 """
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
 from .errors import already_exists, call_engine, invalid, not_found, unimplemented
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
 
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
@@ -32,12 +38,12 @@ def _replicas(what, replicas) -> list[tuple[int, int]]:
 class Replication:
     """Multicast groups and clone sessions of one engine."""
 
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.groups: dict[int, p4runtime_pb2.MulticastGroupEntry] = {}
         self.sessions: dict[int, p4runtime_pb2.CloneSessionEntry] = {}
 
-    def write(self, update_type, entry: p4runtime_pb2.PacketReplicationEngineEntry):
+    def write(self, update_type: int, entry: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
         kind = entry.WhichOneof("type")
         if kind == "multicast_group_entry":
             self._write_group(update_type, entry.multicast_group_entry)
@@ -109,7 +115,7 @@ class Replication:
             raise unimplemented("PacketReplicationEngineEntry read: set multicast_group_entry or "
                                 "clone_session_entry")
 
-    def replay_into(self, other: "Replication"):
+    def replay_into(self, other: Replication) -> None:
         for group in self.groups.values():
             other.write(INSERT, p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group))
         for session in self.sessions.values():

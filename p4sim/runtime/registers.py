@@ -7,12 +7,20 @@ Reads of whole arrays (`read_encoded`) copy CHUNK cells at a time from the engin
 consistent per cell, as on BMv2) and encode them straight to wire bytes, so a read of hundreds of
 thousands of cells neither holds packets or writes back nor spends seconds in protobuf.
 """
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings, wire
 from .errors import call_engine, invalid, out_of_range
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .pipeline import Pipeline
 
 MODIFY = p4runtime_pb2.Update.MODIFY
 
@@ -26,7 +34,7 @@ def _indices(info, entry):
     return range(info.size)
 
 
-def write(pipeline, engine, update_type, entry: p4runtime_pb2.RegisterEntry):
+def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.RegisterEntry) -> None:
     info = pipeline.index.register(entry.register_id)
     if update_type != MODIFY:
         raise invalid(f"register '{info.name}': only MODIFY is allowed on registers")
@@ -39,7 +47,8 @@ def write(pipeline, engine, update_type, entry: p4runtime_pb2.RegisterEntry):
         call_engine(f"register '{info.name}'", engine.register_write, name, index, value)
 
 
-def read(pipeline, engine, entry: p4runtime_pb2.RegisterEntry) -> Iterator[p4runtime_pb2.RegisterEntry]:
+def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.RegisterEntry
+         ) -> Iterator[p4runtime_pb2.RegisterEntry]:
     infos = ([pipeline.index.register(entry.register_id)] if entry.register_id
              else list(pipeline.index.registers.values()))
     for info in infos:
@@ -73,7 +82,7 @@ def _cells(engine, name, what, start, stop):
         yield pos, call_engine(what, ranged, name, pos, min(CHUNK, stop - pos))
 
 
-def plan_encoded(pipeline, engine, entry: p4runtime_pb2.RegisterEntry):
+def plan_encoded(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.RegisterEntry) -> Iterator[tuple[bytes, int]]:
     """Check the request now; -> a generator of (wire bytes, entity count) blocks for later."""
     infos = ([pipeline.index.register(entry.register_id)] if entry.register_id
              else list(pipeline.index.registers.values()))

@@ -15,10 +15,16 @@ PacketIn goes to the default role's primary. The role configuration is the switc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .errors import not_found, permission_denied
+
+if TYPE_CHECKING:
+    from p4.v1 import p4runtime_pb2
+
+    from .p4info_index import P4InfoIndex
 
 MULTICAST = "multicast"    # role object: PacketReplicationEngineEntry multicast_group_entry
 CLONE = "clone"            # role object: PacketReplicationEngineEntry clone_session_entry
@@ -61,19 +67,19 @@ class Roles:
                 raise RoleConfigError(f"--role: role {role.name!r} is configured twice")
             self.by_name[role.name] = role
 
-    def check_known(self, role: str, what: str):
+    def check_known(self, role: str, what: str) -> None:
         """NOT_FOUND for a role that is neither the default nor configured."""
         if role and role not in self.by_name:
             known = ", ".join(sorted(self.by_name)) or "none"
             raise not_found(f"{what}: role '{role}' is not configured on this device (configured "
                             f"roles: {known}; the default role has an empty name)")
 
-    def check_default(self, role: str, what: str):
+    def check_default(self, role: str, what: str) -> None:
         """PERMISSION_DENIED unless `role` is the default role."""
         if role:
             raise permission_denied(f"{what}: only the default role may do this, not role '{role}'")
 
-    def check_write(self, role: str, updates, index):
+    def check_write(self, role: str, updates: Iterable[p4runtime_pb2.Update], index: P4InfoIndex | None) -> None:
         """PERMISSION_DENIED naming the first update outside the role's objects."""
         if not role:
             return
@@ -85,14 +91,15 @@ class Roles:
                                         f"'{role}' (its objects: {', '.join(sorted(allowed))})")
 
 
-def entity_object(entity, index) -> str:
+def entity_object(entity: p4runtime_pb2.Entity, index: P4InfoIndex | None) -> str:
     """The role object an Entity touches: a P4Info name, `multicast`, `clone`, or a description
     of what it is when it names nothing the P4Info has."""
     kind = entity.WhichOneof("entity")
     if kind == "packet_replication_engine_entry":
         pre = entity.packet_replication_engine_entry.WhichOneof("type")
         return MULTICAST if pre == "multicast_group_entry" else CLONE if pre == "clone_session_entry" else str(pre)
-    lookups = {
+    # entity kind -> (its object id, what the id names, the P4Info objects by id)
+    lookups: dict[str, tuple[Callable[[p4runtime_pb2.Entity], int], str, Mapping[int, Any]]] = {
         "table_entry": (lambda e: e.table_entry.table_id, "table", index.tables if index else {}),
         "direct_counter_entry": (lambda e: e.direct_counter_entry.table_entry.table_id, "table",
                                  index.tables if index else {}),

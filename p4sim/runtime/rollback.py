@@ -5,11 +5,17 @@ updates that would put it back. If a later update of the batch fails, the device
 lists in reverse order. (The batch holds the engine lock throughout, so packets never see the
 intermediate states: that is what makes DATAPLANE_ATOMIC hold as well.)
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import counters, meters, registers, value_sets
 from .errors import P4RuntimeError
+
+if TYPE_CHECKING:
+    from .device import Device
 
 Update = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
@@ -19,29 +25,31 @@ def _update(kind, **entity):
     return Update(type=kind, entity=Entity(**entity))
 
 
-def undo_updates(device, update: p4runtime_pb2.Update) -> list[p4runtime_pb2.Update]:
+def undo_updates(device: Device, update: p4runtime_pb2.Update) -> list[p4runtime_pb2.Update]:
     """Updates restoring what `update` changes (empty if it would change nothing or fail)."""
     entity = update.entity
     kind = entity.WhichOneof("entity")
+    pipeline, tables = device.pipeline, device.tables
+    assert pipeline is not None and tables is not None     # Device.write checked (_require_pipeline)
     try:
         if kind == "table_entry":
             return _undo_table(device, update.type, entity.table_entry)
         if kind == "register_entry":
-            old = list(registers.read(device.pipeline, device.engine, entity.register_entry))
+            old = list(registers.read(pipeline, device.engine, entity.register_entry))
             return [_update(Update.MODIFY, register_entry=e) for e in old]
         if kind == "counter_entry":
-            old = list(counters.read(device.pipeline, device.engine, entity.counter_entry))
+            old = list(counters.read(pipeline, device.engine, entity.counter_entry))
             return [_update(Update.MODIFY, counter_entry=e) for e in old]
         if kind == "direct_counter_entry":
-            old = list(counters.read_direct(device.pipeline, device.tables, entity.direct_counter_entry))
+            old = list(counters.read_direct(pipeline, tables, entity.direct_counter_entry))
             return [_update(Update.MODIFY, direct_counter_entry=e) for e in old]
         if kind == "packet_replication_engine_entry":
             return _undo_pre(device, update.type, entity.packet_replication_engine_entry)
         if kind == "meter_entry":
-            old = list(meters.read(device.pipeline, device.engine, entity.meter_entry))
+            old = list(meters.read(pipeline, device.engine, entity.meter_entry))
             return [_update(Update.MODIFY, meter_entry=e) for e in old]
         if kind == "value_set_entry":
-            old = list(value_sets.read(device.pipeline, device.engine, entity.value_set_entry))
+            old = list(value_sets.read(pipeline, device.engine, entity.value_set_entry))
             return [_update(Update.MODIFY, value_set_entry=e) for e in old]
     except P4RuntimeError:
         return []  # the update itself will fail with the same problem: nothing to undo

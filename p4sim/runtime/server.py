@@ -67,7 +67,7 @@ class P4RuntimeServer:
         log.info("P4Runtime server listening on %s", self.address)
         return self.port
 
-    def stop(self, grace: float = 1.0):
+    def stop(self, grace: float = 1.0) -> None:
         self.arbitration.close_all()
         self._server.stop(grace).wait(grace + 1)
 

@@ -1,8 +1,12 @@
 """The p4.v1.P4Runtime gRPC servicer: request checks (device id, roles, arbitration, atomicity) and
 dispatch to the device, the arbitration state and the packet path. StreamChannels are bounded
 (arbitration.StreamLimits) so that they never take every server thread."""
+from __future__ import annotations
+
 import logging
 import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
@@ -19,6 +23,10 @@ from .errors import (
     write_status,
 )
 
+if TYPE_CHECKING:
+    from .device import Device
+    from .packet_io import PacketPath
+
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
 API_VERSION = "1.4.1"
@@ -26,29 +34,32 @@ READ_CHUNK = 1000  # entities per ReadResponse message
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, device, packet_path, arbitration: Arbitration, stream_limits: StreamLimits | None = None):
+    def __init__(self, device: Device, packet_path: PacketPath, arbitration: Arbitration,
+                 stream_limits: StreamLimits | None = None) -> None:
         self.device = device
         self.packet_path = packet_path
         self.arbitration = arbitration
         self.stream_limits = stream_limits or StreamLimits(per_client=8, total=16)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _check_device(self, device_id, what):
+    def _check_device(self, device_id: int, what: str) -> None:
         if device_id != self.device.device_id:
             raise not_found(f"{what}: device_id {device_id} is not this device "
                             f"({self.device.device_id})")
 
     @staticmethod
-    def _abort(context, error: P4RuntimeError):
+    def _abort(context: grpc.ServicerContext, error: P4RuntimeError) -> None:
         log.debug("RPC failed: %s", error)
         message = error.message if len(error.message) <= 2000 else error.message[:1997] + "..."
         context.abort(error.code, message)   # a default client reads 8 KiB of metadata at most
 
     # -- RPCs ----------------------------------------------------------------------------------
-    def Capabilities(self, request, context):
+    def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest, context: grpc.ServicerContext
+                     ) -> p4runtime_pb2.CapabilitiesResponse:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
-    def SetForwardingPipelineConfig(self, request, context):
+    def SetForwardingPipelineConfig(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+                                    context: grpc.ServicerContext) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
         try:
             self._check_device(request.device_id, "SetForwardingPipelineConfig")
             self.arbitration.roles.check_known(request.role, "SetForwardingPipelineConfig")
@@ -60,14 +71,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._abort(context, error)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
-    def GetForwardingPipelineConfig(self, request, context):
+    def GetForwardingPipelineConfig(self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest,
+                                    context: grpc.ServicerContext) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         try:
             self._check_device(request.device_id, "GetForwardingPipelineConfig")
             return self.device.get_pipeline(request)
         except P4RuntimeError as error:
             self._abort(context, error)
 
-    def Write(self, request, context):
+    def Write(self, request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
         try:
             self._check_device(request.device_id, "Write")
             if request.role_id:
@@ -92,7 +104,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             abort_with_status(context, write_status(results))
         return p4runtime_pb2.WriteResponse()
 
-    def Read(self, request, context):
+    def Read(self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext) -> Iterator[bytes]:
         """Streams serialized ReadResponse messages (bytes: see server.py's Read serializer)."""
         try:
             self._check_device(request.device_id, "Read")
@@ -101,7 +113,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as error:
             self._abort(context, error)
 
-    def StreamChannel(self, request_iterator, context):
+    def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
+                      context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         peer = context.peer()
         try:
             self.stream_limits.acquire(peer)

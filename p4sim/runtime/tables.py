@@ -5,8 +5,11 @@ priority) with their engine handles, so that P4Runtime identity rules (an entry 
 priority), reads in canonical form and direct counters work without depending on the engine's
 internal representation.
 """
-from collections.abc import Iterator
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
@@ -22,6 +25,11 @@ from .errors import (
 )
 from .p4info_index import TableInfo
 
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .pipeline import Pipeline
+
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
@@ -29,7 +37,7 @@ DELETE = p4runtime_pb2.Update.DELETE
 
 @dataclass
 class InstalledEntry:
-    handle: object
+    handle: int             # the engine's
     key: tuple
     priority: int
     action_id: int
@@ -42,7 +50,7 @@ class InstalledEntry:
 class Tables:
     """All tables of one pipeline on one engine."""
 
-    def __init__(self, pipeline, engine):
+    def __init__(self, pipeline: Pipeline, engine: Engine) -> None:
         self.pipeline = pipeline
         self.engine = engine
         self.entries: dict[int, dict[tuple[tuple, int], InstalledEntry]] = {
@@ -51,7 +59,7 @@ class Tables:
         self.defaults: dict[int, tuple[int, dict[int, int]] | None] = {}
 
     # -- writes --------------------------------------------------------------------------------
-    def write(self, update_type, entry: p4runtime_pb2.TableEntry):
+    def write(self, update_type: int, entry: p4runtime_pb2.TableEntry) -> None:
         table = self.pipeline.index.table(entry.table_id)
         if table.implementation_id:
             raise unimplemented(f"table '{table.name}': action profiles/selectors are not supported")
@@ -200,7 +208,7 @@ class Tables:
             message.action.CopyFrom(actions.encode(*current))
         return message
 
-    def find(self, table: TableInfo, match, priority) -> InstalledEntry:
+    def find(self, table: TableInfo, match: Iterable[p4runtime_pb2.FieldMatch], priority: int) -> InstalledEntry:
         """The installed entry with this key and priority; NOT_FOUND otherwise."""
         key = match_keys.normalise(table, match)
         installed = self.entries[table.id].get((key, priority))
@@ -209,7 +217,7 @@ class Tables:
         return installed
 
     # -- reconcile -----------------------------------------------------------------------------
-    def messages_for_replay(self):
+    def messages_for_replay(self) -> Iterator[tuple[str, p4runtime_pb2.TableEntry]]:
         """Every non-const entry and changed default, as (table name, TableEntry) for replay."""
         for table_id, store in self.entries.items():
             table = self.pipeline.index.tables[table_id]

@@ -5,12 +5,21 @@ Served: bm_get_config / bm_get_config_md5 (the CLI loads the program from them),
 bm_register_read / read_all / write / write_range / reset, bm_counter_read / write / reset_all,
 bm_mt_get_num_entries. Anything else answers a Thrift application error (not implemented).
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .device import Device
 
 log = logging.getLogger("p4reduce.p4sim.runtime")
 
@@ -27,7 +36,7 @@ def _thrift_modules():
 class StandardHandler:
     """Implements the served methods over the device's current engine."""
 
-    def __init__(self, device):
+    def __init__(self, device: Device) -> None:
         self.device = device
         _, self.ttypes, *_ = _thrift_modules()
 
@@ -46,14 +55,14 @@ class StandardHandler:
                 return handle.read()
         return program or "{}"
 
-    def bm_get_config(self):
+    def bm_get_config(self) -> str:
         return self._config()
 
-    def bm_get_config_md5(self):
+    def bm_get_config_md5(self) -> bytes:
         return hashlib.md5(self._config().encode()).digest()
 
     # -- registers -----------------------------------------------------------------------------
-    def _register_call(self, fn, *args):
+    def _register_call(self, fn: Callable[[Engine], Callable[..., Any]], *args: Any) -> Any:
         codes = self.ttypes.RegisterOperationErrorCode
         engine = self.device.engine
         if engine is None:
@@ -66,16 +75,16 @@ class StandardHandler:
         except ValueError:
             raise self.ttypes.InvalidRegisterOperation(codes.INVALID_INDEX) from None
 
-    def bm_register_read(self, cxt_id, name, index):
+    def bm_register_read(self, cxt_id: int, name: str, index: int) -> int:
         return self._register_call(lambda e: e.register_read, name, index)
 
-    def bm_register_read_all(self, cxt_id, name):
+    def bm_register_read_all(self, cxt_id: int, name: str) -> list[int]:
         return self._register_call(lambda e: e.register_read, name, None)
 
-    def bm_register_write(self, cxt_id, name, index, value):
+    def bm_register_write(self, cxt_id: int, name: str, index: int, value: int) -> None:
         self._register_call(lambda e: e.register_write, name, index, value)
 
-    def bm_register_write_range(self, cxt_id, name, start, end, value):
+    def bm_register_write_range(self, cxt_id: int, name: str, start: int, end: int, value: int) -> None:
         def write_range(engine):
             def run(name_, start_, end_, value_):
                 # as BMv2: cells start..end-1; end past the array or start > end is an error
@@ -87,11 +96,11 @@ class StandardHandler:
             return run
         self._register_call(write_range, name, start, end, value)
 
-    def bm_register_reset(self, cxt_id, name):
+    def bm_register_reset(self, cxt_id: int, name: str) -> None:
         self._register_call(lambda e: e.register_write, name, None, 0)
 
     # -- counters ------------------------------------------------------------------------------
-    def _counter_call(self, fn, *args):
+    def _counter_call(self, fn: Callable[[Engine], Callable[..., Any]], *args: Any) -> Any:
         codes = self.ttypes.CounterOperationErrorCode
         engine = self.device.engine
         if engine is None:
@@ -104,18 +113,18 @@ class StandardHandler:
         except ValueError:
             raise self.ttypes.InvalidCounterOperation(codes.INVALID_INDEX) from None
 
-    def bm_counter_read(self, cxt_id, name, index):
+    def bm_counter_read(self, cxt_id: int, name: str, index: int) -> Any:
         packets, octets = self._counter_call(lambda e: e.counter_read, name, index)
         return self.ttypes.BmCounterValue(bytes=octets, packets=packets)
 
-    def bm_counter_write(self, cxt_id, name, index, value):
+    def bm_counter_write(self, cxt_id: int, name: str, index: int, value: Any) -> None:
         self._counter_call(lambda e: e.counter_write, name, index, value.packets, value.bytes)
 
-    def bm_counter_reset_all(self, cxt_id, name):
+    def bm_counter_reset_all(self, cxt_id: int, name: str) -> None:
         self._counter_call(lambda e: e.counter_write, name, None, 0, 0)
 
     # -- tables --------------------------------------------------------------------------------
-    def bm_mt_get_num_entries(self, cxt_id, table_name):
+    def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
         engine = self.device.engine
         if engine is None or table_name not in engine.program.tables:
             raise self.ttypes.InvalidTableOperation(self.ttypes.TableOperationErrorCode.INVALID_TABLE_NAME)
@@ -145,7 +154,7 @@ class ThriftServer:
     """Serves StandardHandler on a TCP port (multiplexed as "standard", like BMv2); one thread
     per connection, as BMv2's Thrift server."""
 
-    def __init__(self, device, port: int, host: str = "0.0.0.0"):
+    def __init__(self, device: Device, port: int, host: str = "0.0.0.0") -> None:
         (Standard, _ttypes, TBinaryProtocol, TServer, TMultiplexedProcessor, TSocket,
          TTransport) = _thrift_modules()
         processor = TMultiplexedProcessor()
@@ -162,13 +171,13 @@ class ThriftServer:
             TBinaryProtocol.TBinaryProtocolFactory(), daemon=True)
         self._stopped = threading.Event()
 
-    def start(self):
+    def start(self) -> None:
         """Bind and serve in a daemon thread; OSError if the port is taken."""
         self._socket.listen()
         threading.Thread(target=self._serve, name="p4sim-thrift", daemon=True).start()
         log.info("Thrift runtime API (registers, counters) on port %d", self.port)
 
-    def _serve(self):
+    def _serve(self) -> None:
         while not self._stopped.is_set():
             try:
                 client = self._socket.accept()
@@ -179,7 +188,7 @@ class ThriftServer:
             if client is not None:
                 threading.Thread(target=self._server.handle, args=(client,), daemon=True).start()
 
-    def stop(self):
+    def stop(self) -> None:
         self._stopped.set()
         handle = getattr(self._socket, "handle", None)
         if handle is not None:

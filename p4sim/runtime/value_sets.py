@@ -3,17 +3,25 @@
 A member is one FieldMatch per P4Info field (exact, or ternary for a masked member); the engine
 takes each member as the fields concatenated at their own widths (value, mask).
 """
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings
 from .errors import call_engine, invalid, resource_exhausted
 
+if TYPE_CHECKING:
+    from p4reduce.p4sim.engine import Engine
+
+    from .pipeline import Pipeline
+
 MODIFY = p4runtime_pb2.Update.MODIFY
 
 
-def write(pipeline, engine, update_type, entry: p4runtime_pb2.ValueSetEntry):
+def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.ValueSetEntry) -> None:
     info = pipeline.index.value_set(entry.value_set_id)
     what = f"value set '{info.name}'"
     if update_type != MODIFY:
@@ -46,7 +54,8 @@ def write(pipeline, engine, update_type, entry: p4runtime_pb2.ValueSetEntry):
     call_engine(what, engine.parse_vset_set, pipeline.value_sets[info.id], members)
 
 
-def read(pipeline, engine, entry: p4runtime_pb2.ValueSetEntry) -> Iterator[p4runtime_pb2.ValueSetEntry]:
+def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.ValueSetEntry
+         ) -> Iterator[p4runtime_pb2.ValueSetEntry]:
     infos = ([pipeline.index.value_set(entry.value_set_id)] if entry.value_set_id
              else list(pipeline.index.value_sets.values()))
     for info in infos:

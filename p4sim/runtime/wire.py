@@ -7,6 +7,10 @@ counter entity is tiny and fixed in shape, so it is written here as wire-format 
 microseconds per cell); clients parse them as ordinary ReadResponse messages.  Field numbers
 come from the p4runtime descriptors, not from constants typed here.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
 _ENTITIES = p4runtime_pb2.ReadResponse.DESCRIPTOR.fields_by_name["entities"].number
@@ -53,7 +57,7 @@ def _uvarint(i: int) -> bytes:
     return _VARINTS[i] if i < len(_VARINTS) else varint(i)
 
 
-def register_entities(register_id: int, start: int, values) -> bytes:
+def register_entities(register_id: int, start: int, values: Sequence[int]) -> bytes:
     """`entities` fields of a ReadResponse for cells start, start+1, ... of one register.
 
     Equal, byte for byte, to serialising RegisterEntry(register_id, index, data.bitstring) with
@@ -79,7 +83,7 @@ def register_entities(register_id: int, start: int, values) -> bytes:
     return b"".join(out)
 
 
-def counter_entities(counter_id: int, start: int, values) -> bytes:
+def counter_entities(counter_id: int, start: int, values: Sequence[tuple[int, int]]) -> bytes:
     """`entities` fields of a ReadResponse for cells start, ... of one counter; values are
     (packets, bytes) pairs."""
     id_tag = _tag(_COUNTER["counter_id"].number, _VARINT) + varint(counter_id)

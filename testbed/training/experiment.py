@@ -13,6 +13,7 @@ import argparse
 import json
 import pathlib
 import sys
+from typing import Any
 
 from p4reduce.worker.compressors import COMPRESSORS
 from p4reduce.worker.training.data import load_digits_split
@@ -21,7 +22,7 @@ from testbed.training.networked import run_networked
 from testbed.training.simulate import DEFAULT_OPTIONS, run_simulated
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.training.experiment",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=30)
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def table(rows, args) -> str:
+def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     how = {"sim": "simulated switch (byte counts from the wire cost model)",
            "model": "testbed.switch_model over UDP (bytes actually sent)",
            "p4sim": "p4src/p4reduce.p4 on p4sim's engine over UDP (bytes actually sent)"}[args.through]
@@ -78,7 +79,7 @@ def table(rows, args) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(rows, path) -> None:
+def plot(rows: list[dict[str, Any]], path: pathlib.Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -23,7 +23,7 @@ from testbed.p4sim_udp import P4SimUdpSwitch
 from testbed.training.simulate import DEFAULT_OPTIONS
 
 
-def make_switch(kind: str):
+def make_switch(kind: str) -> FakeSwitch | P4SimUdpSwitch:
     """A started loopback switch: "model" (testbed.switch_model) or "p4sim" (p4src/p4reduce.p4)."""
     if kind == "model":
         return FakeSwitch()

@@ -174,3 +174,34 @@ def test_value_sets_and_sub_parsers_are_outside_the_subset(tmp_path):
     sub = "parser Sub(packet_in pkt, out headers_t hdr) { state start { transition accept; } }"
     text = program(decls=sub, parser="Sub() sub; state start { pkt.extract(hdr.eth); transition accept; }")
     err_at(tmp_path, text, "Sub() sub", "instantiating a parser inside another (sub-parsers)" + SUFFIX)
+
+
+def test_calling_a_stack_size_is_an_error_not_a_crash(tmp_path):
+    # .size is folded to a literal before the call is checked (found by typing the checker)
+    text = program(decls="header l_t { bit<8> v; }", hdr_fields="l_t[2] ls;", ingress="apply { hdr.ls.size(); }")
+    err_at(tmp_path, text, "hdr.ls.size()", "'size' is a bit<32> field, not a method")
+
+
+def test_a_table_without_core_p4_has_no_implicit_noaction(tmp_path):
+    text = """
+match_kind { exact }
+extern packet_in {}
+extern packet_out {}
+struct standard_metadata_t { bit<9> ingress_port; }
+header h_t { bit<8> x; }
+struct H { h_t x; }
+struct M {}
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) { state start { transition accept; } }
+control C(inout H h, inout M m) { apply {} }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action a() {}
+    table t { key = { h.x.x: exact; } actions = { a; } }
+    apply { t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply {} }
+control D(packet_out pk, in H h) { apply {} }
+package V1Switch(P p, C vr, I ig, E eg, C ck, D dep);
+V1Switch(P(), C(), I(), E(), C(), D()) main;
+"""
+    err_at(tmp_path, text, "table t", "table 't' has no default_action and NoAction is not declared "
+                                      "(include <core.p4>)")

@@ -35,4 +35,4 @@ def test_fabric_installs_the_controllers_entries(p4reduce_json):
     fabric.add_job(9, 3, slot_base=10, slot_count=4, ports=[4, 2, 6])
     assert fabric.sw.mc_groups() == {0x109: [(4, 0), (2, 1), (6, 2)]}
     assert all(fabric.sw.register_read(N.SEEN, i) == fabric.sw.register_read(N.COUNT, i) == 0 for i in range(20, 28))
-    assert fabric.model.jobs[9].mcast_grp == 0x109
+    assert fabric.model.jobs[9].multicast_group == 0x109

@@ -7,18 +7,27 @@ a C compiler is installed, else python (one notice in the log).  A program the n
 backend cannot run yet runs on the Python engine, with one log line saying why; a program
 neither engine accepts raises the Python engine's ProgramError.
 """
+from __future__ import annotations
+
 import logging
 import os
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import EngineError
 from ..switch import Switch as PythonSwitch
 from . import toolchain
 from .errors import NativeBuildError, NativeUnsupported
 
+if TYPE_CHECKING:
+    from .switch import NativeSwitch
+
 log = logging.getLogger("p4reduce.p4sim.engine")
 
 BACKENDS = ("native", "python")
 ENV = "P4SIM_BACKEND"
+# what Switch() returns: both share ControlAPI (tables, registers, ...) and process()
+Engine: TypeAlias = "PythonSwitch | NativeSwitch"
+
 fallbacks: list[str] = []     # why programs fell back to Python in this process (tests read it)
 _noticed: set[str] = set()
 
@@ -47,7 +56,8 @@ def engine_label(engine: object) -> str:
     return f"Python engine (the native backend cannot run this program: {why})" if why else "Python engine"
 
 
-def Switch(bmv2_json, cpu_port=None, drop_port=511, backend=None):
+def Switch(bmv2_json: dict | str | bytes | os.PathLike, cpu_port: int | None = None, drop_port: int = 511,
+           backend: str | None = None) -> Engine:
     """A v1model switch running `bmv2_json` on the chosen backend (see module docs)."""
     choice = default_backend() if backend is None else backend
     if choice not in BACKENDS:

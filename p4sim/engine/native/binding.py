@@ -13,6 +13,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
+from typing import Any
 
 U64P = POINTER(c_uint64)
 U32P = POINTER(c_uint32)
@@ -98,7 +99,8 @@ STAT_NAMES = ("received", "emitted", "dropped", "internal_errors", "dropped_pars
               "dropped_action_loop", "dropped_no_memory")
 
 
-def declare(lib, signatures):
+def declare(lib: ctypes.CDLL, signatures: dict[str, tuple[Any, list[Any]]]) -> ctypes.CDLL:
+    """Set each function's result and argument ctypes (ctypes types: Any to mypy)."""
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
         fn.restype = restype

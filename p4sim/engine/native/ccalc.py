@@ -3,9 +3,16 @@
 A calculation serialises its inputs (p4sim.engine.ir_calculations, which the Python engine's
 codegen_checksums walks too) and runs the algorithm over the bytes (runtime rt_calc).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..ir_calculations import calculation, checksum_steps
 from .cexpr import ExprC, c_string
 from .errors import NativeUnsupported
+
+if TYPE_CHECKING:
+    from .cgen import ProgramC
 
 ALGOS = {"csum16": ("RT_ALGO_CSUM16", 16), "xor16": ("RT_ALGO_XOR16", 16), "crc16": ("RT_ALGO_CRC16", 16),
          "crc16_custom": ("RT_ALGO_CRC16", 16), "crc32": ("RT_ALGO_CRC32", 32),
@@ -14,17 +21,17 @@ ALGOS = {"csum16": ("RT_ALGO_CSUM16", 16), "xor16": ("RT_ALGO_XOR16", 16), "crc1
 
 
 class Calculations:
-    def __init__(self, cg):
+    def __init__(self, cg: ProgramC) -> None:
         self.cg = cg
         self.prog = cg.prog
-        self.by_name = {}      # name -> (C function, exact result bits or None)
-        self.lines = []
+        self.by_name: dict[str, tuple[str, int | None]] = {}  # name -> (C function, exact result bits or None)
+        self.lines: list[str] = []
 
-    def build(self):
+    def build(self) -> None:
         for i, calc in enumerate(self.prog.json.get("calculations", [])):
             self.by_name[calc["name"]] = self._calc(i, calc)
 
-    def get(self, name, where):
+    def get(self, name: str | None, where: str) -> tuple[str, int]:
         """(function, bits) of a calculation whose exact value a hash offset needs."""
         if name not in self.by_name:
             raise NativeUnsupported(f"{where}: unknown calculation {name!r}")
@@ -41,7 +48,8 @@ class Calculations:
         const, bits = ALGOS[algo]
         x = ExprC(self.cg, f"calculation {name}")
         c = calculation(self.prog, calc, NativeUnsupported)
-        parts = []
+        # (kind, what, width): "v" an Lv, "c" an int, "h" a CHeader, "p" the header before the payload
+        parts: list[tuple[str, Any, int]] = []
         for inp in c.inputs:
             if inp.kind == "field":
                 lv = x.lvalue(inp.node)
@@ -49,6 +57,7 @@ class Calculations:
             elif inp.kind == "const":
                 parts.append(("c", inp.value, inp.width))
             elif inp.kind == "header":
+                assert inp.header is not None   # a "header" input names its header
                 parts.append(("h", self.cg.layout.headers[inp.header], 0))
             else:
                 parts.append(("p", inp.header, 0))
@@ -111,7 +120,7 @@ class Calculations:
         self.lines += out
         return fn, bits
 
-    def checksums(self):
+    def checksums(self) -> None:
         """verify_checksums() and update_checksums()."""
         prog = self.prog
         for kind in ("verify", "update"):
@@ -149,5 +158,5 @@ class Calculations:
             out += ["    return R_OK;", "}"]
             self.lines += out
 
-    def source(self):
+    def source(self) -> str:
         return "\n".join(self.lines)

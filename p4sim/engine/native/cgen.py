@@ -1,6 +1,7 @@
 """One program as C source: the packet state, parser, controls, checksums, deparser and the
 glue the traffic manager (runtime/p4sim_tm.h) needs.  Anything the generator cannot express
 raises NativeUnsupported, and the program runs on the Python engine instead."""
+from ..program import Program
 from .ccalc import Calculations
 from .cexpr import MAX_BITS
 from .cheaders import HeaderCodecs
@@ -17,7 +18,7 @@ TM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
 class ProgramC:
     """Generates the C of one Program; `source` and the table/object indices the runtime uses."""
 
-    def __init__(self, prog):
+    def __init__(self, prog: Program) -> None:
         self.prog = prog
         self.layout = Layout(prog)
         self.bits = 128
@@ -33,42 +34,42 @@ class ProgramC:
         self.source = self._generate()
 
     # ---- bookkeeping for the generators ----------------------------------------------------
-    def need_bits(self, bits):
+    def need_bits(self, bits: int) -> None:
         if bits > MAX_BITS:
             raise NativeUnsupported(f"a value needs {bits} bits")
         self.bits = max(self.bits, bits)
 
     @property
-    def limbs(self):
+    def limbs(self) -> int:
         return max(2, (self.bits + 63) // 64)
 
-    def wide_constant(self, value):
+    def wide_constant(self, value: int) -> str:
         name = self._wconsts.get(value)
         if name is None:
             name = self._wconsts[value] = f"WC{len(self._wconsts)}"
         return name
 
-    def reg_index(self, name):
+    def reg_index(self, name: str) -> int:
         return self.registers[name]
 
-    def counter_index(self, name):
+    def counter_index(self, name: str) -> int:
         return self.counters[name]
 
-    def meter_index(self, name):
+    def meter_index(self, name: str) -> int:
         return self.meters[name]
 
-    def vset_index(self, name):
+    def vset_index(self, name: str) -> int:
         return self.vsets[name]
 
     @staticmethod
-    def cell_type(width):
+    def cell_type(width: int) -> str:
         return "uint8_t" if width <= 8 else "uint16_t" if width <= 16 else "uint32_t" if width <= 32 else "uint64_t"
 
-    def calculation(self, name, where):
+    def calculation(self, name: str | None, where: str) -> tuple[str, int]:
         return self.calcs.get(name, where)
 
     # ---- source ----------------------------------------------------------------------------
-    def _generate(self):
+    def _generate(self) -> str:
         prog, layout = self.prog, self.layout
         for fname in TM_FIELDS:
             if ("standard_metadata", fname) not in prog.fields:

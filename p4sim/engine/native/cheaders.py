@@ -6,23 +6,30 @@ fields are read as two's complement and written as their bit pattern, as the Pyt
 struct codes do.  deparse() writes the valid headers of the deparser's order; ser_after_N()
 writes the ones after a given header (a calculation's "payload" input).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .errors import NativeUnsupported
-from .layout import storage
+from .layout import CHeader, HeaderType, storage
+
+if TYPE_CHECKING:
+    from .cgen import ProgramC
 
 
 class HeaderCodecs:
-    def __init__(self, cg):
+    def __init__(self, cg: ProgramC) -> None:
         self.cg = cg
         self.layout = cg.layout
-        self.emitted = set()
-        self.lines = []
+        self.emitted: set[str] = set()
+        self.lines: list[str] = []
 
-    def nbytes(self, htype, where):
+    def nbytes(self, htype: HeaderType, where: str) -> int:
         if htype.nbits % 8:
             raise NativeUnsupported(f"{where}: header type {htype.cname} is {htype.nbits} bits, not whole bytes")
         return htype.nbits // 8
 
-    def ensure(self, htype, where):
+    def ensure(self, htype: HeaderType, where: str) -> int:
         """Emit ext_/ser_ for a header type once; -> its size in bytes."""
         n = self.nbytes(htype, where)
         if htype.cname in self.emitted:
@@ -58,12 +65,12 @@ class HeaderCodecs:
         self.lines += ext + ["}"] + ser + ["}"]
         return n
 
-    def deparser(self):
+    def deparser(self) -> None:
         """deparse(), DEPARSE_MAX and the deparser order (for ser_after)."""
         prog = self.cg.prog
         deps = prog.json.get("deparsers", [])
         order = deps[0].get("order", []) if deps else []
-        self.order = []
+        self.order: list[CHeader] = []
         for name in order:
             h = self.layout.headers.get(name)
             if h is None:
@@ -82,13 +89,13 @@ class HeaderCodecs:
         out += ["    return n;", "}", f"#define DEPARSE_MAX {total}"]
         self.lines += out
         self.max_bytes = total
-        self._after = {}
+        self._after: dict[int, tuple[str, int]] = {}  # first index -> (C function, max bytes)
 
     @staticmethod
-    def _emit(h, nb):
+    def _emit(h: CHeader, nb: int) -> str:
         return f"    if (st->{h.access}.valid) {{ ser_{h.htype.cname}(&st->{h.access}, o + n); n += {nb}; }}"
 
-    def ser_after(self, name):
+    def ser_after(self, name: str | None) -> tuple[str, int]:
         """Name of a C function writing the valid headers after `name` in the deparser order."""
         names = [h.name for h in self.order]
         start = names.index(name) + 1 if name in names else len(names)
@@ -103,5 +110,5 @@ class HeaderCodecs:
             self._after[start] = (fn, sum(self.ensure(h.htype, h.name) for h in self.order[start:]))
         return self._after[start]
 
-    def source(self):
+    def source(self) -> str:
         return "\n".join(self.lines)

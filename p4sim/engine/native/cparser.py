@@ -8,10 +8,17 @@ Parsing is bounded as in the Python engine: a parser that visits more than bytes
 states is looping without consuming input, and the packet is dropped (counted in
 stats["dropped_parser_loop"]) instead of hanging the switch.
 """
-from ..ir_parser import Advance, Extract, SetField, Verify, packed_shifts, padded_shifts, parser, vset_mask
-from .cexpr import ExprC, c_string
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir_parser import Advance, Extract, SetField, State, Verify, packed_shifts, padded_shifts, parser, vset_mask
+from .cexpr import ExprC, V, c_string
 from .cstmt import Ctx, Prims
 from .errors import NativeUnsupported
+
+if TYPE_CHECKING:
+    from .cgen import ProgramC
 
 U64 = (1 << 64) - 1
 PARSER_CTX = Ctx(exit="goto P_accept;",
@@ -20,17 +27,17 @@ PARSER_CTX = Ctx(exit="goto P_accept;",
 
 
 class ParserGen:
-    def __init__(self, cg):
+    def __init__(self, cg: ProgramC) -> None:
         self.cg = cg
         self.prog = cg.prog
         self.layout = cg.layout
         self.codecs = cg.codecs
-        self.lines = []
+        self.lines: list[str] = []
 
-    def w(self, line):
+    def w(self, line: str) -> None:
         self.lines.append(line)
 
-    def build(self):
+    def build(self) -> None:
         prog = self.prog
         perr = prog.errors
         self.errors = perr
@@ -66,7 +73,7 @@ class ParserGen:
         w("    return R_LOOP;")
         w("}")
 
-    def error_names(self):
+    def error_names(self) -> str:
         out = ["static const char *error_name(uint64_t code) {", "    switch (code) {"]
         seen = set()
         for name, value in self.prog.errors.items():
@@ -77,10 +84,10 @@ class ParserGen:
         out += ["    default: return \"(unknown error)\";", "    }", "}"]
         return "\n".join(out)
 
-    def fail(self, code):
+    def fail(self, code: str | int) -> str:
         return f"{{ perr = {code}; goto P_err; }}"
 
-    def state(self, stt, labels, perr):
+    def state(self, stt: State, labels: dict[str, str], perr: dict[str, int]) -> None:
         w = self.w
         where = stt.where
         x = ExprC(self.cg, where)
@@ -97,6 +104,7 @@ class ParserGen:
                 w(f"    RT_TRACE(sw, \"Extracting header '%s'\", {c_string(op.header)});")
                 w(f"    ext_{h.htype.cname}(&st->{h.access}, d + off); st->{h.access}.valid = 1; off += {nb};")
             elif isinstance(op, Extract):
+                assert op.stack is not None     # an Extract names a header or a stack
                 cs = self.layout.stacks[op.stack]
                 nb = self.codecs.ensure(cs.htype, where)
                 w(f"    {{ uint32_t k_ = st->{cs.next};")
@@ -132,12 +140,12 @@ class ParserGen:
                 w(f"    {{ uint64_t k_ = ({bits}) >> 3;")
                 w(f"      if ((uint64_t)(n - off) < k_) {too_short} off += (uint32_t)k_; }}")
             else:
-                body = []
+                body: list[str] = []
                 prims.primitive(op.call, "    ", body)
                 self.lines += body
         self.transition(stt, labels, x, too_short)
 
-    def peek(self, bo, bw, too_short):
+    def peek(self, bo: int, bw: int, too_short: str) -> tuple[str, str]:
         """C statement setting v_ to `bw` bits at bit `bo` after the offset (PacketTooShort if not there)."""
         nb = ((bo & 7) + bw + 7) >> 3
         check = f"if ((uint64_t)off + {bo >> 3}u + {nb}u > n) {too_short}"
@@ -146,7 +154,7 @@ class ParserGen:
             return f"{check} v_ = w_get_bits(d + off + {bo >> 3}, {bo & 7}, {bw});", "w"
         return f"{check} v_ = rt_get_bits(d + off + {bo >> 3}, {bo & 7}, {bw});", "u64"
 
-    def transition(self, stt, labels, x, too_short):
+    def transition(self, stt: State, labels: dict[str, str], x: ExprC, too_short: str) -> None:
         w = self.w
 
         def target(case):
@@ -215,6 +223,7 @@ class ParserGen:
             else:
                 if wide:
                     raise NativeUnsupported(f"{stt.where}: parse value set on a key wider than 64 bits")
+                assert case.vset is not None    # a "vset" case names its value set
                 cterms = [f"(({code} & {(1 << wd) - 1:#x}ULL) << {shift})" if shift else
                           f"({code} & {(1 << wd) - 1:#x}ULL)"
                           for (code, wd), shift in zip(parts, packed_shifts(widths))]
@@ -225,6 +234,5 @@ class ParserGen:
         w("    }")
 
 
-def _c(code):
-    from .cexpr import V
+def _c(code: str) -> V:
     return V(code, "u64", True, 0, (1 << 32) - 1)

@@ -6,13 +6,21 @@ as p4sim.engine.tables does), asks the runtime for the entry (or the default ent
 counts the direct counter of a hit, calls the entry's action and goes to the next node its
 action (or hit/miss) selects.  Trace lines match the Python engine's.
 """
+from __future__ import annotations
+
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import ir_pipeline
 from ..ir_pipeline import MATCH_KINDS, inline_table, key_shifts, match_kind, next_node
+from ..program import ActionInfo, Json, TableInfo
 from .cexpr import ExprC, c_string
 from .cstmt import Prims
 from .errors import NativeUnsupported
+
+if TYPE_CHECKING:
+    from .cgen import ProgramC
 
 
 @dataclass
@@ -37,12 +45,13 @@ class TableSpec:
     index: int
     kind: int          # RT_TBL_NONE / EXACT / LPM / TERNARY
     kw: int
-    keys: list
+    keys: list[KeySlot]
     nranges: int
     argw: int
 
 
-def action_params(action):
+def action_params(action: ActionInfo) -> tuple[list[ParamSlot], int]:
+    """Where each parameter sits in the action-data words, and how many words they take."""
     slots, off = [], 0
     for p in action.params:
         limbs = (p.width + 63) // 64 if p.width > 64 else 0
@@ -51,26 +60,26 @@ def action_params(action):
     return slots, off
 
 
-def table_kind(info):
+def table_kind(info: TableInfo) -> int:
     """RT_TBL_NONE / EXACT / LPM / TERNARY: the C runtime's number for the table's match kind."""
     return MATCH_KINDS.index(match_kind(info))
 
 
 class PipelineGen:
-    def __init__(self, cg):
+    def __init__(self, cg: ProgramC) -> None:
         self.cg = cg
         self.prog = cg.prog
         self.layout = cg.layout
-        self.lines = []
+        self.lines: list[str] = []
         self.specs: dict[str, TableSpec] = {}
         self.params = {aid: action_params(a) for aid, a in self.prog.actions.items()}
         self._action_json = {a["id"]: a for a in self.prog.json.get("actions", [])}
 
-    def w(self, line):
+    def w(self, line: str) -> None:
         self.lines.append(line)
 
     # ---- actions ---------------------------------------------------------------------------
-    def actions(self):
+    def actions(self) -> None:
         for aid, a in self.prog.actions.items():
             slots, _ = self.params[aid]
 
@@ -115,7 +124,7 @@ class PipelineGen:
         self.w("}")
 
     # ---- tables ----------------------------------------------------------------------------
-    def table_spec(self, info, index):
+    def table_spec(self, info: TableInfo, index: int) -> TableSpec:
         ternary = match_kind(info) == "ternary"
         keys, nranges = [], 0
         for k, shift in zip(info.keys, key_shifts(info)):
@@ -133,7 +142,7 @@ class PipelineGen:
         self.specs[info.name] = spec
         return spec
 
-    def key_code(self, info, spec, x):
+    def key_code(self, info: TableInfo, spec: TableSpec, x: ExprC) -> list[str]:
         """C lines filling k_[] (and rv_[] for range keys)."""
         out = [f"uint64_t k_[{spec.kw}] = {{0}};"]
         if spec.nranges:
@@ -173,7 +182,7 @@ class PipelineGen:
         return out
 
     # ---- pipelines -------------------------------------------------------------------------
-    def pipeline(self, pipe_name):
+    def pipeline(self, pipe_name: str) -> None:
         prog = self.prog
         graph = ir_pipeline.pipeline(prog, pipe_name, NativeUnsupported)
         self.w(f"static int run_{pipe_name}(rt_switch *sw, pstate *st) {{")
@@ -205,7 +214,7 @@ class PipelineGen:
         self.w("    return R_OK;")
         self.w("}")
 
-    def conditional(self, name, j, go):
+    def conditional(self, name: str, j: Json, go: Callable[[str | None], str]) -> None:
         x = ExprC(self.cg, f"condition {name}")
         cond = x.cond(j["expression"])
         frag = (j.get("source_info") or {}).get("source_fragment")
@@ -216,7 +225,7 @@ class PipelineGen:
         self.w(f"      RT_TRACE(sw, \"%s is %s\", {c_string(label)}, c_ ? \"true\" : \"false\");")
         self.w(f"      if (c_) {go(j.get('true_next'))} {go(j.get('false_next'))} }}")
 
-    def table(self, info, go):
+    def table(self, info: TableInfo, go: Callable[[str | None], str]) -> None:
         spec = self.specs[info.name]
         x = ExprC(self.cg, f"table {info.name}")
         tv = f"&sw->tables[{spec.index}]"

@@ -6,12 +6,21 @@ in a control that drops the packet, in a parser it ends the whole run, as the Py
 IndexError does.  Jumps (_jump, _jump_if_zero) become gotos; a backward jump counts its
 iterations so a program that loops forever ends the packet instead of hanging the switch.
 """
-from dataclasses import dataclass
-from typing import NoReturn
+from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from ..program import Json
 from ..program_loader import parse_hexstr
-from .cexpr import ExprC, c_string
+from .cexpr import ExprC, Lv, c_string
 from .errors import NativeUnsupported
+
+if TYPE_CHECKING:
+    from .cgen import ProgramC
+
+T = TypeVar("T")
 
 ACTION_LOOP_LIMIT = 1 << 20
 
@@ -25,7 +34,8 @@ class Ctx:
 
 
 class Prims:
-    def __init__(self, cg, where, params=None, ctx=None, ptr="st"):
+    def __init__(self, cg: ProgramC, where: str, params: Callable[[int], tuple[str, int, int]] | None = None,
+                 ctx: Ctx | None = None, ptr: str = "st") -> None:
         self.cg = cg
         self.prog = cg.prog
         self.layout = cg.layout
@@ -34,11 +44,11 @@ class Prims:
         self.ctx = ctx or Ctx()
         self.ptr = ptr
 
-    def unsupported(self, msg) -> NoReturn:
+    def unsupported(self, msg: str) -> NoReturn:
         raise NativeUnsupported(f"{self.where}: {msg}")
 
     # ---- bodies ----------------------------------------------------------------------------
-    def body(self, prims, ind="    "):
+    def body(self, prims: list[Json], ind: str = "    ") -> list[str]:
         """C lines for a list of primitives, jumps included."""
         targets = set()
         backward = False
@@ -78,21 +88,21 @@ class Prims:
             out.append(f"L{len(prims)}:;")
         return out
 
-    def _target(self, p, i):
+    def _target(self, p: Json, i: int) -> int:
         return int(parse_hexstr(p["parameters"][i]["value"]))
 
-    def _check(self):
+    def _check(self) -> str:
         if self.x.uses_index:
             return f"if (UNLIKELY(sw->abort)) {{ {self.ctx.drop} }} "
         return ""
 
-    def _after(self, ind):
+    def _after(self, ind: str) -> list[str]:
         if self.x.uses_index:
             self.x.uses_index = False
             return [f"{ind}if (UNLIKELY(sw->abort)) {{ {self.ctx.drop} }}"]
         return []
 
-    def primitive(self, p, ind, out):
+    def primitive(self, p: Json, ind: str, out: list[str]) -> None:
         op = p.get("op")
         handler = getattr(self, "p_" + str(op), None)
         if handler is None:
@@ -102,25 +112,25 @@ class Prims:
         out.extend(self._after(ind))
 
     # ---- helpers ---------------------------------------------------------------------------
-    def sm(self, name):
+    def sm(self, name: str) -> Lv:
         return self.x.lvalue({"type": "field", "value": ["standard_metadata", name]})
 
-    def hidden(self, name):
+    def hidden(self, name: str) -> str:
         return f"{self.ptr}->{self.layout.hidden[name].access}"
 
-    def named(self, kind, table, node):
+    def named(self, kind: str, table: dict[str, T], node: Any) -> T:
         name = node.get("value") if isinstance(node, dict) else None
         if not isinstance(node, dict) or node.get("type") != kind or name not in table:
             self.unsupported(f"expected a {kind} name, got {node!r}")
         return table[name]
 
-    def int_arg(self, ps, i, what):
+    def int_arg(self, ps: list[Json], i: int, what: str) -> str:
         if len(ps) <= i:
             return "0"
         return self.x.i64_code(ps[i], what)
 
     # ---- primitives ------------------------------------------------------------------------
-    def p_assign(self, ps, ind, out):
+    def p_assign(self, ps: list[Json], ind: str, out: list[str]) -> None:
         out.append(ind + self.x.store(self.x.lvalue(ps[0]), ps[1]))
 
     p_modify_field = p_assign
@@ -130,31 +140,31 @@ class Prims:
         node = {"type": "expression", "value": {"op": op, "left": ps[0], "right": ps[1]}}
         out.append(ind + self.x.store(lv, node))
 
-    def p_add_to_field(self, ps, ind, out):
+    def p_add_to_field(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._update(ps, ind, out, "+")
 
-    def p_subtract_from_field(self, ps, ind, out):
+    def p_subtract_from_field(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._update(ps, ind, out, "-")
 
-    def p_assign_header(self, ps, ind, out):
+    def p_assign_header(self, ps: list[Json], ind: str, out: list[str]) -> None:
         d, dt = self.x.header(ps[0])
         s, st = self.x.header(ps[1])
         if dt is not st:
             self.unsupported("assign_header between different header types")
         out.append(f"{ind}{d} = {s};")
 
-    def p_assign_header_stack(self, ps, ind, out):
+    def p_assign_header_stack(self, ps: list[Json], ind: str, out: list[str]) -> None:
         d, s = self.x.stack(ps[0]), self.x.stack(ps[1])
         if d.htype is not s.htype or d.size != s.size:
             self.unsupported("assign_header_stack between different stacks")
         out.append(f"{ind}memcpy({self.ptr}->{d.array}, {self.ptr}->{s.array}, sizeof {self.ptr}->{d.array}); "
                    f"{self.ptr}->{d.next} = {self.ptr}->{s.next};")
 
-    def p_add_header(self, ps, ind, out):
+    def p_add_header(self, ps: list[Json], ind: str, out: list[str]) -> None:
         h, _ = self.x.header(ps[0])
         out.append(f"{ind}if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; }}")
 
-    def p_remove_header(self, ps, ind, out):
+    def p_remove_header(self, ps: list[Json], ind: str, out: list[str]) -> None:
         h, _ = self.x.header(ps[0])
         out.append(f"{ind}{h}.valid = 0;")
 
@@ -174,20 +184,20 @@ class Prims:
         lines.append(f"{ind}  }} }}")
         out.extend(lines)
 
-    def p_push(self, ps, ind, out):
+    def p_push(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._stack_shift(ps, ind, out, True)
 
-    def p_pop(self, ps, ind, out):
+    def p_pop(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._stack_shift(ps, ind, out, False)
 
-    def p_register_read(self, ps, ind, out):
+    def p_register_read(self, ps: list[Json], ind: str, out: list[str]) -> None:
         lv = self.x.lvalue(ps[0])
         reg = self.named("register_array", self.prog.registers, ps[1])
         idx = self.x.index_code(ps[2])
         value = self.x.register_value(reg, "i_")
         out.append(f"{ind}{{ uint64_t i_ = {idx}; {self._check()}{self.x.store_value(lv, value)} }}")
 
-    def p_register_write(self, ps, ind, out):
+    def p_register_write(self, ps: list[Json], ind: str, out: list[str]) -> None:
         reg = self.named("register_array", self.prog.registers, ps[0])
         idx = self.x.index_code(ps[1])
         cells = f"sw->regs[{self.cg.reg_index(reg.name)}].cells"
@@ -205,7 +215,7 @@ class Prims:
         out.append(f"{ind}{{ uint64_t i_ = {idx}; uint64_t v_ = {self.x.as_u64(v)} & {mask:#x}ULL; "
                    f"{self._check()}if (i_ < {reg.size}ULL) (({ctype} *){cells})[i_] = ({ctype})v_; }}")
 
-    def p_count(self, ps, ind, out):
+    def p_count(self, ps: list[Json], ind: str, out: list[str]) -> None:
         c = self.named("counter_array", self.prog.counters, ps[0])
         if c.direct:
             self.unsupported(f"count() on direct counter {c.name}")
@@ -215,7 +225,7 @@ class Prims:
         out.append(f"{ind}{{ uint64_t i_ = {idx}; {self._check()}if (i_ < {c.size}ULL) {{ {k}.packets[i_]++; "
                    f"{k}.bytes[i_] += {plen}; }} }}")
 
-    def p_execute_meter(self, ps, ind, out):
+    def p_execute_meter(self, ps: list[Json], ind: str, out: list[str]) -> None:
         m = self.named("meter_array", self.prog.meters, ps[0])
         if m.direct:
             self.unsupported(f"execute_meter on direct meter {m.name}")
@@ -233,10 +243,10 @@ class Prims:
         out.append(f"{ind}{espec.code} = sw->drop_port; {mgrp.code} = 0;")
         out.append(f'{ind}RT_TRACE(sw, "Primitive mark_to_drop: packet marked to be dropped");')
 
-    def p_mark_to_drop(self, ps, ind, out):
+    def p_mark_to_drop(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._drop(ind, out)
 
-    def p_drop(self, ps, ind, out):
+    def p_drop(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._drop(ind, out)
 
     def _flags(self, ind, out, flag, value_name, fl_name, ps, session):
@@ -248,24 +258,24 @@ class Prims:
             parts.append(f"{self.hidden(fl_name)} = {self.int_arg(ps, 0, 'field list')};")
         out.append(ind + " ".join(parts))
 
-    def p_clone_ingress_pkt_to_egress(self, ps, ind, out):
+    def p_clone_ingress_pkt_to_egress(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._flags(ind, out, "clone_pending", "clone_session", "clone_field_list", ps, True)
 
     p_clone_egress_pkt_to_egress = p_clone_ingress_pkt_to_egress
 
-    def p_resubmit(self, ps, ind, out):
+    def p_resubmit(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._flags(ind, out, "resubmit", None, "resubmit_field_list", ps, False)
 
-    def p_recirculate(self, ps, ind, out):
+    def p_recirculate(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._flags(ind, out, "recirculate", None, "recirculate_field_list", ps, False)
 
-    def p_truncate(self, ps, ind, out):
+    def p_truncate(self, ps: list[Json], ind: str, out: list[str]) -> None:
         out.append(f"{ind}{self.hidden('truncate')} = {self.x.i64_code(ps[0], 'truncate length')};")
 
-    def p_exit(self, ps, ind, out):
+    def p_exit(self, ps: list[Json], ind: str, out: list[str]) -> None:
         out.append(f"{ind}{self.hidden('exit')} = 1; {self.ctx.exit}")
 
-    def p_modify_field_with_hash_based_offset(self, ps, ind, out):
+    def p_modify_field_with_hash_based_offset(self, ps: list[Json], ind: str, out: list[str]) -> None:
         lv = self.x.lvalue(ps[0])
         calc = ps[2].get("value") if isinstance(ps[2], dict) else None
         fn, bits = self.cg.calculation(calc, self.where)
@@ -279,7 +289,7 @@ class Prims:
                 "right": h}}}}
         out.append(f"{ind}{{ uint64_t h_ = {fn}(sw, {self.ptr}, NULL, 0); {self.x.store(lv, value)} }}")
 
-    def p_modify_field_rng_uniform(self, ps, ind, out):
+    def p_modify_field_rng_uniform(self, ps: list[Json], ind: str, out: list[str]) -> None:
         lv = self.x.lvalue(ps[0])
         lo, hi = self.x.exact(ps[1]), self.x.exact(ps[2])
         if not (-(1 << 63) <= min(lo.lo, hi.lo) and max(lo.hi, hi.hi) < (1 << 63)):
@@ -290,7 +300,7 @@ class Prims:
                    f"{self.ctx.abort} }} int64_t r_ = (int64_t)((uint64_t)lo_ + rt_rand_u64(sw, "
                    f"(uint64_t)hi_ - (uint64_t)lo_)); {self.x.store(lv, value)} }}")
 
-    def p_log_msg(self, ps, ind, out):
+    def p_log_msg(self, ps: list[Json], ind: str, out: list[str]) -> None:
         fmt = ps[0].get("value", "") if ps else ""
         args = []
         if len(ps) > 1 and ps[1].get("type") == "parameters_vector":
@@ -316,14 +326,14 @@ class Prims:
         out.append(f"{ind}if (!{cond}) {{ {self._check()}sw->drop_msg = {msg}; rt_set_error(sw, {msg}); "
                    f"{self.ctx.drop} }}")
 
-    def p_assert(self, ps, ind, out):
+    def p_assert(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._assert(ps, ind, out, "assert")
 
-    def p_assume(self, ps, ind, out):
+    def p_assume(self, ps: list[Json], ind: str, out: list[str]) -> None:
         self._assert(ps, ind, out, "assume")
 
-    def p_no_op(self, ps, ind, out):
+    def p_no_op(self, ps: list[Json], ind: str, out: list[str]) -> None:
         pass
 
-    def p_generate_digest(self, ps, ind, out):
+    def p_generate_digest(self, ps: list[Json], ind: str, out: list[str]) -> None:
         out.append(f'{ind}RT_TRACE(sw, "generate_digest: digests are not supported, ignored");')

@@ -12,7 +12,7 @@ W=31, int64_t up to W=63, limbs (two's complement) above.
 """
 from dataclasses import dataclass
 
-from ..program import HIDDEN_SLOTS
+from ..program import HIDDEN_SLOTS, FieldInfo, HeaderInfo, Program
 from .errors import NativeUnsupported
 
 
@@ -55,7 +55,7 @@ def storage(width: int, signed: bool) -> tuple[str, int]:
 @dataclass
 class HeaderType:
     cname: str
-    fields: list          # [(member name, FieldInfo)]
+    fields: list[tuple[str, FieldInfo]]   # (member name, field)
     nbits: int
 
 
@@ -84,7 +84,7 @@ class CStack:
 
 
 class Layout:
-    def __init__(self, prog):
+    def __init__(self, prog: Program) -> None:
         self.prog = prog
         self.types: dict[str, HeaderType] = {}
         self.headers: dict[str, CHeader] = {}
@@ -95,7 +95,7 @@ class Layout:
         self._build()
 
     # ---- construction --------------------------------------------------------------------
-    def _type_of(self, h) -> HeaderType:
+    def _type_of(self, h: HeaderInfo) -> HeaderType:
         key = h.header_type
         ht = self.types.get(key)
         if ht is None:

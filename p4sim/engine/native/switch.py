@@ -11,21 +11,27 @@ write is atomic with respect to packets.  Packets (process, process_batch, the n
 loop) take only the C mutex, per batch.  Bulk register and counter reads copy in chunks, each
 under the C mutex, so they never hold packets back for long (consistent per cell, as BMv2).
 """
+from __future__ import annotations
+
 import array
 import ctypes
 import logging
+import os
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
-from ..control import ControlAPI, check_frame, check_ingress_port, check_trace
+from ..control import ControlAPI, Value, check_frame, check_ingress_port, check_trace
 from ..errors import EngineError, ResourceExhaustedError
 from ..meters import MeterArray
+from ..program import Program, TableInfo
 from ..program_loader import build_program, load_json
-from ..switch import Switch as PythonSwitch
 from ..tables import Table, TableEntry
 from ..values import parse_value
 from . import binding, toolchain
 from .cgen import ProgramC
+from .cpipeline import TableSpec
 from .errors import NativeBuildError
 
 log = logging.getLogger("p4reduce.p4sim.engine")
@@ -37,53 +43,57 @@ READ_CHUNK = 16384          # register/counter cells copied per lock hold
 ARENA_FIXED = 8 << 20       # bytes for recirculated packets per received frame
 U64 = (1 << 64) - 1
 
+U64Array: TypeAlias = "ctypes.Array[ctypes.c_uint64]"
+U16Array: TypeAlias = "ctypes.Array[ctypes.c_uint16]"
+Frame: TypeAlias = bytes | bytearray | memoryview
+
 
 class NativeInternalError(Exception):
     """A packet hit an internal error in the native code (the message says which)."""
 
 
-def _words(value, n):
+def _words(value: int, n: int) -> list[int]:
     return [(value >> (64 * i)) & U64 for i in range(n)]
 
 
-def _u64s(values):
+def _u64s(values: list[int]) -> U64Array:
     return (ctypes.c_uint64 * max(1, len(values)))(*values)
 
 
 class NativeLock:
     """Python RLock + the C switch mutex, always taken in that order."""
 
-    def __init__(self, lib, handle):
+    def __init__(self, lib: ctypes.CDLL, handle: int) -> None:
         self._py = threading.RLock()
         self._lib = lib
         self._handle = handle
 
-    def acquire(self, blocking=True, timeout=-1):
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if not self._py.acquire(blocking, timeout):
             return False
         self._lib.rt_lock(self._handle)
         return True
 
-    def release(self):
+    def release(self) -> None:
         self._lib.rt_unlock(self._handle)
         self._py.release()
 
     __enter__ = acquire
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
 class NativeTable(Table):
     """A tables.Table whose changes are mirrored into the C table."""
 
-    def __init__(self, info, prog, switch, spec):
+    def __init__(self, info: TableInfo, prog: Program, switch: NativeSwitch, spec: TableSpec) -> None:
         super().__init__(info, prog)
         self._sw = switch
         self.spec = spec
-        self.c_entries = {}
+        self.c_entries: dict[int, int] = {}    # handle -> the C entry's address
 
-    def _args(self, action_id, data):
+    def _args(self, action_id: int | None, data: Iterable[int]) -> U64Array:
         words = []
         if action_id is not None:
             slots, _ = self._sw._params[action_id]
@@ -92,7 +102,8 @@ class NativeTable(Table):
         words += [0] * (self.spec.argw - len(words))
         return _u64s(words)
 
-    def _key_words(self, match):
+    def _key_words(self, match: tuple[Any, ...]) -> tuple[U64Array, U64Array, U64Array, U64Array, int]:
+        """(value words, mask words, range lows, range highs, prefix length) of a normalized match."""
         spec = self.spec
         value = mask = plen = 0
         rlo = [0] * spec.nranges
@@ -117,7 +128,8 @@ class NativeTable(Table):
                 rlo[slot.range_index], rhi[slot.range_index] = m
         return _u64s(_words(value, spec.kw)), _u64s(_words(mask, spec.kw)), _u64s(rlo), _u64s(rhi), plen
 
-    def add(self, match, action_id, data, priority, const=False):
+    def add(self, match: list[Any], action_id: int, data: list[int] | tuple[int, ...], priority: int,
+            const: bool = False) -> int:
         handle = super().add(match, action_id, data, priority, const)
         value, mask, rlo, rhi, plen = self._key_words(tuple(match))
         aid = -1 if action_id is None else action_id
@@ -129,35 +141,35 @@ class NativeTable(Table):
         self.c_entries[handle] = ptr
         return handle
 
-    def modify(self, handle, action_id, data):
+    def modify(self, handle: int, action_id: int, data: list[int]) -> None:
         super().modify(handle, action_id, data)
         self._sw._lib.rt_tbl_modify(self._sw._c, self.spec.index, self.c_entries[handle], action_id,
                                     self._args(action_id, data))
 
-    def delete(self, handle):
+    def delete(self, handle: int) -> None:
         super().delete(handle)
         self._sw._lib.rt_tbl_delete(self._sw._c, self.spec.index, self.c_entries.pop(handle))
 
-    def clear(self):
+    def clear(self) -> None:
         self.check_mutable()
         for handle in list(self.entries):
             self.delete(handle)
 
-    def sync_default(self):
+    def sync_default(self) -> None:
         d = self.default
         self._sw._lib.rt_tbl_set_default(self._sw._c, self.spec.index,
                                          -1 if d.action_id is None else d.action_id,
                                          self._args(d.action_id, d.data))
 
-    def set_default(self, action_id, data):
+    def set_default(self, action_id: int, data: list[int]) -> None:
         super().set_default(action_id, data)
         self.sync_default()
 
-    def reset_default(self):
+    def reset_default(self) -> None:
         super().reset_default()
         self.sync_default()
 
-    def counter(self, handle, write=None):
+    def counter(self, handle: int, write: tuple[int, int] | None = None) -> tuple[int, int]:
         ptr = self.c_entries[handle]
         pk, by = ctypes.c_uint64(), ctypes.c_uint64()
         if write is not None:
@@ -171,7 +183,8 @@ class NativeSwitch(ControlAPI):
 
     backend = "native"
 
-    def __init__(self, bmv2_json, cpu_port=None, drop_port=511):
+    def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, cpu_port: int | None = None,
+                 drop_port: int = 511) -> None:
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         prog = build_program(load_json(bmv2_json))
@@ -219,17 +232,14 @@ class NativeSwitch(ControlAPI):
         self._clone_sessions = {}
         self._vsets = {name: [] for name in prog.parse_vsets}
         self._meters = {m.name: MeterArray(m) for m in prog.meters.values() if not m.direct}
-        self._trace = None
+        self._trace: Callable[[str], Any] | None = None
         self._last_loop_log = -LOG_INTERVAL
         self._unlogged_loops = 0
         self._local = threading.local()
-        self._outbufs = []
+        self._outbufs: list[Any] = []     # every thread's output buffer (a ctypes pointer), freed with the switch
         self._free = lib.rt_switch_free
         self._free_outbuf = lib.rt_outbuf_free
-        PythonSwitch._install_const_entries(self)
-
-    def _install_table_const_entries(self, t, entries):
-        PythonSwitch._install_table_const_entries(self, t, entries)
+        self._install_const_entries()
 
     def __del__(self):
         c = getattr(self, "_c", None)
@@ -241,41 +251,41 @@ class NativeSwitch(ControlAPI):
 
     # ---- description -----------------------------------------------------------------------
     @property
-    def c_source(self):
+    def c_source(self) -> str:
         """The generated C (for debugging)."""
         return self._gen.source
 
     @property
-    def stats(self):
+    def stats(self) -> dict[str, int]:
         out = (ctypes.c_uint64 * len(binding.STAT_NAMES))()
         self._lib.rt_stats(self._c, out)
         return dict(zip(binding.STAT_NAMES, out))
 
     @property
-    def last_internal_error(self):
+    def last_internal_error(self) -> NativeInternalError | None:
         if not self.stats["internal_errors"]:
             return None
         buf = ctypes.create_string_buffer(256)
         self._lib.rt_last_error(self._c, buf, len(buf))
         return NativeInternalError(buf.value.decode("utf-8", "replace"))
 
-    def set_determinism(self, frozen_us=None, fixed_random=False):
+    def set_determinism(self, frozen_us: float | None = None, fixed_random: bool = False) -> None:
         """Tests: freeze the packet clock at `frozen_us` and make random() return its lower bound."""
         self._lib.rt_set_determinism(self._c, -1 if frozen_us is None else int(frozen_us), int(fixed_random))
 
     # ---- trace -------------------------------------------------------------------------------
     @property
-    def trace(self):
+    def trace(self) -> Callable[[str], Any] | None:
         return self._trace
 
     @trace.setter
-    def trace(self, fn):
+    def trace(self, fn: Callable[[str], Any] | None) -> None:
         with self.lock:
             check_trace(fn)
             self._trace = fn
             self._lib.rt_trace_enable(self._c, int(fn is not None))
 
-    def _drain_trace(self):
+    def _drain_trace(self) -> None:
         fn = self._trace
         n = self._lib.rt_trace_pending(self._c)
         if not n:
@@ -288,7 +298,7 @@ class NativeSwitch(ControlAPI):
             fn(line)
 
     # ---- packets -------------------------------------------------------------------------------
-    def _outbuf(self):
+    def _outbuf(self) -> Any:
         ob = getattr(self._local, "ob", None)
         if ob is None:
             ob = self._lib.rt_outbuf_new()
@@ -298,14 +308,14 @@ class NativeSwitch(ControlAPI):
             self._outbufs.append(ob)
         return ob
 
-    def _sync_meter_clock(self):
+    def _sync_meter_clock(self) -> None:
         """Tests replace a meter's clock (MeterArray.clock): packets then see that time."""
         for m in self._meters.values():
             if m.clock is not time.monotonic:
                 self._lib.rt_set_meter_clock(self._c, float(m.clock()))
                 return
 
-    def _run(self, frames, lens, ports, n):
+    def _run(self, frames: Any, lens: Any, ports: Any, n: int) -> Any:
         """frames: n frame addresses (the caller keeps the bytes alive during the call)."""
         if self._meters:
             self._sync_meter_clock()
@@ -319,7 +329,7 @@ class NativeSwitch(ControlAPI):
             self._drain_trace()
         return b
 
-    def _report_events(self, b):
+    def _report_events(self, b: Any) -> None:
         """A log line (as the Python engine words it, at most every LOG_INTERVAL s) for packets a
         loop bound ended; the counts are in `stats`."""
         if b.ev_kind == EV_PARSER_LOOP:
@@ -339,7 +349,7 @@ class NativeSwitch(ControlAPI):
         log.warning("%s%s", message, f" ({more} more since the last report)" if more else "")
         self._last_loop_log, self._unlogged_loops = now, 0
 
-    def process(self, ingress_port, frame):
+    def process(self, ingress_port: int, frame: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
         """Run one received frame through the switch; -> list of (egress_port, bytes) emitted."""
         check_ingress_port("process", ingress_port)
         check_frame("process", frame)
@@ -349,7 +359,7 @@ class NativeSwitch(ControlAPI):
         base = ctypes.addressof(b.data.contents) if b.nrec else 0
         return [(r.port, ctypes.string_at(base + r.off, r.len)) for r in b.recs[:b.nrec]]
 
-    def process_batch(self, packets):
+    def process_batch(self, packets: Iterable[tuple[int, Frame]]) -> list[list[tuple[int, bytes]]]:
         """Many frames in one call: [(ingress_port, bytes), ...] -> one output list per frame."""
         packets = list(packets)
         n = len(packets)
@@ -360,13 +370,13 @@ class NativeSwitch(ControlAPI):
         data = b"".join(bytes(f) for _, f in packets)
         frames, lens, ports = _batch_arrays(_address(data), packets)
         b = self._run(frames, lens, ports, n)
-        out = [[] for _ in range(n)]
+        out: list[list[tuple[int, bytes]]] = [[] for _ in range(n)]
         base = ctypes.addressof(b.data.contents) if b.nrec else 0
         for r in b.recs[:b.nrec]:
             out[r.input].append((r.port, ctypes.string_at(base + r.off, r.len)))
         return out
 
-    def batch_runner(self, packets):
+    def batch_runner(self, packets: Iterable[tuple[int, Frame]]) -> BatchRunner:
         """A preloaded batch for benchmarks: run() pushes every frame once through the switch
         (one call into C) and returns the number of frames emitted."""
         return BatchRunner(self, list(packets))
@@ -388,7 +398,7 @@ class NativeSwitch(ControlAPI):
     def _register_cells(self, name):
         return self._gen.registers[name]   # cells live in C: the register's index there
 
-    def register_read(self, name, index=None):
+    def register_read(self, name: str, index: int | None = None) -> Any:
         """Cell value (unsigned bit pattern); index None -> list of all cells (read in chunks,
         each consistent per cell; packets keep flowing between chunks)."""
         info, _ = self._register(name)
@@ -397,7 +407,7 @@ class NativeSwitch(ControlAPI):
             return self.register_read_range(name, index, 1)[0]
         return self.register_read_range(name, 0, info.size)
 
-    def register_read_range(self, name, start, count):
+    def register_read_range(self, name: str, start: int, count: int) -> list[int]:
         """Cells [start, start+count) as a list of ints (chunked like register_read)."""
         info, reg = self._register(name)
         words = (info.width + 63) // 64 if info.width > 64 else 1
@@ -417,7 +427,7 @@ class NativeSwitch(ControlAPI):
             pos += n
         return out
 
-    def register_write(self, name, index, value):
+    def register_write(self, name: str, index: int | None, value: Value) -> None:
         """Write one cell (index None: every cell)."""
         with self.lock:
             info, reg = self._register(name)
@@ -428,21 +438,21 @@ class NativeSwitch(ControlAPI):
             else:
                 self._lib.rt_reg_write(self._c, reg, self._index("register", name, index, info.size), words)
 
-    def register_reset(self, name):
+    def register_reset(self, name: str) -> None:
         self.register_write(name, None, 0)
 
     # ---- counters ------------------------------------------------------------------------------
     def _counter_cells(self, name):
         return self._gen.counters[name]    # cells live in C: the counter's index there
 
-    def counter_read(self, name, index=None):
+    def counter_read(self, name: str, index: int | None = None) -> Any:
         """-> (packets, bytes); index None -> list of (packets, bytes), read in chunks."""
         info, c = self._counter(name)
         if index is not None:
             start, end = self._index("counter", name, index, info.size), index + 1
         else:
             start, end = 0, info.size
-        out = []
+        out: list[tuple[int, int]] = []
         pos = start
         while pos < end:
             n = min(READ_CHUNK, end - pos)
@@ -452,27 +462,28 @@ class NativeSwitch(ControlAPI):
             pos += n
         return out[0] if index is not None else out
 
-    def counter_write(self, name, index, packets, bytes_):
+    def counter_write(self, name: str, index: int | None, packets: int, bytes_: int) -> None:
         with self.lock:
             info, c = self._counter(name)
             i = -1 if index is None else self._index("counter", name, index, info.size)
             self._lib.rt_ctr_write(self._c, c, i, int(packets) & U64, int(bytes_) & U64)
 
     # ---- meters, value sets, replication (Python bookkeeping + the C mirror) ----------------
-    def meter_set(self, name, index, cir, cburst, pir, pburst):
+    def meter_set(self, name: str, index: int | None, cir: float, cburst: float, pir: float,
+                  pburst: float) -> None:
         with self.lock:
             super().meter_set(name, index, cir, cburst, pir, pburst)
             self._sync_meter_clock()
             self._lib.rt_meter_set(self._c, self._gen.meters[name], -1 if index is None else index, 1,
                                    float(cir), float(cburst), float(pir), float(pburst))
 
-    def meter_reset(self, name, index=None):
+    def meter_reset(self, name: str, index: int | None = None) -> None:
         with self.lock:
             super().meter_reset(name, index)
             self._lib.rt_meter_set(self._c, self._gen.meters[name], -1 if index is None else index, 0,
                                    0.0, 0.0, 0.0, 0.0)
 
-    def parse_vset_set(self, name, members):
+    def parse_vset_set(self, name: str, members: Iterable[Any]) -> None:
         with self.lock:
             super().parse_vset_set(name, members)
             vals = self._vsets[name]
@@ -482,25 +493,26 @@ class NativeSwitch(ControlAPI):
                                   _u64s([m for _, m in vals]))
 
     @staticmethod
-    def _pairs(replicas):
+    def _pairs(replicas: list[tuple[int, int]]) -> tuple[int, U16Array, U16Array]:
         n = len(replicas)
         ports = (ctypes.c_uint16 * max(1, n))(*[p for p, _ in replicas])
         rids = (ctypes.c_uint16 * max(1, n))(*[r for _, r in replicas])
         return n, ports, rids
 
-    def mc_group_set(self, group, replicas):
+    def mc_group_set(self, group: int, replicas: Iterable[tuple[int, int]]) -> None:
         with self.lock:
             super().mc_group_set(group, replicas)
             n, ports, rids = self._pairs(self._mc_groups[group])
             if self._lib.rt_mc_set(self._c, group, n, ports, rids):
                 raise ResourceExhaustedError(f"multicast group {group}: out of memory")
 
-    def mc_group_delete(self, group):
+    def mc_group_delete(self, group: int) -> None:
         with self.lock:
             super().mc_group_delete(group)
             self._lib.rt_mc_delete(self._c, group)
 
-    def clone_session_set(self, session, replicas, packet_length_bytes=0):
+    def clone_session_set(self, session: int, replicas: Iterable[tuple[int, int]],
+                          packet_length_bytes: int = 0) -> None:
         with self.lock:
             super().clone_session_set(session, replicas, packet_length_bytes)
             reps, plen = self._clone_sessions[session]
@@ -508,7 +520,7 @@ class NativeSwitch(ControlAPI):
             if self._lib.rt_clone_set(self._c, session, n, ports, rids, min(plen, 0xFFFFFFFE)):
                 raise ResourceExhaustedError(f"clone session {session}: out of memory")
 
-    def clone_session_delete(self, session):
+    def clone_session_delete(self, session: int) -> None:
         with self.lock:
             super().clone_session_delete(session)
             self._lib.rt_clone_delete(self._c, session)
@@ -519,7 +531,8 @@ def _address(data: bytes) -> int:
     return ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
 
 
-def _batch_arrays(base, packets):
+def _batch_arrays(base: int, packets: list[tuple[int, Frame]]
+                  ) -> tuple[ctypes.Array[ctypes.c_void_p], ctypes.Array[ctypes.c_uint32], U16Array]:
     """(frame addresses, lengths, ports) of frames laid end to end from address `base`."""
     n = len(packets)
     frames, lens, ports = (ctypes.c_void_p * n)(), (ctypes.c_uint32 * n)(), (ctypes.c_uint16 * n)()
@@ -533,7 +546,7 @@ def _batch_arrays(base, packets):
 class BatchRunner:
     """Frames loaded once into C-visible buffers; run() processes all of them in one call."""
 
-    def __init__(self, switch, packets):
+    def __init__(self, switch: NativeSwitch, packets: list[tuple[int, Frame]]) -> None:
         self.switch = switch
         self.n = len(packets)
         blob = b"".join(bytes(f) for _, f in packets)
@@ -541,14 +554,14 @@ class BatchRunner:
         self.frames, self.lens, self.ports = _batch_arrays(ctypes.addressof(self.data), packets)
         self.ob = switch._lib.rt_outbuf_new()
 
-    def run(self):
+    def run(self) -> int:
         """-> frames emitted by this batch (outputs stay in the runner's buffer until the next run)."""
         sw = self.switch
         sw._lib.rt_outbuf_reset(self.ob)
         sw._lib.rt_process(sw._c, self.frames, self.lens, self.ports, self.n, self.ob)
         return self.ob.contents.nrec
 
-    def outputs(self):
+    def outputs(self) -> list[tuple[int, int, bytes]]:
         """[(input index, egress port, bytes)] of the last run."""
         b = self.ob.contents
         base = ctypes.addressof(b.data.contents) if b.nrec else 0

@@ -110,7 +110,7 @@ class Progress:
     also asks `estimate()` for progress within a long step."""
 
     def __init__(self, total: int, unit: str, label: str, estimate: Callable[[], int] | None = None,
-                 quiet: bool = False, stream=None):
+                 quiet: bool = False, stream: TextIO | None = None):
         self.total, self.unit, self.label = total, unit, label
         self.estimate = estimate
         self.stream = stream or sys.stderr

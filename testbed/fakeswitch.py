@@ -9,13 +9,12 @@ included), like a software switch under load, so a window of many slots takes lo
 from __future__ import annotations
 
 import random
-import socket
-import threading
 import time
 from dataclasses import dataclass
 
 from p4reduce.protocol.constants import Mode
 from testbed.switch_model import SwitchModel
+from testbed.udp_stand_in import UdpStandIn
 
 
 def _busy_until(t: float) -> None:
@@ -37,7 +36,7 @@ class Impairments:
     seed: int = 0
 
 
-class FakeSwitch:
+class FakeSwitch(UdpStandIn):
     """A thread answering UDP aggregation packets with testbed.switch_model's state machine."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
@@ -48,15 +47,8 @@ class FakeSwitch:
         self.model = model or SwitchModel()
         self.impair = impair or Impairments()
         self._rng = random.Random(self.impair.seed)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self.sock.bind((host, port))
-        self.sock.settimeout(0.1)
-        self.addr = self.sock.getsockname()
         self._held: list = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="fakeswitch", daemon=True)
-        self.received = 0
+        super().__init__(host, port, rcvbuf=4 << 20, name="fakeswitch")
 
     def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False, slot_base: int = 0,
                 wire_token: int = 0) -> None:
@@ -65,21 +57,6 @@ class FakeSwitch:
 
     def add_worker(self, job_id: int, rank: int, ip: str, port: int) -> None:
         self.model.add_worker(job_id, rank, ip, port)
-
-    def start(self) -> FakeSwitch:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     def _deliver(self, payload: bytes, dest) -> None:
         imp = self._rng

@@ -8,8 +8,6 @@ The control-plane entries are those of docs/protocol.md section 3, written with 
 from __future__ import annotations
 
 import os
-import socket
-import threading
 
 from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import JobSpec, MemberSpec
@@ -17,9 +15,10 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from testbed.udp_stand_in import UdpStandIn
 
 
-class P4SimUdpSwitch:
+class P4SimUdpSwitch(UdpStandIn):
     """The real P4 program (compiled by p4sim-compile, run by p4sim's engine) behind a UDP socket.
 
     Workers live on 127.0.0.1 with distinct UDP ports; inside the switch each is host rank+1 of
@@ -32,18 +31,12 @@ class P4SimUdpSwitch:
     def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, drop_every: int = 0) -> None:
         from p4reduce.p4sim.engine import Switch
         self.sw = Switch(bmv2_json)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.settimeout(0.1)
-        self.addr = self.sock.getsockname()
         self.writer = EngineJobWriter(self.sw)
         self.jobs: dict[int, JobSpec] = {}
         self.by_port: dict[int, MemberSpec] = {}   # loopback UDP port -> the worker inside the switch
         self.wrong_port = 0        # frames emitted on a port that does not lead to their destination
         self.drop_every = drop_every
-        self.received = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        super().__init__(name="p4sim-udp")
 
     def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False,
                 slot_base: int = 0, wire_token: int = 0) -> None:
@@ -60,15 +53,6 @@ class P4SimUdpSwitch:
 
     def counter(self, name: str, index: int) -> int:
         return self.sw.counter_read(name, index)[0]
-
-    def start(self) -> P4SimUdpSwitch:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
 
     def _serve(self):
         while not self._stop.is_set():
@@ -92,9 +76,3 @@ class P4SimUdpSwitch:
                     self.wrong_port += 1
                     continue
                 self.sock.sendto(f.payload, ("127.0.0.1", f.dport))
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

@@ -4,7 +4,7 @@ packet replication engine (multicast groups, clone sessions).
 Names are JSON names (or JSON ids for tables and actions); values are unsigned bit patterns or
 p4runtime-shell strings (values.py).  Every method holds `self.lock`.
 """
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -59,6 +59,24 @@ class ControlAPI:
     _vsets: dict[str, list[tuple[int, int]]]
     _mc_groups: dict[int, list[tuple[int, int]]]
     _clone_sessions: dict[int, tuple[list[tuple[int, int]], int]]
+    _trace: Callable[[str], Any] | None
+
+    # ---- trace (both engines; each says how it starts and stops tracing) ----------------------
+    @property
+    def trace(self) -> Callable[[str], Any] | None:
+        """Called with one line per step of every packet's path, or None (no tracing)."""
+        return self._trace
+
+    @trace.setter
+    def trace(self, fn: Callable[[str], Any] | None) -> None:
+        with self.lock:
+            check_trace(fn)
+            self._trace = fn
+            self._use_trace(fn)
+
+    def _use_trace(self, fn: Callable[[str], Any] | None) -> None:
+        """Start (fn) or stop (None) emitting trace lines; the lock is held."""
+        raise NotImplementedError
 
     def _install_const_entries(self) -> None:
         """The program's const entries (both engines, when a switch is created)."""

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .codegen import AssertFail, CodeGen, Compiled, ParserLoopError
-from .control import ControlAPI, check_frame, check_ingress_port, check_trace
+from .control import ControlAPI, check_frame, check_ingress_port
 from .meters import MeterArray
 from .program_loader import build_program, load_json
 from .tables import Table
@@ -114,27 +114,20 @@ class Switch(ControlAPI):
             self._field_lists[fl_id] = [prog.fields[e].slot for e in elems if e in prog.fields]
 
     # ---- trace -------------------------------------------------------------------------------
-    @property
-    def trace(self) -> Callable[[str], Any] | None:
-        return self._trace
-
-    @trace.setter
-    def trace(self, fn: Callable[[str], Any] | None) -> None:
-        with self.lock:
-            check_trace(fn)
-            self._trace = fn
-            if fn is None:
-                code = self._plain
-            else:
-                if self._traced is None:
-                    self._traced = CodeGen(self._prog, self._tables, self._registers, self._counters,
-                                           self.drop_port, traced=True, trace_fn=self._tr,
-                                           vsets=self._vsets, meters=self._meters).build()
-                code = self._traced
-            if code is not self._code:
-                self._code = code
-                for t in self._tables.values():
-                    t.bind(code)
+    def _use_trace(self, fn: Callable[[str], Any] | None) -> None:
+        """The traced code is a second generated program, built the first time it is asked for."""
+        if fn is None:
+            code = self._plain
+        else:
+            if self._traced is None:
+                self._traced = CodeGen(self._prog, self._tables, self._registers, self._counters,
+                                       self.drop_port, traced=True, trace_fn=self._tr,
+                                       vsets=self._vsets, meters=self._meters).build()
+            code = self._traced
+        if code is not self._code:
+            self._code = code
+            for t in self._tables.values():
+                t.bind(code)
 
     def _tr(self, text):
         fn = self._trace

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from p4.v1 import p4runtime_pb2
 
 from . import wire
-from .errors import call_engine, invalid, out_of_range, unimplemented
+from .errors import call_engine, invalid, unimplemented
+from .indexed import cell_indices, require_modify
 
 if TYPE_CHECKING:
     from p4reduce.p4sim.engine import Engine
@@ -18,21 +19,11 @@ if TYPE_CHECKING:
 MODIFY = p4runtime_pb2.Update.MODIFY
 
 
-def _indices(info, entry):
-    if entry.HasField("index"):
-        index = entry.index.index
-        if index < 0 or index >= info.size:
-            raise out_of_range(f"counter '{info.name}': index {index} is outside 0..{info.size - 1}")
-        return [index]
-    return range(info.size)
-
-
 def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.CounterEntry) -> None:
     info = pipeline.index.counter(entry.counter_id)
-    if update_type != MODIFY:
-        raise invalid(f"counter '{info.name}': only MODIFY is allowed on counters")
+    require_modify("counter", info, update_type)
     name = pipeline.counters[info.id]
-    for index in _indices(info, entry):
+    for index in cell_indices("counter", info, entry):
         call_engine(f"counter '{info.name}'", engine.counter_write, name, index,
                     entry.data.packet_count, entry.data.byte_count)
 
@@ -42,7 +33,7 @@ def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.CounterEntry) 
              else list(pipeline.index.counters.values()))
     for info in infos:
         name = pipeline.counters[info.id]
-        indices = _indices(info, entry) if entry.counter_id else range(info.size)
+        indices = cell_indices("counter", info, entry) if entry.counter_id else range(info.size)
         with engine.lock:
             values = [call_engine(f"counter '{info.name}'", engine.counter_read, name, i)
                       for i in indices]
@@ -106,7 +97,8 @@ def plan_encoded(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.Counte
     """Check the request now; -> a generator of (wire bytes, entity count) blocks for later."""
     infos = ([pipeline.index.counter(entry.counter_id)] if entry.counter_id
              else list(pipeline.index.counters.values()))
-    spans = [(info, pipeline.counters[info.id], _indices(info, entry) if entry.counter_id else range(info.size))
+    spans = [(info, pipeline.counters[info.id],
+              cell_indices("counter", info, entry) if entry.counter_id else range(info.size))
              for info in infos]
 
     def blocks():

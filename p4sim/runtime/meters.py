@@ -10,34 +10,24 @@ from typing import TYPE_CHECKING
 
 from p4.v1 import p4runtime_pb2
 
-from .errors import call_engine, invalid, out_of_range
+from .errors import call_engine, invalid
+from .indexed import cell_indices, require_modify
 
 if TYPE_CHECKING:
     from p4reduce.p4sim.engine import Engine
 
     from .pipeline import Pipeline
 
-MODIFY = p4runtime_pb2.Update.MODIFY
-
-
-def _indices(info, entry):
-    if entry.HasField("index"):
-        index = entry.index.index
-        if index < 0 or index >= info.size:
-            raise out_of_range(f"meter '{info.name}': index {index} is outside 0..{info.size - 1}")
-        return [index]
-    return range(info.size)
 
 
 def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.MeterEntry) -> None:
     info = pipeline.index.meter(entry.meter_id)
     what = f"meter '{info.name}'"
-    if update_type != MODIFY:
-        raise invalid(f"{what}: only MODIFY is allowed on meters")
+    require_modify("meter", info, update_type)
     name = pipeline.meters[info.id]
     index = entry.index.index if entry.HasField("index") else None
     if index is not None:
-        _indices(info, entry)
+        cell_indices("meter", info, entry)
     if entry.HasField("config"):
         config = entry.config
         if config.pir < config.cir:
@@ -53,7 +43,7 @@ def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.MeterEntry) ->
              else list(pipeline.index.meters.values()))
     for info in infos:
         name = pipeline.meters[info.id]
-        for index in (_indices(info, entry) if entry.meter_id else range(info.size)):
+        for index in (cell_indices("meter", info, entry) if entry.meter_id else range(info.size)):
             out = p4runtime_pb2.MeterEntry(meter_id=info.id)
             out.index.index = index
             config = call_engine(f"meter '{info.name}'", engine.meter_get, name, index)

@@ -15,35 +15,25 @@ from typing import TYPE_CHECKING
 from p4.v1 import p4runtime_pb2
 
 from . import bytestrings, wire
-from .errors import call_engine, invalid, out_of_range
+from .errors import call_engine, invalid
+from .indexed import cell_indices, require_modify
 
 if TYPE_CHECKING:
     from p4reduce.p4sim.engine import Engine
 
     from .pipeline import Pipeline
 
-MODIFY = p4runtime_pb2.Update.MODIFY
-
-
-def _indices(info, entry):
-    if entry.HasField("index"):
-        index = entry.index.index
-        if index < 0 or index >= info.size:
-            raise out_of_range(f"register '{info.name}': index {index} is outside 0..{info.size - 1}")
-        return [index]
-    return range(info.size)
 
 
 def write(pipeline: Pipeline, engine: Engine, update_type: int, entry: p4runtime_pb2.RegisterEntry) -> None:
     info = pipeline.index.register(entry.register_id)
-    if update_type != MODIFY:
-        raise invalid(f"register '{info.name}': only MODIFY is allowed on registers")
+    require_modify("register", info, update_type)
     kind = entry.data.WhichOneof("data")
     if kind != "bitstring":
         raise invalid(f"register '{info.name}': data must be a bitstring (got {kind})")
     value = bytestrings.decode(entry.data.bitstring, info.bitwidth, f"register '{info.name}' data")
     name = pipeline.registers[info.id]
-    for index in _indices(info, entry):
+    for index in cell_indices("register", info, entry):
         call_engine(f"register '{info.name}'", engine.register_write, name, index, value)
 
 
@@ -53,7 +43,7 @@ def read(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.RegisterEntry
              else list(pipeline.index.registers.values()))
     for info in infos:
         name = pipeline.registers[info.id]
-        indices = _indices(info, entry) if entry.register_id else range(info.size)
+        indices = cell_indices("register", info, entry) if entry.register_id else range(info.size)
         what = f"register '{info.name}'"
         with engine.lock:  # one consistent snapshot of the array
             if len(indices) == 1:
@@ -88,7 +78,7 @@ def plan_encoded(pipeline: Pipeline, engine: Engine, entry: p4runtime_pb2.Regist
              else list(pipeline.index.registers.values()))
     spans = []
     for info in infos:
-        indices = _indices(info, entry) if entry.register_id else range(info.size)
+        indices = cell_indices("register", info, entry) if entry.register_id else range(info.size)
         start, stop = (indices[0], indices[0] + 1) if isinstance(indices, list) else (0, info.size)
         spans.append((info, pipeline.registers[info.id], start, stop))
 

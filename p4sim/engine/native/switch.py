@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-from ..control import ControlAPI, Value, check_frame, check_ingress_port, check_trace
+from ..control import ControlAPI, Value, check_frame, check_ingress_port
 from ..errors import EngineError, ResourceExhaustedError
 from ..meters import MeterArray
 from ..program import Program, TableInfo
@@ -274,16 +274,8 @@ class NativeSwitch(ControlAPI):
         self._lib.rt_set_determinism(self._c, -1 if frozen_us is None else int(frozen_us), int(fixed_random))
 
     # ---- trace -------------------------------------------------------------------------------
-    @property
-    def trace(self) -> Callable[[str], Any] | None:
-        return self._trace
-
-    @trace.setter
-    def trace(self, fn: Callable[[str], Any] | None) -> None:
-        with self.lock:
-            check_trace(fn)
-            self._trace = fn
-            self._lib.rt_trace_enable(self._c, int(fn is not None))
+    def _use_trace(self, fn: Callable[[str], Any] | None) -> None:
+        self._lib.rt_trace_enable(self._c, int(fn is not None))
 
     def _drain_trace(self) -> None:
         fn = self._trace

@@ -72,10 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     data = tensors.make_tensor(args.rank, args.size, density=args.density, block=block, dtype=np.int32)
     expected = tensors.expected_sum(args.world, args.size, density=args.density, block=block,
                                     dtype=np.int32)
+    result = np.empty_like(data)   # one result buffer for every call, as gloo's baseline keeps one tensor
     try:
         record = hostside.measure(
             system="p4reduce", rank=args.rank, world=args.world, iface=args.iface, size=args.size,
-            reps=args.reps, warmup=args.warmup, allreduce=lambda: agent.allreduce(data),
+            reps=args.reps, warmup=args.warmup, allreduce=lambda: agent.allreduce(data, out=result),
             barrier=barrier, expected=expected,
             extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job})
         stats = agent.reducer.stats   # the whole run's (warm-up and barriers included)

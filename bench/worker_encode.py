@@ -27,7 +27,7 @@ from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, Flags, M
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
-from p4reduce.worker.reducer import BlockSource, Reducer
+from p4reduce.worker.reducer import BlockSource, Reducer, fill_out
 from p4reduce.worker.streaming import JobParams, UdpReducer
 
 
@@ -37,10 +37,11 @@ class LoopbackReducer(Reducer):
     def __init__(self, n_workers: int = 4, lanes: int = LANES):
         self.rank, self.n_workers, self.lanes = 0, n_workers, lanes
 
-    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
+    def aggregate(self, source: BlockSource, out: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
         nb = source.n_blocks
         exps = None if source.proposals is None else np.asarray(source.proposals, np.int8)
-        return source.take(np.arange(nb), exps, self.lanes), exps
+        return fill_out(source.take(np.arange(nb), exps, self.lanes), out), exps
 
 
 def time_step(comm: Communicator, x: np.ndarray, repeat: int) -> float:

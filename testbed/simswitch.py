@@ -13,7 +13,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from p4reduce.worker.reducer import AggregationError, BlockSource, Reducer, saturate_int32
+from p4reduce.worker.reducer import AggregationError, BlockSource, Reducer, fill_out, saturate_int32
 from p4reduce.worker.wirecost import WireCost
 
 T = TypeVar("T")
@@ -85,7 +85,8 @@ class SimulatedReducer(Reducer):
         self.lanes = switch.wire.lanes
         self.bytes_sent = 0
 
-    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
+    def aggregate(self, source: BlockSource, out: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
         nb = source.n_blocks
         exps = None
         if source.proposals is not None:
@@ -93,7 +94,7 @@ class SimulatedReducer(Reducer):
             self.bytes_sent += self.switch.wire.bytes_for_agreement(nb)
         lanes = source.take(np.arange(nb), exps, self.lanes)
         self.bytes_sent += self.switch.wire.bytes_for(lanes)
-        return self.switch.exchange(self.rank, "sum", lanes), exps
+        return fill_out(self.switch.exchange(self.rank, "sum", lanes), out), exps
 
 
 class FloatReference:

@@ -62,9 +62,14 @@ class Agent:
     def n_workers(self) -> int:
         return self.params.n_workers
 
-    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
-        """Sum (or mean) over the job's workers; float32 compressed, int32 exact. Blocks."""
-        return self.allreduce_async(array, average, key).result()
+    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "",
+                  out: np.ndarray | None = None) -> np.ndarray:
+        """Sum (or mean) over the job's workers; float32 compressed, int32 exact. Blocks.
+        `out`: where the result goes (Communicator.allreduce), e.g. a buffer reused every call,
+        or the input itself (in place)."""
+        # the caller waits for the result, so the input is read where it is (no copy); the call
+        # still runs on the agent's thread, after the async calls submitted before it
+        return self._pool.submit(self._allreduce, np.asarray(array), average, key, out).result()
 
     def allreduce_async(self, array: ArrayLike, average: bool = False,
                         key: str = "") -> concurrent.futures.Future[np.ndarray]:
@@ -72,9 +77,9 @@ class Agent:
         a = np.array(array, copy=True)
         return self._pool.submit(self._allreduce, a, average, key)
 
-    def _allreduce(self, a: np.ndarray, average: bool, key: str) -> np.ndarray:
+    def _allreduce(self, a: np.ndarray, average: bool, key: str, out: np.ndarray | None = None) -> np.ndarray:
         try:
-            return self.communicator.allreduce(a, average=average, key=key)
+            return self.communicator.allreduce(a, average=average, key=key, out=out)
         except AggregationError as e:
             if self.session.ended:  # the controller's word on why is the most useful part
                 raise AggregationError(f"{e} (the controller says: {self.session.ended})") from None

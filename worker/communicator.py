@@ -31,16 +31,30 @@ class Communicator:
     def n_workers(self) -> int:
         return self.reducer.n_workers
 
-    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "") -> np.ndarray:
+    def allreduce(self, array: ArrayLike, average: bool = False, key: str = "",
+                  out: np.ndarray | None = None) -> np.ndarray:
         """Sum (or mean with ``average``) over workers; same shape as ``array``.
 
         float32 goes through the compressor (other float dtypes are computed in float32 and cast
-        back); int32 is summed exactly (``average`` floor-divides).
+        back); int32 is summed exactly (``average`` floor-divides). ``out``: an array of the
+        input's size and dtype that receives the result (and is returned, shaped like the input);
+        it may be the input itself (an in-place allreduce, as torch.distributed's). Reusing one
+        spares the system handing a large result fresh pages every call.
         """
         a = np.asarray(array)
+        if out is not None and (not isinstance(out, np.ndarray) or out.dtype != a.dtype or out.size != a.size):
+            raise ValueError(f"out must be a numpy array of {a.size} {a.dtype} elements, got "
+                             f"{getattr(out, 'size', '?')} of {getattr(out, 'dtype', type(out).__name__)}")
         if a.dtype == np.int32:
-            total = self.reducer.sum_int32(a.reshape(-1)).reshape(a.shape)
-            return total // np.int32(self.n_workers) if average else total
+            if out is None:
+                total = self.reducer.sum_int32(a.reshape(-1)).reshape(a.shape)
+            else:
+                total = self.reducer.sum_int32(a.reshape(-1), out=out).reshape(a.shape)
+            if not average:
+                return total
+            if out is None:
+                return total // np.int32(self.n_workers)
+            return np.floor_divide(total, np.int32(self.n_workers), out=total)
         if not np.issubdtype(a.dtype, np.floating):
             raise TypeError(f"allreduce supports float32 and int32 arrays, got dtype {a.dtype}")
         x = a.astype(np.float32, copy=False).reshape(-1)
@@ -54,8 +68,12 @@ class Communicator:
         total = self.compressor.decompress(sums, ctx)
         n = np.float32(self.n_workers)
         if type(self.compressor).finish is Compressor.finish:
-            out = total / n if average else total
+            out_f = total / n if average else total
         else:
             mean = self.compressor.finish(total / n, ctx, key)
-            out = mean if average else mean * n
-        return out.astype(a.dtype, copy=False).reshape(a.shape)
+            out_f = mean if average else mean * n
+        result = out_f.astype(a.dtype, copy=False).reshape(a.shape)
+        if out is None:
+            return result
+        out.reshape(a.shape)[...] = result
+        return out.reshape(a.shape)

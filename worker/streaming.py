@@ -322,12 +322,13 @@ class UdpReducer(Reducer):
             self.sock.close()
 
     # ---- one aggregation ------------------------------------------------------------------
-    def aggregate(self, source: BlockSource) -> tuple[np.ndarray, np.ndarray | None]:
+    def aggregate(self, source: BlockSource, out: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
         """Stream `source` through the switch (worker/streams.py schedules the rounds and builds
         the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
-        exponents or None)."""
+        exponents or None); the sums in `out` when given (Reducer.aggregate)."""
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
-                           self.layout, self._last_ver, token=self.job.wire_token)
+                           self.layout, self._last_ver, token=self.job.wire_token, out=out)
         if win.n_blocks == 0:
             return win.sums, win.exps
         timers = RoundTimers(win.S, self.retry, self.rto_estimator)

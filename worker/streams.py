@@ -33,7 +33,7 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.wire import FLAGS_OFFSET, Layout, bitmap_of, pack_header_into, unpack_header
 
 from . import quantize as qz
-from .reducer import AggregationError, BlockSource
+from .reducer import AggregationError, BlockSource, sums_buffer
 
 NONE = C.NEXT_NONE
 PRE_ROUND = -1   # the block of a stream's exponent-agreement round
@@ -76,13 +76,15 @@ def _subblock_mask(bitmaps: np.ndarray, num_subblocks: int) -> np.ndarray:
 class StreamWindow:
     """The S streams of one aggregation call, their open rounds' packets and the results' batch.
 
+    `out` (optional): the int32 buffer of n_blocks * lanes elements the sums go into.
     `last_ver` is the caller's per-slot version of the previous round (it persists across calls:
     a slot's copies alternate for ever); it is updated as rounds open. `token` is the job's wire
     token: every packet carries it, and a result without it is forged (counted in `forged`).
     """
 
     def __init__(self, source: BlockSource, job_id: int, rank: int, slot_count: int, sparse: bool,
-                 layout: Layout, last_ver: list[int], ring: int = RING, token: int = 0):
+                 layout: Layout, last_ver: list[int], ring: int = RING, token: int = 0,
+                 out: np.ndarray | None = None):
         self.source, self.job_id, self.rank, self.sparse, self.layout = source, job_id, rank, sparse, layout
         self.token = token
         self.forged = 0                  # results for an open round without the job's wire token, ignored
@@ -92,7 +94,15 @@ class StreamWindow:
             raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
                              "split it into several allreduces")
         self.float_mode = source.proposals is not None
-        self.sums = np.zeros((nb, L), np.int32)
+        if out is None:
+            self.sums = np.zeros((nb, L), np.int32)
+        else:
+            self.sums = sums_buffer(out, nb * L).reshape(nb, L)
+            if sparse:
+                # the blocks zero everywhere get no result; they are among those zero here (which
+                # this zeroes, so `out` may be the source's own int32 data: an in-place call);
+                # every block non-zero here is sent, so its result is written
+                self.sums[~np.asarray(source.nonzero, bool)] = 0
         self._sums3 = self.sums.reshape(nb, layout.num_subblocks, layout.subblock)
         self.exps = np.full(nb, qz.EXP_MIN, np.int8) if self.float_mode else None
         self.S = S = min(slot_count, nb)

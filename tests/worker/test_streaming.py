@@ -78,6 +78,63 @@ def test_float32_within_the_quantization_bound_and_same_on_every_worker(sparse):
         assert np.all(np.abs(out[r] - exact) <= bound)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("where", ["buffer", "in-place"])
+@pytest.mark.parametrize("size", [C.LANES * 40, C.LANES * 40 - 5], ids=["whole-blocks", "padded"])
+def test_int32_sums_into_a_callers_buffer_reused_across_calls(sparse, where, size):
+    """out= receives exact sums, call after call, in a buffer the caller keeps or in the input
+    itself; a sparse call leaves no stale value of the previous call in blocks zero everywhere."""
+    n = 3
+
+    def calls(red):
+        buf = np.full(size, 12345, np.int32)      # stale values a sparse call must not leave
+        got = []
+        for call in range(3):
+            x = np.random.default_rng(100 * call + red.rank).integers(-2**20, 2**20, size, dtype=np.int32)
+            x[C.LANES * (5 + call):C.LANES * (25 + call)] = 0        # zero on every worker
+            x[C.LANES * 30 + red.rank] = 0 if red.rank else 7          # zero here only on ranks 1, 2
+            out = x if where == "in-place" else buf
+            res = Communicator(red).allreduce(x, out=out)
+            assert res is out or np.shares_memory(res, out)
+            got.append(res.copy())
+        return got
+
+    with FakeSwitch() as sw:
+        out, errs, _ = _run(sw, n, 8, calls, sparse=sparse)
+    assert not errs
+    for call in range(3):
+        xs = []
+        for r in range(n):
+            x = np.random.default_rng(100 * call + r).integers(-2**20, 2**20, size, dtype=np.int32)
+            x[C.LANES * (5 + call):C.LANES * (25 + call)] = 0
+            x[C.LANES * 30 + r] = 0 if r else 7
+            xs.append(x)
+        want = np.sum([x.astype(np.int64) for x in xs], axis=0)
+        for r in range(n):
+            assert np.array_equal(out[r][call], want), (call, r)
+
+
+def test_out_of_the_wrong_kind_is_refused_before_anything_is_sent():
+    with FakeSwitch() as sw:
+        reds = loopback_reducers(sw, 3, 1, 4, name="unit", retry=FAST)
+        comm = Communicator(reds[0])
+        x = np.arange(600, dtype=np.int32)
+        with pytest.raises(ValueError, match="600 int32"):
+            comm.allreduce(x, out=np.zeros(599, np.int32))
+        with pytest.raises(ValueError, match="600 int32"):
+            comm.allreduce(x, out=np.zeros(600, np.int64))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            reds[0].sum_int32(x, out=np.zeros(1200, np.int32)[::2])
+        assert reds[0].stats.packets_sent == 0
+        y = comm.allreduce(x.reshape(20, 30), average=True, out=np.zeros((30, 20), np.int32))
+        assert y.shape == (20, 30) and np.array_equal(y, x.reshape(20, 30))   # one worker: the mean is x
+        f = np.linspace(-1, 1, 700, dtype=np.float32)
+        fo = np.zeros(700, np.float32)
+        assert comm.allreduce(f, out=fo) is not None and np.allclose(fo, f, atol=1e-6)
+        for red in reds:
+            red.close()
+
+
 def test_sparse_mode_skips_blocks_that_are_zero_everywhere():
     n, slots = 4, 8
     size = C.LANES * 400

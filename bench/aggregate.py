@@ -90,6 +90,9 @@ def aggregate_cell(records: list[dict], *, tensor_bytes: int,
                                   ("stall", "timeouts_stall"))}
         if all("results_per_wakeup" in r for r in records):   # how many results a worker takes per wakeup
             out["results_per_wakeup"] = round(statistics.fmean(r["results_per_wakeup"] for r in records), 2)
+        loops = sorted({r["worker_loop"] for r in records if "worker_loop" in r})
+        if loops:   # which implementation of the worker's loop ran (worker/native_loop.py)
+            out["worker_loop"] = "+".join(loops)
     wrong = [{"rank": r["rank"], **r["first_mismatches"]} for r in records if r.get("first_mismatches")]
     if wrong:
         out["first_mismatches"] = wrong

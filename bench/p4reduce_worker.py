@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                       window=agent.reducer.window.limit(agent.params.slot_count),
                       window_decreases=agent.reducer.window.decreases,
                       timeouts_loss=agent.reducer.window.losses, timeouts_stall=agent.reducer.window.stalls,
-                      rto_ms=round(agent.reducer.rto_estimator.rto * 1e3, 2))
+                      rto_ms=round(agent.reducer.rto_estimator.rto * 1e3, 2), worker_loop=agent.reducer.loop)
     finally:
         agent.close()
     hostside.emit(record)

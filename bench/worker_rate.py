@@ -16,6 +16,7 @@ document (``--json``: nothing else).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import socket
@@ -78,11 +79,11 @@ class Reflector:
 
 
 def measure(reflector: Reflector, elements: int, lanes: int, subblock: int, slots: int, reps: int,
-            dtype: str, sparse: bool) -> dict:
+            dtype: str, sparse: bool, loop: str = "native") -> dict:
     """Best-of-`reps` allreduce of one tensor against the reflector: packets/s and elements/s."""
     job = JobParams(1, 0, 1, slots, reflector.addr[0], reflector.addr[1], sparse=sparse, lanes=lanes,
                     subblock=subblock, name="worker-rate", wire_token=0x5EC0_0001)
-    red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.2, deadline=30.0))
+    red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.2, deadline=30.0), loop=loop)
     rng = np.random.default_rng(1)
     if dtype == "int32":
         x = rng.integers(-2**20, 2**20, elements, dtype=np.int32)
@@ -106,7 +107,8 @@ def measure(reflector: Reflector, elements: int, lanes: int, subblock: int, slot
             raise RuntimeError("the reflected int32 allreduce is not bit-exact")
         if dtype == "float32" and not np.allclose(x, y, rtol=1e-5, atol=1e-5 * float(np.abs(x).max())):
             raise RuntimeError("the reflected float32 allreduce is off by more than its quantization")
-        return {"case": f"{dtype} {'sparse' if sparse else 'dense'}", "elements": elements, "lanes": lanes,
+        return {"case": f"{dtype} {'sparse' if sparse else 'dense'}", "loop": red.loop, "elements": elements,
+                "lanes": lanes,
                 "packets": sent, "seconds": round(best, 4), "pps": round(sent / best),
                 "elements_per_s": round(elements / best), "retransmissions": red.stats.retransmissions,
                 "window": red.window.limit(job.slot_count)}
@@ -123,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subblock", type=int, default=C.SUBBLOCK)
     ap.add_argument("--slots", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--loop", choices=["native", "python", "both"], default="both",
+                    help="the worker loop(s) to measure (default: both, native first)")
     ap.add_argument("--quick", action="store_true", help="256K elements, 2 repetitions (a harness test)")
     ap.add_argument("--json", action="store_true", help="only the JSON document on stdout")
     ap.add_argument("--reflect", action="store_true", help=argparse.SUPPRESS)
@@ -145,15 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     reflector = Reflector()
     rows = []
     try:
-        for dtype in ("int32", "float32"):
-            for sparse in (False, True):
-                row = measure(reflector, args.elements, args.lanes, args.subblock, args.slots, args.reps,
-                              dtype, sparse)
-                rows.append(row)
-                if not args.json:
-                    print(f"{row['case']:15s} {row['pps']:>10,} packets/s  {row['elements_per_s'] / 1e6:7.1f} M "
-                          f"elements/s  ({row['lanes']} lanes, window {row['window']}, "
-                          f"{row['retransmissions']} retransmissions)", file=sys.stderr)
+        loops = ["native", "python"] if args.loop == "both" else [args.loop]
+        for loop, dtype, sparse in itertools.product(loops, ("int32", "float32"), (False, True)):
+            row = measure(reflector, args.elements, args.lanes, args.subblock, args.slots, args.reps,
+                          dtype, sparse, loop)
+            rows.append(row)
+            if not args.json:
+                print(f"{row['loop']:6s} {row['case']:15s} {row['pps']:>10,} packets/s  "
+                      f"{row['elements_per_s'] / 1e6:7.1f} M elements/s  ({row['lanes']} lanes, "
+                      f"window {row['window']}, {row['retransmissions']} retransmissions)", file=sys.stderr)
     finally:
         reflector.close()
     doc = {"elements": args.elements, "lanes": args.lanes, "subblock": args.subblock, "slots": args.slots,

@@ -43,6 +43,15 @@ def _root_tests_need_root(request):
         pytest.skip("needs root (namespaces/veth/Mininet)")
 
 
+@pytest.fixture(params=["native", "python"])
+def both_worker_loops(request, monkeypatch):
+    """Run a test on both implementations of the worker's loop: the C one (worker/native_loop.py,
+    the default) and the Python reference (worker/streaming.py). Use with
+    ``pytestmark = pytest.mark.usefixtures("both_worker_loops")``."""
+    monkeypatch.setenv("P4REDUCE_WORKER_LOOP", request.param)
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def reference_dir():
     """../shared/p4-reference: ground truth from real p4c/BMv2 (absent in a user's clone; in CI its

@@ -31,7 +31,8 @@ class Agent:
     def __init__(self, controller: str, job: str, compressor: str = "fixedpoint",
                  error_feedback: bool | None = None, seed: int | None = None, bind_ip: str = "0.0.0.0",
                  udp_port: int = 0, advertise_ip: str | None = None, switch_addr: tuple[str, int] | None = None,
-                 retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None, **join: Any):
+                 retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None,
+                 loop: str | None = None, **join: Any):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((bind_ip, udp_port))
@@ -47,7 +48,12 @@ class Agent:
         self.params = self.session.params(switch_addr)
         if retry is None:  # give up well before the controller would reclaim the job
             retry = RetryPolicy(deadline=max(1.0, self.session.lease_s))
-        self.reducer = UdpReducer(self.params, sock=self.sock, retry=retry)
+        try:
+            self.reducer = UdpReducer(self.params, sock=self.sock, retry=retry, loop=loop)
+        except BaseException:
+            self.session.close()
+            self.sock.close()
+            raise
         comp, ef = make_compressor(compressor, seed=self.params.job_id if seed is None else seed,
                                    rank=self.params.rank, **(compressor_options or {}))
         use_ef = ef if error_feedback is None else error_feedback

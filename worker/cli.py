@@ -196,6 +196,9 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--token", default=None, metavar="TOKEN",
                    help=f"the job's token (default: ${TOKEN_ENV}, which other users cannot see in ps; inside "
                         "`make run` hosts the relay adds it)")
+    g.add_argument("--loop", choices=["native", "python"], default=None,
+                   help="the send/receive loop: native (C, built with the system compiler on first use) or "
+                        "python (the reference); default: $P4REDUCE_WORKER_LOOP, else native when it builds")
     g.add_argument("--quiet", action="store_true", help="no progress display on stderr")
 
 
@@ -203,13 +206,14 @@ def _agent(args: argparse.Namespace) -> Agent:
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
-                 workers=args.workers, mode=args.mode, wait_timeout=args.wait, token=args.token)
+                 workers=args.workers, mode=args.mode, wait_timeout=args.wait, token=args.token, loop=args.loop)
 
 
 def _joined(args: argparse.Namespace, agent: Agent) -> None:
     p = agent.params
     print(f"worker: joined job {args.job!r} as rank {agent.rank} of {agent.n_workers} (job id {p.job_id}, "
-          f"{'sparse' if p.sparse else 'dense'}, {p.slot_count} slots, {p.lanes} lanes per packet)",
+          f"{'sparse' if p.sparse else 'dense'}, {p.slot_count} slots, {p.lanes} lanes per packet; "
+          f"{agent.reducer.loop} loop)",
           file=sys.stderr, flush=True)
 
 

@@ -115,6 +115,7 @@ class Reducer(abc.ABC):
         of the same size, which may be `values` itself)."""
         values = np.asarray(values).reshape(-1)
         source = IntSource(values, self.lanes)
+        source.keep_sent = False     # exact sums need no copy of what was sent (no error feedback)
         if out is None:
             sums, _ = self.aggregate(source)
             return sums.reshape(-1)[: values.size]

@@ -81,6 +81,14 @@ class RtoEstimator:
         self._rto = max(self._rto, backed)
         return backed
 
+    def state(self) -> tuple[float | None, float | None, int, float]:
+        """(srtt, rttvar, samples, rto): what a loop running elsewhere (worker/native_loop.py)
+        starts from and hands back through :meth:`restore`."""
+        return self.srtt, self.rttvar, self.samples, self._rto
+
+    def restore(self, srtt: float | None, rttvar: float | None, samples: int, rto: float) -> None:
+        self.srtt, self.rttvar, self.samples, self._rto = srtt, rttvar, samples, rto
+
     def describe(self) -> str:
         if self.srtt is None or self.rttvar is None:
             return f"rto {self._rto * 1e3:.1f} ms (no samples yet)"

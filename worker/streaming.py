@@ -36,12 +36,14 @@ import socket
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.wire import Layout
 
+from . import native_loop
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
 from .streams import Answer, StreamWindow
@@ -271,15 +273,19 @@ class UdpReducer(Reducer):
     The socket is connected to the switch's aggregation address when there is a route to it, so
     the kernel delivers only datagrams from there (results come from the address the worker sends
     to, docs/protocol.md); otherwise every datagram's source is checked against it.
+
+    `loop`: "native" (worker/native_loop.py: this class's loop in C) or "python" (this module);
+    None: $P4REDUCE_WORKER_LOOP, else native when a C compiler can build it.
     """
 
     def __init__(self, job: JobParams, sock: socket.socket | None = None,
                  bind: tuple[str, int] = ("0.0.0.0", 0), retry: RetryPolicy | None = None,
-                 window: CongestionWindow | None = None):
+                 window: CongestionWindow | None = None, loop: str | None = None):
         if not 1 <= job.slot_count <= C.SLOT_MAX + 1:
             raise ValueError(f"slot_count must be 1..{C.SLOT_MAX + 1}, got {job.slot_count}")
         if not 0 <= job.rank < job.n_workers:
             raise ValueError(f"rank {job.rank} is outside 0..{job.n_workers - 1}")
+        self.loop = native_loop.choose(loop)   # which implementation of aggregate() runs
         self.job = job
         self.rank = job.rank
         self.n_workers = job.n_workers
@@ -287,7 +293,8 @@ class UdpReducer(Reducer):
         self.layout = Layout(job.lanes, job.subblock)
         self.retry = retry or RetryPolicy()
         self.bytes_sent = 0
-        self.stats = StreamStats()
+        self._stats = StreamStats()
+        self.native_call: Any = None     # the native loop's live counters while a call runs on it
         self._own_sock = sock is None
         if sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -314,6 +321,13 @@ class UdpReducer(Reducer):
         self.window = window or CongestionWindow()
 
     @property
+    def stats(self) -> StreamStats:
+        """This worker's counters, cumulative; live during a call on either loop."""
+        if self.native_call is not None:
+            native_loop.read_stats(self.native_call, self._stats)
+        return self._stats
+
+    @property
     def local_port(self) -> int:
         return self.sock.getsockname()[1]
 
@@ -326,7 +340,10 @@ class UdpReducer(Reducer):
                   ) -> tuple[np.ndarray, np.ndarray | None]:
         """Stream `source` through the switch (worker/streams.py schedules the rounds and builds
         the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
-        exponents or None); the sums in `out` when given (Reducer.aggregate)."""
+        exponents or None); the sums in `out` when given (Reducer.aggregate). With the native
+        loop (worker/native_loop.py, the default) the same loop runs in C."""
+        if self.loop == "native":
+            return native_loop.aggregate(self, source, out)
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
                            self.layout, self._last_ver, token=self.job.wire_token, out=out)
         if win.n_blocks == 0:

@@ -60,6 +60,20 @@ def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndar
     return np.where(first == big, -1, first), np.where(after == big, -1, after)
 
 
+def call_sums(source: BlockSource, lanes: int, sparse: bool, out: np.ndarray | None) -> np.ndarray:
+    """The int32 (n_blocks, lanes) array a call's results go into: `out` (Reducer.aggregate) or a
+    new one. In sparse mode the blocks zero everywhere get no result; they are among those zero
+    here, which are zeroed (so `out` may be the source's own int32 data: an in-place call), and
+    every block non-zero here is sent, so its result is written."""
+    nb = source.n_blocks
+    if out is None:
+        return np.zeros((nb, lanes), np.int32)
+    sums = sums_buffer(out, nb * lanes).reshape(nb, lanes)
+    if sparse:
+        sums[~np.asarray(source.nonzero, bool)] = 0
+    return sums
+
+
 @dataclass
 class Answer:
     """A result that closed the round of `slot`; `next_block` None: the stream is done."""
@@ -94,15 +108,7 @@ class StreamWindow:
             raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
                              "split it into several allreduces")
         self.float_mode = source.proposals is not None
-        if out is None:
-            self.sums = np.zeros((nb, L), np.int32)
-        else:
-            self.sums = sums_buffer(out, nb * L).reshape(nb, L)
-            if sparse:
-                # the blocks zero everywhere get no result; they are among those zero here (which
-                # this zeroes, so `out` may be the source's own int32 data: an in-place call);
-                # every block non-zero here is sent, so its result is written
-                self.sums[~np.asarray(source.nonzero, bool)] = 0
+        self.sums = call_sums(source, L, sparse, out)
         self._sums3 = self.sums.reshape(nb, layout.num_subblocks, layout.subblock)
         self.exps = np.full(nb, qz.EXP_MIN, np.int8) if self.float_mode else None
         self.S = S = min(slot_count, nb)

@@ -89,6 +89,15 @@ class CongestionWindow:
         self.decreases += 1
         return True
 
+    def state(self) -> tuple[float, float]:
+        """(when the window was last halved, send time of the newest round answered): with the
+        public fields, what a loop running elsewhere (worker/native_loop.py) starts from and
+        hands back through :meth:`restore`."""
+        return self._decreased_at, self._newest_answered
+
+    def restore(self, decreased_at: float, newest_answered: float) -> None:
+        self._decreased_at, self._newest_answered = decreased_at, newest_answered
+
     def describe(self) -> str:
         return (f"window {self.cwnd:.1f} rounds, ssthresh {self.ssthresh:.1f}, "
                 f"{self.decreases} decreases, {self.losses} isolated losses, {self.stalls} stalls")

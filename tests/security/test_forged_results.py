@@ -11,7 +11,7 @@ over), so rank 0's rounds are known to be open and cannot complete while forged 
     source, ignores and counts them;
   * a contribution from the job's own member with a wrong token: the switch drops it as BAD_TOKEN,
     so the member's real contribution still counts.
-Every sum stays bit-exact.
+Every sum stays bit-exact; on both worker loops (native and Python).
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ from p4reduce.protocol.wire import Header, encode
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 from testbed.p4sim_udp import P4SimUdpSwitch
+
+pytestmark = pytest.mark.usefixtures("both_worker_loops")   # the C worker loop and the Python one
 
 JOB, TOKEN, SLOTS = 6, 0x7E57_0A11, 4
 ELEMENTS = SLOTS * C.LANES           # one round per slot: rank 0's first rounds are its only ones

@@ -1,5 +1,7 @@
 """UDP streaming against testbed.switch_model served as a fake switch on 127.0.0.1: exact integer sums,
-float error bounds, loss/duplicates/reordering, sparse skipping, dead peers and a vanished switch."""
+float error bounds, loss/duplicates/reordering, sparse skipping, dead peers and a vanished switch;
+every test on both loops, native and Python."""
+import os
 import socket
 import threading
 import time
@@ -20,10 +22,13 @@ from testbed.loopback import loopback_reducers
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
 
+pytestmark = pytest.mark.usefixtures("both_worker_loops")   # every test on the C loop and the Python one
+
 
 def _run(sw, n, slots, fns, sparse=False, job_id=7, retry=FAST, ranks=None):
     """Start n reducers registered with the fake switch; run fns[r](reducer) for ranks in ``ranks``."""
     reds = loopback_reducers(sw, job_id, n, slots, sparse=sparse, name="unit", retry=retry)
+    assert {red.loop for red in reds} == {os.environ["P4REDUCE_WORKER_LOOP"]}
     out, errs = {}, {}
 
     def body(r):

@@ -237,3 +237,19 @@ def build_executable(source: str, name: str) -> str:
     _compile_into(out, [cc[0], *flags, source], name)
     return out
 
+
+
+def build_library(source: str, name: str, defines: dict[str, int] | None = None) -> str:
+    """Compile one standalone C file into a shared library in the cache (e.g. the worker's
+    native aggregation loop), with ``-DNAME=value`` for each of `defines`; -> its path."""
+    cc = compiler()
+    if cc is None:
+        raise NativeBuildError("no C compiler (gcc or cc) on PATH")
+    with open(source, "rb") as fh:
+        text = fh.read()
+    flags = list(BASE_FLAGS) + list(extra_flags()) + [f"-D{k}={int(v)}" for k, v in sorted((defines or {}).items())]
+    out = os.path.join(cache_dir(), f"{name}-{_digest(text, cc, flags)}.so")
+    if _loadable(out):
+        return out
+    _compile_into(out, [cc[0], *flags, source], name)
+    return out

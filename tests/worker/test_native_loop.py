@@ -1,0 +1,267 @@
+"""The native worker loop (worker/native_loop.py, worker/native/wloop.c) against the Python
+reference (worker/streaming.py): the same packets on the wire, the same sums, the same state
+handed to the next call, errors raised the same way, and the choice of loop.
+
+Every scenario of tests/worker/test_streaming.py and tests/security/test_forged_results.py runs
+on both loops as well (loss, reordering, duplicates, dead peers, forged results, unconnected
+sockets); this file checks what those cannot see.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import wire
+from p4reduce.worker import native_loop
+from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.compressors import FixedPoint
+from p4reduce.worker.quantize import QuantizationError
+from p4reduce.worker.reducer import AggregationError, IntSource, QuantizedSource
+from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from testbed.fakeswitch import FakeSwitch
+from testbed.loopback import loopback_reducers
+
+RETRY = RetryPolicy(timeout=0.5, max_timeout=1.0, deadline=5.0)
+
+
+class RecordingSwitch(FakeSwitch):
+    """The fake switch, keeping every contribution it receives per source port."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.packets: dict[int, list[bytes]] = {}
+        receive = self.model.receive
+
+        def recording(ip, port, data):
+            self.packets.setdefault(port, []).append(bytes(data))
+            return receive(ip, port, data)
+        self.model.receive = recording   # type: ignore[method-assign]
+
+
+def _job(loop: str, tensors: list[np.ndarray], sparse: bool, slots: int, calls: int = 2):
+    """Run `calls` allreduces of `tensors` (one per rank) on `loop`; -> (results per call and rank,
+    contributions per rank in the order sent, the reducers)."""
+    n = len(tensors)
+    with RecordingSwitch() as sw:
+        reds = loopback_reducers(sw, 5, n, slots, sparse=sparse, name="twin", retry=RETRY)
+        for red in reds:
+            red.loop = loop
+        out: dict[tuple[int, int], np.ndarray] = {}
+        errors: list[BaseException] = []
+
+        def body(red):
+            try:
+                comm = Communicator(red, FixedPoint())
+                for c in range(calls):
+                    out[c, red.rank] = comm.allreduce(tensors[red.rank] * (c + 1))
+            except BaseException as e:
+                errors.append(e)
+        threads = [threading.Thread(target=body, args=(red,)) for red in reds]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        sent = [sw.packets[red.local_port] for red in reds]
+    for red in reds:
+        red.close()
+    return out, sent, reds
+
+
+def _per_slot(packets: list[bytes]) -> dict[int, list[bytes]]:
+    out: dict[int, list[bytes]] = {}
+    for data in packets:
+        out.setdefault(wire.decode(data)[0].slot, []).append(data)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_both_loops_send_the_same_packets_and_return_the_same_sums(dtype, sparse):
+    """Two workers, 40 blocks on 8 slots, two calls: each worker's contributions, byte for byte
+    (headers, versions, exponents, bitmaps, packed sub-blocks, flags), slot by slot in the same
+    order, and the results are those of the Python loop."""
+    rng = np.random.default_rng(11)
+    size = 40 * C.LANES - 3
+    tensors = []
+    for r in range(2):
+        if dtype == np.int32:
+            x = rng.integers(-2**20, 2**20, size, dtype=np.int32)
+        else:
+            x = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 3, size)).astype(np.float32)
+        x[C.LANES * 3:C.LANES * 12] = 0                         # zero everywhere
+        x[C.LANES * 20 + r * C.SUBBLOCK: C.LANES * 20 + (r + 1) * C.SUBBLOCK] = 0   # one zero sub-block
+        if r:
+            x[C.LANES * 30:C.LANES * 33] = 0                    # zero on one worker only
+        tensors.append(x)
+    results, sent, reds = {}, {}, {}
+    for loop in ("python", "native"):
+        results[loop], sent[loop], reds[loop] = _job(loop, tensors, sparse, slots=8)
+    for key, value in results["python"].items():
+        assert np.array_equal(results["native"][key], value), key
+    for r in range(2):
+        # per slot, the same packets in the same order (across slots the interleaving follows the
+        # order results come back in, which the switch thread's timing may change)
+        assert _per_slot(sent["native"][r]) == _per_slot(sent["python"][r]), f"rank {r}: the contributions differ"
+        py, nat = reds["python"][r], reds["native"][r]
+        assert nat.stats.packets_sent == py.stats.packets_sent == len(sent["python"][r])
+        assert nat.stats.retransmissions == py.stats.retransmissions == 0
+        assert nat.bytes_sent == py.bytes_sent
+        assert nat._last_ver == py._last_ver
+        assert nat.rto_estimator.samples > 0 and nat.window.cwnd == py.window.cwnd
+    if dtype == np.int32:
+        want = tensors[0].astype(np.int64) + tensors[1]
+        assert np.array_equal(results["native"][0, 0], want)
+
+
+def test_the_native_loop_reads_exact_int32_lanes_in_place_and_others_through_the_source():
+    """An exact int32 call that keeps no copy is read straight from the array (no callback);
+    a source that keeps what it sent (error feedback's reference) gets every block through take()."""
+    with FakeSwitch() as sw:
+        (red,) = loopback_reducers(sw, 2, 1, 4, name="one", retry=RETRY)
+        red.loop = "native"
+        x = np.arange(10 * C.LANES, dtype=np.int32) - 77
+        src = IntSource(x, C.LANES)
+        sums, exps = red.aggregate(src)
+        assert exps is None and np.array_equal(sums.reshape(-1), x)
+        assert src.sent is not None and np.array_equal(src.sent.reshape(-1), x)   # keep_sent: every block taken
+        q = QuantizedSource(np.linspace(-3, 3, 10 * C.LANES, dtype=np.float32), C.LANES, 1)
+        sums, exps = red.aggregate(q)
+        assert exps is not None and np.array_equal(q.sent, sums)   # one worker: the sum is what it sent
+        red.close()
+
+
+def test_an_error_in_the_source_reaches_the_caller_and_the_next_call_still_works():
+    """The source's encode raising inside the C loop (here: a QuantizationError) is raised in the
+    caller's thread, as the Python loop raises it; the reducer's state stays consistent, so the
+    next call completes exactly."""
+    class Failing(IntSource):
+        calls = 0
+
+        def encode(self, blocks, exponents):
+            Failing.calls += 1
+            if Failing.calls == 2:
+                raise QuantizationError("block 7 cannot be quantized (test)")
+            return super().encode(blocks, exponents)
+
+    with FakeSwitch() as sw:
+        (red,) = loopback_reducers(sw, 3, 1, 2, name="one", retry=RETRY)
+        red.loop = "native"
+        x = np.arange(12 * C.LANES, dtype=np.int32)
+        with pytest.raises(QuantizationError, match="block 7"):
+            red.aggregate(Failing(x, C.LANES))
+        assert np.array_equal(red.sum_int32(x * 3), x * 3)
+        red.close()
+
+
+def test_the_switch_naming_an_impossible_next_block_is_the_same_error():
+    """A result whose next offset is not a later block of its stream fails the call with the
+    Python loop's message (job, slot, the offsets)."""
+    sink_job = JobParams(4, 0, 1, 2, "127.0.0.1", 1, name="bad", wire_token=9)
+    import socket as _socket
+    switch = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    switch.bind(("127.0.0.1", 0))
+    sink_job.switch_port = switch.getsockname()[1]
+    red = UdpReducer(sink_job, bind=("127.0.0.1", 0), retry=RETRY, loop="native")
+
+    def answer():
+        data, addr = switch.recvfrom(4096)
+        h, lanes = wire.decode(data)
+        bad = wire.Header(msg_type=C.MsgType.RESULT, job_id=4, rank=0, count=1, ver=h.ver, slot=h.slot,
+                          offset=h.offset, next_offset=h.offset + 1, bitmap=h.bitmap, token=9)
+        switch.sendto(wire.encode(bad, lanes), addr)
+    t = threading.Thread(target=answer)
+    t.start()
+    with pytest.raises(AggregationError, match=r"job bad \(id 4\) rank 0: slot 0: the switch named next offset 1 "
+                                               r"after offset 0"):
+        red.sum_int32(np.ones(4 * C.LANES, np.int32))
+    t.join()
+    red.close()
+    switch.close()
+
+
+def test_stats_are_live_while_a_native_call_runs():
+    """red.stats reads the C loop's counters during the call (a monitor or a test can watch a
+    long call), and they are the call's final ones afterwards."""
+    with FakeSwitch() as sw:
+        reds = loopback_reducers(sw, 6, 2, 4, name="live", retry=RETRY)
+        for red in reds:
+            red.loop = "native"
+        x = np.ones(16 * C.LANES, np.int32)
+        t = threading.Thread(target=reds[0].sum_int32, args=(x,))
+        t.start()
+        deadline = 50
+        while reds[0].stats.packets_sent < 4 and deadline:   # rank 0 sent its first window, rank 1 not started
+            deadline -= 1
+            threading.Event().wait(0.05)
+        assert reds[0].native_call is not None and reds[0].stats.packets_sent >= 4
+        assert np.array_equal(reds[1].sum_int32(x), 2 * x)
+        t.join(30)
+        assert reds[0].native_call is None and reds[0].stats.results >= 16
+        for red in reds:
+            red.close()
+
+
+def test_choosing_the_loop():
+    """An argument wins over the environment; a bad name is an error naming where it came from."""
+    job = JobParams(1, 0, 1, 4, "127.0.0.1", 9)
+    assert UdpReducer(job, bind=("127.0.0.1", 0), loop="python").loop == "python"
+    assert native_loop.choose("native") == "native"
+    with pytest.raises(ValueError, match="loop='fast': must be one of native, python"):
+        native_loop.choose("fast")
+    os.environ[native_loop.ENV] = "turbo"
+    try:
+        with pytest.raises(ValueError, match="P4REDUCE_WORKER_LOOP='turbo'"):
+            native_loop.choose(None)
+        assert native_loop.choose("python") == "python"
+    finally:
+        del os.environ[native_loop.ENV]
+
+
+def test_without_a_compiler_the_default_falls_back_and_native_by_name_is_a_clear_error(tmp_path):
+    """No C compiler (P4SIM_CC names none, a fresh cache): the default loop is Python, and asking
+    for the native one by name says why it cannot run."""
+    code = ("from p4reduce.worker import native_loop as n\n"
+            "print(n.choose(None))\n"
+            "try:\n    n.choose('native')\nexcept ValueError as e:\n    print('error:', e)\n")
+    env = dict(os.environ, P4SIM_CC=str(tmp_path / "no-such-cc"), P4SIM_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop(native_loop.ENV, None)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "python"
+    assert lines[1].startswith("error: loop=native: the native worker loop cannot be built here: no C compiler")
+
+
+def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):
+    """A call waiting for a peer that never comes (deadline 60 s) is interrupted by SIGINT within
+    a time slice of the C loop (native_loop.SLICE_S), as the Python loop's poll is."""
+    code = ("import socket, sys, numpy as np\n"
+            "from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer\n"
+            "peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); peer.bind(('127.0.0.1', 0))\n"
+            "job = JobParams(1, 0, 2, 4, '127.0.0.1', peer.getsockname()[1], name='ctrlc')\n"
+            "red = UdpReducer(job, bind=('127.0.0.1', 0), retry=RetryPolicy(deadline=60), loop='native')\n"
+            "print('ready', flush=True)\n"
+            "try:\n    red.sum_int32(np.ones(4096, np.int32))\n"
+            "except KeyboardInterrupt:\n    print('interrupted', red.stats.packets_sent > 0, flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 2 * native_loop.SLICE_S + 1.0
+        assert out.strip() == "interrupted True"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -44,12 +44,18 @@ def _agent() -> Agent:
     return _default
 
 
-def allreduce(array: Any, average: bool = False, key: str = "") -> Any:
+def allreduce(array: Any, average: bool = False, key: str = "", out: Any = None) -> Any:
     """Sum (or mean) of ``array`` over the job's workers, through the switch; a torch tensor
-    comes back as a tensor of its dtype and device."""
+    comes back as a tensor of its dtype and device. ``out``: where the result goes (returned), an
+    array (or CPU tensor) of the input's size and dtype kept across calls, or the input itself."""
     if _is_torch(array):
-        return array.new_tensor(_agent().allreduce(array.detach().cpu().numpy(), average, key))
-    return _agent().allreduce(array, average, key)
+        if out is None:
+            return array.new_tensor(_agent().allreduce(array.detach().cpu().numpy(), average, key))
+        if not _is_torch(out) or out.device.type != "cpu":
+            raise ValueError("out for a torch tensor must be a CPU torch tensor")
+        _agent().allreduce(array.detach().cpu().numpy(), average, key, out=out.detach().numpy())
+        return out
+    return _agent().allreduce(array, average, key, out=out)
 
 
 def _is_torch(value: Any) -> bool:

@@ -49,12 +49,14 @@ class Communicator:
             if out is None:
                 total = self.reducer.sum_int32(a.reshape(-1)).reshape(a.shape)
             else:
-                total = self.reducer.sum_int32(a.reshape(-1), out=out).reshape(a.shape)
+                self.reducer.sum_int32(a.reshape(-1), out=out)
+                total = out if out.shape == a.shape else out.reshape(a.shape)
             if not average:
                 return total
             if out is None:
                 return total // np.int32(self.n_workers)
-            return np.floor_divide(total, np.int32(self.n_workers), out=total)
+            np.floor_divide(total, np.int32(self.n_workers), out=total)
+            return total
         if not np.issubdtype(a.dtype, np.floating):
             raise TypeError(f"allreduce supports float32 and int32 arrays, got dtype {a.dtype}")
         x = a.astype(np.float32, copy=False).reshape(-1)
@@ -75,5 +77,6 @@ class Communicator:
         result = out_f.astype(a.dtype, copy=False).reshape(a.shape)
         if out is None:
             return result
-        out.reshape(a.shape)[...] = result
-        return out.reshape(a.shape)
+        shaped = out if out.shape == a.shape else out.reshape(a.shape)
+        shaped[...] = result
+        return shaped

@@ -44,6 +44,7 @@ def _worker(*args, env=None, timeout=60):
     (["--job", "../x"], "--job", "a job name is 1 to 64 characters"),
     (["--size", "many"], "--size", "expected an integer, got 'many'"),
     (["--switch", "nohost"], "--switch", "expected HOST:PORT"),
+    (["--loop", "fast"], "--loop", "invalid choice: 'fast' (choose from 'native', 'python')"),
 ])
 def test_bad_arguments_are_named_without_traceback(args, argument, message):
     p = _worker("allreduce", *args)
@@ -116,8 +117,18 @@ def _run_pair(addr, job, mode, extra):
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "worker: joined job" in err and "Traceback" not in err
-        reports.append(json.loads(out.strip().splitlines()[-1]))
+        reports.append(dict(json.loads(out.strip().splitlines()[-1]), stderr=err))
     return reports
+
+
+@pytest.mark.parametrize("loop", ["native", "python", None])
+def test_the_worker_loop_is_chosen_on_the_command_line_and_said(controller, loop):
+    """--loop picks the send/receive loop (default: native where gcc is, as here); the join line
+    says which one runs, and both check their sums."""
+    reports = _run_pair(controller, f"loop-{loop}", "dense", ["--loop", loop] if loop else [])
+    for r in reports:
+        assert r["check"] == "ok", r
+        assert f"; {loop or 'native'} loop)" in r["stderr"], r["stderr"]
 
 
 def test_density_makes_a_sparse_job_send_less(controller):

@@ -47,6 +47,14 @@ def test_create_join_allreduce_numpy_and_torch(controller):
             assert isinstance(out, torch.Tensor) and out.shape == t.shape and out.dtype == torch.float32
             assert float((out - t).abs().max()) < 1e-6
             assert worker.allreduce_async(ints).result(timeout=30).tolist() == ints.tolist()
+            buf = np.zeros_like(ints)
+            assert worker.allreduce(ints, out=buf) is buf and np.array_equal(buf, ints)   # into the caller's buffer
+            tout = torch.zeros_like(t)
+            assert worker.allreduce(t, out=tout) is tout and float((tout - t).abs().max()) < 1e-6
+            with pytest.raises(ValueError, match="out must be a numpy array of 1000 int32"):
+                worker.allreduce(ints, out=np.zeros(999, np.int32))
+            with pytest.raises(ValueError, match="CPU torch tensor"):
+                worker.allreduce(t, out=np.zeros(3000, np.float32))
         finally:
             worker.shutdown()
     assert JobApiClient(controller).jobs() == []          # the only worker left: the job ended

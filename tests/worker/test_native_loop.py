@@ -244,7 +244,9 @@ def test_without_a_compiler_the_default_falls_back_and_native_by_name_is_a_clear
 def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):
     """A call waiting for a peer that never comes (deadline 60 s) is interrupted by SIGINT within
     a time slice of the C loop (native_loop.SLICE_S), as the Python loop's poll is."""
-    code = ("import socket, sys, numpy as np\n"
+    # the handler set explicitly: a process started from a background job inherits SIGINT ignored
+    code = ("import signal, socket, sys, numpy as np\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer\n"
             "peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); peer.bind(('127.0.0.1', 0))\n"
             "job = JobParams(1, 0, 2, 4, '127.0.0.1', peer.getsockname()[1], name='ctrlc')\n"

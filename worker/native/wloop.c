@@ -434,7 +434,6 @@ static int open_rounds(wl *w, int n) {
         put32(f + OFF_TOKEN, a->token);
         w->length[s] = w->H + __builtin_popcount(bitmap) * sbb;
         w->block[s] = b; w->agreed[s] = b >= 0 ? w->ready_exp[s] : 0;
-        if (b < 0) w->agreed[s] = 0;
         w->ver[s] = (uint8_t)v; w->offset[s] = off; w->key[s] = key;
         if (!w->open[s]) { w->open[s] = 1; w->n_open++; }
     }

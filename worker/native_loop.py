@@ -33,7 +33,7 @@ from p4reduce.protocol import wire
 
 from . import quantize as qz
 from .reducer import AggregationError, BlockSource, IntSource
-from .streams import call_sums, next_nonzero
+from .streams import call_sums, check_offsets, next_nonzero
 
 if TYPE_CHECKING:
     from .streaming import UdpReducer
@@ -156,9 +156,7 @@ def aggregate(red: UdpReducer, source: BlockSource, out: np.ndarray | None = Non
     """UdpReducer.aggregate on the native loop: same arguments, results, state and errors."""
     job, L = red.job, red.lanes
     nb = source.n_blocks
-    if nb * L >= C.NEXT_NONE:
-        raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
-                         "split it into several allreduces")
+    check_offsets(nb, L)
     float_mode = source.proposals is not None
     sums = call_sums(source, L, job.sparse, out)
     exps = np.full(nb, qz.EXP_MIN, np.int8) if float_mode else None

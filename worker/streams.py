@@ -60,6 +60,13 @@ def next_nonzero(nonzero: np.ndarray, streams: int) -> tuple[np.ndarray, np.ndar
     return np.where(first == big, -1, first), np.where(after == big, -1, after)
 
 
+def check_offsets(n_blocks: int, lanes: int) -> None:
+    """ValueError unless every offset of a tensor of `n_blocks` blocks fits the wire's 32 bits."""
+    if n_blocks * lanes >= NONE:
+        raise ValueError(f"tensor of {n_blocks * lanes} elements is too large for the protocol's 32-bit offsets; "
+                         "split it into several allreduces")
+
+
 def call_sums(source: BlockSource, lanes: int, sparse: bool, out: np.ndarray | None) -> np.ndarray:
     """The int32 (n_blocks, lanes) array a call's results go into: `out` (Reducer.aggregate) or a
     new one. In sparse mode the blocks zero everywhere get no result; they are among those zero
@@ -104,9 +111,7 @@ class StreamWindow:
         self.forged = 0                  # results for an open round without the job's wire token, ignored
         self.L = L = layout.lanes
         self.n_blocks = nb = source.n_blocks
-        if nb * L >= NONE:
-            raise ValueError(f"tensor of {nb * L} elements is too large for the protocol's 32-bit offsets; "
-                             "split it into several allreduces")
+        check_offsets(nb, L)
         self.float_mode = source.proposals is not None
         self.sums = call_sums(source, L, sparse, out)
         self._sums3 = self.sums.reshape(nb, layout.num_subblocks, layout.subblock)

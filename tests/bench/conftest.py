@@ -1,7 +1,7 @@
 """Fixtures for the benchmark harness's tests."""
 import pytest
 
-from p4reduce.protocol.program import compile_program
+from p4reduce.p4src.build import compile_program
 
 
 @pytest.fixture(scope="session")

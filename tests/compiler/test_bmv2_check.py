@@ -13,7 +13,7 @@ from p4reduce.p4sim.compiler import compile_file
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 OURS = sorted(str(p.relative_to(REPO)) for p in list((REPO / "examples" / "p4").glob("*.p4")) +
-              list((REPO / "tests" / "engine" / "programs").glob("*.p4")) + [REPO / "p4src" / "p4reduce.p4"])
+              list((REPO / "tests" / "engine" / "programs").glob("*.p4")) + [REPO / "p4reduce" / "p4src" / "p4reduce.p4"])
 REFERENCE = ["agg_mini", "fwd_basic", "hash_csum", "loopback", "match_kinds", "parse_mix", "rep_clone",
              "stacks_errors"]
 

@@ -14,7 +14,7 @@ from p4reduce.p4sim.compiler import CompileError, compile_file
 from p4reduce.protocol import p4names as N
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-P4DIR = REPO / "p4src"
+P4DIR = REPO / "p4reduce" / "p4src"
 P4SRC = P4DIR / "p4reduce.p4"
 
 

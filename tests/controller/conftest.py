@@ -1,7 +1,7 @@
 """Fixtures: a p4sim P4Runtime server on loopback (in-process, real gRPC) and compiled programs."""
 import pytest
 
-from p4reduce.protocol.program import ProgramBuildError, compile_program
+from p4reduce.p4src.build import ProgramBuildError, compile_program
 
 
 @pytest.fixture

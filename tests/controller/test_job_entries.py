@@ -92,7 +92,7 @@ def test_program_layout_is_read_from_the_loaded_programs_p4info(tmp_path, lanes,
     """The layout workers are told is the one compiled into the program, not a Python constant."""
     from p4reduce.controller.job_programmer import program_layout
     from p4reduce.controller.p4info import P4InfoIndex
-    from p4reduce.protocol.program import compile_program
+    from p4reduce.p4src.build import compile_program
     built = compile_program(tmp_path, defines=[f"LANES={lanes}", f"SUBBLOCK={subblock}"])
     layout = program_layout(P4InfoIndex(str(built.p4info_path)))
     assert (layout.lanes, layout.subblock) == (lanes, subblock)

@@ -7,10 +7,10 @@ import json
 
 import pytest
 from backend_param import engine_backend  # noqa: F401 - every test on both backends (tests/backend_param.py)
-
-from p4reduce.protocol.program import compile_program
-from p4reduce.protocol.wire import Layout
 from testbed.fabric import Fabric
+
+from p4reduce.p4src.build import compile_program
+from p4reduce.protocol.wire import Layout
 
 LAYOUTS = [Layout(32, 8), Layout(256, 16), Layout(16, 16), Layout(12, 1)]
 

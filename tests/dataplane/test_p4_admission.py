@@ -1,6 +1,7 @@
 """Hostile and malformed packets change no state, produce nothing, and are counted by reason."""
 import numpy as np
 import pytest
+from testbed.fabric import WorkerEnd
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
@@ -9,7 +10,6 @@ from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, decode, encode
-from testbed.fabric import WorkerEnd
 
 TOKENS = {1: 0x1111_2222, 2: 0x3333_4444}   # the wire tokens of two_jobs' jobs (0 for the others)
 

@@ -2,13 +2,13 @@
 exact integer sums, dense and sparse, 2 to 32 workers, under loss, duplication and reordering."""
 import numpy as np
 import pytest
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
 from p4reduce.protocol.wire import Header, decode, encode
-from testbed.lossy_net import LossyNetwork
-from testbed.reference_worker import JobRun
 
 
 def sparse_tensor(rng, length, density, subblock, lo=-10**6, hi=10**6):

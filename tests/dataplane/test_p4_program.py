@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-
-from p4reduce.protocol import constants as C
-from p4reduce.protocol import p4names as N
-from p4reduce.protocol.constants import Mode
-from p4reduce.protocol.program import compile_program
-from p4reduce.protocol.wire import Header, Layout, encode
 from testbed.fabric import Fabric
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
+
+from p4reduce.p4src.build import compile_program
+from p4reduce.protocol import constants as C
+from p4reduce.protocol import p4names as N
+from p4reduce.protocol.constants import Mode
+from p4reduce.protocol.wire import Header, Layout, encode
 
 TABLES = {N.JOBS: N.JOBS_KEY, N.WORKERS: N.WORKERS_KEY, N.IPV4_ROUTES: N.IPV4_ROUTES_KEY,
           N.L2_FORWARD: N.L2_FORWARD_KEY, N.WORKER_ADDRS: N.WORKER_ADDRS_KEY,

@@ -4,11 +4,11 @@ duplicates and retransmissions, the P4 program emits exactly what the reference 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from p4reduce.protocol.constants import Mode
 from testbed.fabric import Fabric
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
+
+from p4reduce.protocol.constants import Mode
 
 
 def tensor(rng, length, density, magnitude, subblock):

@@ -6,6 +6,8 @@ import json
 import numpy as np
 from scapy.all import ARP, ICMP, IP, Ether, raw
 from test_p4_two_tier import TwoTier
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
@@ -14,8 +16,6 @@ from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import AggEvent, DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, decode, encode
-from testbed.lossy_net import LossyNetwork
-from testbed.reference_worker import JobRun
 
 ATTACKER = ("02:00:00:00:0e:0e", "10.9.0.9", 3)      # a host on port 3 of the switch
 LINK_PORT = 8                                          # an unguarded port (a link to another switch)

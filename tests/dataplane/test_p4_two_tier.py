@@ -4,6 +4,8 @@ across switches exactly as on one."""
 import json
 
 import numpy as np
+from testbed.lossy_net import LossyNetwork
+from testbed.reference_worker import JobRun
 
 from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import JobSpec, MemberSpec
@@ -14,8 +16,6 @@ from p4reduce.protocol.addressing import SERVICE_MAC as SWITCH_MAC
 from p4reduce.protocol.constants import AggEvent, Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import Header, decode, encode
-from testbed.lossy_net import LossyNetwork
-from testbed.reference_worker import JobRun
 
 UPLINK = 9                       # leaf port towards the spine
 SPINE_PORT = {"leaf1": 1, "leaf2": 2}

@@ -11,7 +11,7 @@ import string
 import pytest
 
 from p4reduce.mininet_topos.ports import free_port
-from p4reduce.protocol.program import compile_program
+from p4reduce.p4src.build import compile_program
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 import pytest
 
 from p4reduce.mininet_topos.links import LinkOptions
-from p4reduce.protocol.program import compile_program
+from p4reduce.p4src.build import compile_program
 
 from .workers import assert_exact, by_index, run_job
 

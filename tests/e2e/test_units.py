@@ -10,7 +10,7 @@ from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_
 from p4reduce.mininet_topos.target import SwitchCommand, describe_target, find_target, target_name
 from p4reduce.protocol import p4names
 from p4reduce.protocol.addressing import host_address
-from p4reduce.protocol.program import packet_layout
+from p4reduce.protocol.program_files import packet_layout
 
 
 def test_switch_command_matches_simple_switch_grpc_layout():

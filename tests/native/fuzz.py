@@ -45,7 +45,7 @@ def load(name):
     """(BMv2 JSON dict, case) of one program: the reference case, AGGREGATION for p4reduce, or None."""
     from p4reduce.p4sim.compiler import compile_file
     if name == "p4reduce":
-        return compile_file(str(REPO / "p4src" / "p4reduce.p4")).bmv2, AGGREGATION
+        return compile_file(str(REPO / "p4reduce" / "p4src" / "p4reduce.p4")).bmv2, AGGREGATION
     stem, _, kind = name.partition(" (")
     if kind:
         case = json.loads((REFERENCE / "programs" / f"{stem}.case.json").read_text())

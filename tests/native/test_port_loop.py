@@ -14,7 +14,7 @@ from engine.bmv2 import SM, C, E, F, P, Program, extract
 from p4reduce.p4sim.engine import PythonSwitch
 from p4reduce.p4sim.engine.native.switch import NativeSwitch
 from p4reduce.p4sim.ports import read_pcap
-from p4reduce.p4sim.ports.native_loop import NativePacketLoop
+from p4reduce.p4sim.ports.native_packet_loop import NativePacketLoop
 
 pytestmark = pytest.mark.root
 CPU = 64

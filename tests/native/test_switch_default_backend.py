@@ -21,7 +21,7 @@ PROGRAMS = [*fuzz.program_names(), "p4reduce (256 lanes)"]
 
 def bmv2_json(name):
     if name == "p4reduce (256 lanes)":
-        return compile_file(str(REPO / "p4src" / "p4reduce.p4"), defines=("LANES=256", "SUBBLOCK=16")).bmv2
+        return compile_file(str(REPO / "p4reduce" / "p4src" / "p4reduce.p4"), defines=("LANES=256", "SUBBLOCK=16")).bmv2
     return fuzz.load(name)[0]
 
 
@@ -49,7 +49,7 @@ def test_p4sim_switch_runs_the_program_on_the_native_backend_by_default(name, tm
     path.write_text(json.dumps(bmv2_json(name)))
     env = {k: v for k, v in os.environ.items() if k != "P4SIM_BACKEND"}
     lines, err = start_and_read_until_listening(
-        [sys.executable, "-m", "p4reduce.p4sim.switch", str(path), "--thrift-port", "0",
+        [sys.executable, "-m", "p4reduce.p4sim.simple_switch", str(path), "--thrift-port", "0",
          "--", "--grpc-server-addr", "127.0.0.1:0"], env)
     said = [line[len(LOADED):] for line in lines if line.startswith(LOADED)]
     assert said == ["native backend (generated C)"], (lines, err[-2000:])

@@ -5,7 +5,7 @@ import re
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names
 
-P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4src"
+P4SRC = pathlib.Path(__file__).resolve().parents[2] / "p4reduce" / "p4src"
 
 
 def p4_defines():

@@ -6,7 +6,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4reduce.p4sim.compiler import compile_file
-from p4reduce.p4sim.runtime import wire
+from p4reduce.p4sim.runtime import read_response_bytes as wire
 
 from .p4rt_client import update
 

@@ -7,7 +7,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-PROGRAMS = sorted(REPO.glob("examples/p4/*.p4")) + [REPO / "p4src" / "p4reduce.p4"]
+PROGRAMS = sorted(REPO.glob("examples/p4/*.p4")) + [REPO / "p4reduce" / "p4src" / "p4reduce.p4"]
 
 
 @pytest.mark.parametrize("path", [p for p in PROGRAMS if p.exists()], ids=lambda p: p.stem)

@@ -22,13 +22,13 @@ import time
 
 import numpy as np
 import pytest
+from testbed.p4sim_udp import P4SimUdpSwitch
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.wire import Header, encode
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
-from testbed.p4sim_udp import P4SimUdpSwitch
 
 pytestmark = pytest.mark.usefixtures("both_worker_loops")   # the C worker loop and the Python one
 

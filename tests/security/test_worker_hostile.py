@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch
 
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
@@ -19,7 +20,6 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.protocol.job_api import JobApiClient
 from p4reduce.worker.agent import Agent
 from p4reduce.worker.streaming import RetryPolicy
-from testbed.fakeswitch import FakeSwitch
 
 from .conftest import TOPO
 

@@ -14,7 +14,7 @@ PYTHON = sys.executable
 
 
 def switch(*args, timeout=30):
-    return subprocess.run([PYTHON, "-m", "p4reduce.p4sim.switch", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([PYTHON, "-m", "p4reduce.p4sim.simple_switch", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -37,7 +37,7 @@ def switch(*args, timeout=30):
     (["--no-p4", "--backend", "fpga"], ["--backend", "fpga", "native", "python"]),
 ])
 def test_bad_arguments_are_reported_by_name(args, words, capsys):
-    from p4reduce.p4sim.switch import main
+    from p4reduce.p4sim.simple_switch import main
     assert main(args) == 2
     stderr = capsys.readouterr().err
     assert stderr.startswith("p4sim-switch: error:")
@@ -71,7 +71,7 @@ def start(*args):
     port = free_port()
     if "--thrift-port" not in args:
         args += ("--thrift-port", str(free_port()))
-    process = subprocess.Popen([PYTHON, "-m", "p4reduce.p4sim.switch", *args, "--", "--grpc-server-addr",
+    process = subprocess.Popen([PYTHON, "-m", "p4reduce.p4sim.simple_switch", *args, "--", "--grpc-server-addr",
                                 f"127.0.0.1:{port}"], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     line = process.stdout.readline()
@@ -130,7 +130,7 @@ def test_log_file_gets_the_per_packet_trace(tmp_path, level, traced):
     args = ["--no-p4", "--log-file", str(log_file), "--thrift-port", str(free_port())] + \
         (["-L", level] if level else [])
     port = free_port()
-    process = subprocess.Popen([PYTHON, "-m", "p4reduce.p4sim.switch", *args, "--", "--grpc-server-addr",
+    process = subprocess.Popen([PYTHON, "-m", "p4reduce.p4sim.simple_switch", *args, "--", "--grpc-server-addr",
                                 f"127.0.0.1:{port}", "--cpu-port", "64"], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -158,7 +158,7 @@ def test_unwritable_log_file_is_reported_without_traceback():
 
 def test_simple_switch_grpc_command_lines_parse(tmp_path):
     """The forms Mininet nodes and the P4 tutorials use for simple_switch_grpc."""
-    from p4reduce.p4sim.switch import parse_args
+    from p4reduce.p4sim.simple_switch import parse_args
     program = tmp_path / "prog.json"
     program.write_text("{}")
     options, target = parse_args(["-i", "1@s1-eth1", "-i", "2@s1-eth2", "--device-id", "1",

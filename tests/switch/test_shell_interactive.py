@@ -19,7 +19,7 @@ table_entry["Ing.routes"](is_default=True).read(lambda e: print("DEFAULT", e.msg
 
 def test_interactive_shell_session(reference_dir):
     port = free_port()
-    switch = subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.switch", "--no-p4", "--thrift-port",
+    switch = subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.simple_switch", "--no-p4", "--thrift-port",
                                str(free_port()), "--",
                                "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", "64"],
                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

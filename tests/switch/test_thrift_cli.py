@@ -12,7 +12,7 @@ PYTHON = sys.executable
 def test_simple_switch_cli_reads_and_writes_registers(reference_dir):
     thrift_port, grpc_port = free_port(), free_port()
     switch = subprocess.Popen(
-        [PYTHON, "-m", "p4reduce.p4sim.switch", str(reference_dir / "p4c-out" / "agg_mini.json"),
+        [PYTHON, "-m", "p4reduce.p4sim.simple_switch", str(reference_dir / "p4c-out" / "agg_mini.json"),
          "--thrift-port", str(thrift_port), "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -33,7 +33,7 @@ def test_taken_thrift_port_is_an_error_when_asked_for():
         busy.bind(("0.0.0.0", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = subprocess.run([PYTHON, "-m", "p4reduce.p4sim.switch", "--no-p4", "--thrift-port", str(port),
+        result = subprocess.run([PYTHON, "-m", "p4reduce.p4sim.simple_switch", "--no-p4", "--thrift-port", str(port),
                                  "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
                                 cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1

@@ -37,7 +37,7 @@ class VethSwitch:
                 self._add_host(index)
             self.grpc_port = free_port()
             self.address = f"127.0.0.1:{self.grpc_port}"
-            command = [PYTHON, "-m", "p4reduce.p4sim.switch"]
+            command = [PYTHON, "-m", "p4reduce.p4sim.simple_switch"]
             for index, iface in enumerate(self.switch_ifaces, start=1):
                 command += ["-i", f"{index}@{iface}"]
             command += ["--pcap", str(self.pcap_dir), "--thrift-port", str(free_port()),

@@ -1,7 +1,7 @@
 """Fixtures for the worker tests: the P4 program on p4sim's engine, served over UDP on loopback."""
 import pytest
 
-from p4reduce.protocol.program import ProgramBuildError, compile_program
+from p4reduce.p4src.build import ProgramBuildError, compile_program
 
 
 @pytest.fixture(scope="session")

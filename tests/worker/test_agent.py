@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch, Impairments
 
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
@@ -19,7 +20,6 @@ from p4reduce.worker.agent import Agent
 from p4reduce.worker.cli import tensor_for
 from p4reduce.worker.job import JobJoinError
 from p4reduce.worker.streaming import RetryPolicy
-from testbed.fakeswitch import FakeSwitch, Impairments
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch
 
 from p4reduce.controller.api_server import JobApi, JobApiServer
 from p4reduce.controller.jobs import JobManager
@@ -18,7 +19,6 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
 from p4reduce.protocol.job_api import JobApiClient
 from p4reduce.worker import cli
-from testbed.fakeswitch import FakeSwitch
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

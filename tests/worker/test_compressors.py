@@ -2,6 +2,7 @@
 residual update, and the advertised sparsity/bytes."""
 import numpy as np
 import pytest
+from testbed.simswitch import SimulatedReducer, SimulatedSwitch, run_workers
 
 from p4reduce.protocol import constants as C
 from p4reduce.worker.communicator import Communicator
@@ -17,7 +18,6 @@ from p4reduce.worker.compressors import (
 from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
 from p4reduce.worker.compressors.topk import agreed_top_blocks
 from p4reduce.worker.memory import ErrorFeedback
-from testbed.simswitch import SimulatedReducer, SimulatedSwitch, run_workers
 
 N = 4
 

@@ -9,6 +9,7 @@ sockets); this file checks what those cannot see.
 from __future__ import annotations
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import time
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch
+from testbed.loopback import loopback_reducers
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
@@ -26,8 +29,6 @@ from p4reduce.worker.compressors import FixedPoint
 from p4reduce.worker.quantize import QuantizationError
 from p4reduce.worker.reducer import AggregationError, IntSource, QuantizedSource
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
-from testbed.fakeswitch import FakeSwitch
-from testbed.loopback import loopback_reducers
 
 RETRY = RetryPolicy(timeout=0.5, max_timeout=1.0, deadline=5.0)
 
@@ -235,19 +236,83 @@ def test_choosing_the_loop():
         del os.environ[native_loop.ENV]
 
 
-def test_without_a_compiler_the_default_falls_back_and_native_by_name_is_a_clear_error(tmp_path):
-    """No C compiler (P4SIM_CC names none, a fresh cache): the default loop is Python, and asking
-    for the native one by name says why it cannot run."""
-    code = ("from p4reduce.worker import native_loop as n\n"
-            "print(n.choose(None))\n"
+def test_without_the_extension_the_default_falls_back_and_native_by_name_is_a_clear_error():
+    """An install made where no C compiler worked has no p4reduce.worker._wloop: the default loop
+    is Python (said once), and asking for the native one by name says why it cannot run."""
+    code = ("import sys, logging\nlogging.basicConfig(format='%(message)s')\n"
+            "sys.modules['p4reduce.worker._wloop'] = None   # as if it had not been built\n"
+            "from p4reduce.worker import native_loop as n\n"
+            "print(n.choose(None)); print(n.choose(None))\n"
             "try:\n    n.choose('native')\nexcept ValueError as e:\n    print('error:', e)\n")
-    env = dict(os.environ, P4SIM_CC=str(tmp_path / "no-such-cc"), P4SIM_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ)
     env.pop(native_loop.ENV, None)
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert lines[0] == "python"
-    assert lines[1].startswith("error: loop=native: the native worker loop cannot be built here: no C compiler")
+    assert lines[:2] == ["python", "python"]
+    assert lines[2].startswith("error: loop=native: the native worker loop cannot run here: the extension "
+                               "p4reduce.worker._wloop was not built when p4reduce was installed")
+    said = [line for line in res.stderr.splitlines() if line.startswith("worker loop: python")]
+    assert len(said) == 1, res.stderr
+
+
+def test_an_extension_built_for_another_wire_format_is_refused(monkeypatch):
+    """A tree whose protocol changed after the install: the module's constants differ from the
+    protocol's, and the loop is not used with the wrong offsets."""
+    real = native_loop._defines()
+    monkeypatch.setattr(native_loop, "_defines", lambda: {**real, "OFF_RANK": real["OFF_RANK"] + 1})
+    native_loop.library.cache_clear()
+    try:
+        with pytest.raises(native_loop.NativeLoopUnavailable, match="built for another wire format.*OFF_RANK"):
+            native_loop.library()
+    finally:
+        monkeypatch.undo()
+        native_loop.library.cache_clear()
+    assert native_loop.library()
+
+
+def test_the_generated_header_matches_the_protocol(tmp_path):
+    """native/wloop_wire.h is what the protocol defines today; a changed constant makes it stale."""
+    header = pathlib.Path(native_loop.__file__).with_name("native") / native_loop.HEADER
+    assert header.read_text() == native_loop.wire_header()
+    assert native_loop.main(["--check-header"]) == 0
+    assert "#define OFF_RANK " in header.read_text() and "X(OFF_RANK)" in header.read_text()
+    assert native_loop.wire_header() != header.read_text().replace("#define HEADER_BYTES 24", "#define HEADER_BYTES 25")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiler", ["gcc", "none"])
+def test_pip_builds_the_extension_or_says_in_one_line_that_it_did_not(tmp_path, compiler):
+    """`pip wheel` of the project: with a compiler the wheel carries p4reduce/worker/_wloop*.so;
+    with none (CC naming a missing program) the build still succeeds, says so in one line, and
+    the wheel has no extension."""
+    import shutil
+    import zipfile
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    src = tmp_path / "src"     # the checkout's files only: no build/ or in-place module from the venv's install
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=repo, capture_output=True,
+                            text=True, check=True).stdout.split()
+    for rel in listed:
+        if (repo / rel).is_file() and not rel.startswith("tests/"):
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, src / rel)
+    env = dict(os.environ)
+    if compiler == "none":
+        env["CC"] = str(tmp_path / "no-such-cc")
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                          "-w", str(tmp_path / "wheel"), str(src)], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    wheel = next((tmp_path / "wheel").glob("p4reduce-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    built = [n for n in names if n.startswith("p4reduce/worker/_wloop") and n.endswith(".so")]
+    said = [line for line in (res.stdout + res.stderr).splitlines()
+            if "p4reduce: the native worker loop was not built" in line]
+    if compiler == "gcc":
+        assert built and not said
+    else:
+        assert not built and len(said) == 1, res.stdout + res.stderr
+    assert "p4reduce/p4src/p4reduce.p4" in names and "p4reduce/p4sim/compiler/p4.lark" in names
 
 
 def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):

@@ -4,14 +4,14 @@ import threading
 
 import numpy as np
 import pytest
+from testbed.loopback import loopback_reducers
+from testbed.p4sim_udp import P4SimUdpSwitch
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.streaming import RetryPolicy
-from testbed.loopback import loopback_reducers
-from testbed.p4sim_udp import P4SimUdpSwitch
 
 # Both signs: BMv2 reads an int<32> register cell as its unsigned pattern (see
 # ../shared/p4-reference agg_mini), so the program must convert stored partial sums explicitly;
@@ -82,9 +82,10 @@ def test_float32_and_loss_through_the_p4_program(p4reduce_json, signed):
 
 def test_training_through_the_p4_program_matches_the_simulation(p4reduce_json):
     """Digits logreg, 2 workers, 1 epoch through the P4 program: bit-identical to the simulated switch."""
+    from testbed.training.simulate import run_simulated
+
     from p4reduce.worker.training.data import load_digits_split
     from p4reduce.worker.training.loop import TrainConfig, train_worker
-    from testbed.training.simulate import run_simulated
     split = load_digits_split(limit=600)
     cfg = TrainConfig(model="logreg", epochs=1)
     sim = run_simulated("fixedpoint", cfg, 2, split, sparse=False)["history"].params

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from testbed.fakeswitch import FakeSwitch
 
 from p4reduce import worker
 from p4reduce.controller.api_server import JobApi, JobApiServer
@@ -14,7 +15,6 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import from_dict
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 from p4reduce.worker.compressors import COMPRESSORS, FixedPoint
-from testbed.fakeswitch import FakeSwitch
 
 TOPO = from_dict({
     "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},

@@ -9,6 +9,8 @@ import types
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch, Impairments
+from testbed.loopback import loopback_reducers
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
@@ -17,8 +19,6 @@ from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.reducer import AggregationError
 from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
 from p4reduce.worker.streams import next_nonzero
-from testbed.fakeswitch import FakeSwitch, Impairments
-from testbed.loopback import loopback_reducers
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
 

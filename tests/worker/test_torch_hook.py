@@ -9,8 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from p4reduce.mininet_topos.ports import free_port  # noqa: E402 - after the importorskip
 from testbed.fakeswitch import FakeSwitch  # noqa: E402
+
+from p4reduce.mininet_topos.ports import free_port  # noqa: E402 - after the importorskip
 
 CHILD = r"""
 import sys, numpy as np, torch, torch.distributed as dist

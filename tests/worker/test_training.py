@@ -4,6 +4,9 @@ import threading
 
 import numpy as np
 import pytest
+from testbed.fakeswitch import FakeSwitch
+from testbed.loopback import loopback_reducers
+from testbed.training.simulate import run_simulated
 
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS
@@ -11,9 +14,6 @@ from p4reduce.worker.streaming import RetryPolicy
 from p4reduce.worker.training.data import load_digits_split
 from p4reduce.worker.training.loop import TrainConfig, train_worker
 from p4reduce.worker.training.models import MLP, LogisticRegression
-from testbed.fakeswitch import FakeSwitch
-from testbed.loopback import loopback_reducers
-from testbed.training.simulate import run_simulated
 
 
 @pytest.fixture(scope="module")

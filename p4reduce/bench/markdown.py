@@ -1,0 +1,133 @@
+"""A Markdown summary of a result document, for the README and docs/benchmarks.md to quote.
+
+Written beside the JSON as <stem>.md (and latest-<mode>.md): the command, the machine, and the
+headline tables (time and bytes per allreduce, sparse speed-ups, switch packet rates).
+"""
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Sequence
+from typing import Any
+
+from p4reduce.bench.aggregate import speedup
+from p4reduce.bench.aggregation_program import display
+from p4reduce.bench.grid import JUMBO_DEFINES
+from p4reduce.bench.report import (
+    LOSS_HEADERS,
+    TRAINING_HEADERS,
+    human_bytes,
+    human_size,
+    human_time,
+    loss_rows,
+    time_ratio,
+    training_rows,
+)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _status(c) -> str:
+    return "ok" if c["status"] == "ok" else c["status"]
+
+
+def comparison(ar: dict) -> list[str]:
+    """The switch and links of an allreduce-style section, and its table with the ratios."""
+    lines: list[str] = []
+    if not ar.get("cells"):
+        return lines
+    nets = sorted({n["switch_detail"] for n in ar.get("networks", [])})
+    links = sorted({(n["link"]["name"], n["link"]["applied"]) for n in ar.get("networks", [])})
+    lines += [f"Switch: {'; '.join(nets)}. Links: "
+              + "; ".join(f"`{a}` = {b}" for a, b in links) + ".", ""]
+    gloo = {(c["workers"], c["link"], c["size"]): c for c in ar["cells"]
+            if c["system"] == "gloo" and c["status"] == "ok"}
+    rows = []
+    for c in ar["cells"]:
+        if "time_s" not in c:
+            continue
+        ratio = time_ratio(c, gloo.get((c["workers"], c["link"], c["size"])))
+        rows.append([c["system"], c["workers"], c["link"], human_size(c["size"]),
+                     human_time(c["time_s"]["median"]),
+                     human_bytes(c["wire_tx_bytes_per_worker"]["mean"]),
+                     f"{c['tx_over_tensor']:.2f}", f"{ratio:.2f}x" if ratio else "-",
+                     human_time(c["link_bound_s"]) if "link_bound_s" in c else "-",
+                     f"{c['time_over_link_bound']:.2f}x" if "time_over_link_bound" in c else "-",
+                     f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
+                     _status(c)])
+    lines += ["Per cell: time per allreduce (slowest worker, median), bytes sent per worker per "
+              "allreduce (interface counters), time over gloo's ring on the same links (below 1x: "
+              "faster than the ring), and on shaped links the link-rate bound (bytes that must "
+              "cross the busiest link / link rate, bench/bounds.py) and the time over it; for p4reduce the "
+              "packets it retransmitted (all spurious on loss-free links).", ""]
+    lines += _table(["system", "workers", "link", "elements", "time/allreduce", "sent/worker",
+                     "sent/tensor", "time/gloo", "link bound", "time/bound", "retransmitted",
+                     "result"], rows) + [""]
+    return lines
+
+
+def render(doc: dict) -> str:
+    m = doc["machine"]
+    lines = [f"Measured {doc['created']} with `{doc['command']}` on {m['cpu_model']} "
+             f"({m['cores']} cores), Linux {m['kernel']}, Python {m['python']}.", ""]
+    sections = doc["sections"]
+    lines += comparison(sections.get("allreduce", {}))
+    jumbo = sections.get("jumbo", {})
+    if jumbo.get("cells"):
+        program = doc.get("grid", {}).get("jumbo_program")
+        built = f"`{display(pathlib.Path(program))}`" if program else "the jumbo build"
+        lines += [f"The same comparison on jumbo-frame links (MTU 9000 on every interface, gloo's "
+                  f"too), p4reduce running {built} ({' '.join(JUMBO_DEFINES)}):", ""]
+        lines += comparison(jumbo)
+    elif jumbo.get("status") not in (None, "ok"):
+        lines += [f"Jumbo-frame section: {jumbo['status']}: {jumbo.get('error', '')}", ""]
+    sp_cells = [c for c in sections.get("sparsity", {}).get("cells", []) if "time_s" in c]
+    if sp_cells:
+        dense = {c["link"]: c for c in sp_cells if c["density"] == 1.0}
+        rows = []
+        for c in sp_cells:
+            ref = dense.get(c["link"])
+            t = speedup(ref["time_s"]["median"], c["time_s"]["median"]) if ref else None
+            b = speedup(ref["wire_tx_bytes_per_worker"]["mean"], c["wire_tx_bytes_per_worker"]["mean"]) if ref else None
+            rows.append([c["link"], f"{c['density'] * 100:g}%", human_time(c["time_s"]["median"]),
+                         human_bytes(c["wire_tx_bytes_per_worker"]["mean"]),
+                         f"{t:.1f}x" if t else "-", f"{b:.1f}x" if b else "-",
+                         f"{1 / c['density']:.0f}x", _status(c)])
+        lines += [f"p4reduce sparse vs dense ({sp_cells[0]['workers']} workers, "
+                  f"{human_size(sp_cells[0]['size'])} elements):", ""]
+        lines += _table(["link", "density", "time", "sent/worker", "time speed-up",
+                         "bytes reduction", "ideal", "result"], rows) + [""]
+    loss = [c for c in sections.get("loss", {}).get("cells", [])]
+    if loss:
+        lines += [f"p4reduce dense under random loss on every link, each direction ({loss[0]['workers']} "
+                  f"workers; 'retransmitted': retransmissions / packets sent, whole run):", ""]
+        lines += _table(LOSS_HEADERS, loss_rows(loss)) + [""]
+    train = sections.get("training", {}).get("cells", [])
+    if train:
+        lines += [f"Training a {train[0].get('parameters', 0):,}-parameter MLP on digits, {train[0].get('workers')} "
+                  "workers, unshaped links: torch DDP with gloo's allreduce vs DDP with p4reduce's comm hook "
+                  "(fixed point through the switch); per iteration, slowest worker's medians; compute measured "
+                  "with gradient averaging off:", ""]
+        lines += _table(TRAINING_HEADERS, training_rows(train)) + [""]
+    rate_rows = []
+    for part in sections.get("switch-rate", {}).values():
+        if isinstance(part, dict):
+            rate_rows += [r for r in part.get("rows", []) if isinstance(r.get("pps"), (int, float))]
+    if rate_rows:
+        lines += ["Switch packet rate (aggregation rows: contributions aggregated per second):", ""]
+        lines += _table(["case", "packets/s"], [[r["case"], f"{r['pps']:,.0f}"] for r in rate_rows])
+        veth = sections["switch-rate"].get("veth", {})
+        for key, value in veth.items():
+            if key.startswith("ratio_p4sim"):
+                lines.append(f"\np4sim-switch / simple_switch_grpc on veth: {value:.2f}")
+        lines.append("")
+    enc = [r for r in sections.get("encode", {}).get("rows", []) if isinstance(r, dict)]
+    if enc and all(isinstance(r.get("elements_per_s"), (int, float)) for r in enc):
+        lines += ["Worker encode throughput (one core):", ""]
+        lines += _table(["compressor", "M elements/s"],
+                        [[r.get("case", r.get("compressor", "?")), f"{r['elements_per_s'] / 1e6:.1f}"]
+                         for r in enc]) + [""]
+    return "\n".join(lines)

@@ -77,11 +77,14 @@ class Agent:
         # still runs on the agent's thread, after the async calls submitted before it
         return self._pool.submit(self._allreduce, np.asarray(array), average, key, out).result()
 
-    def allreduce_async(self, array: ArrayLike, average: bool = False,
-                        key: str = "") -> concurrent.futures.Future[np.ndarray]:
-        """Like :meth:`allreduce`, returning a Future; the array is copied now."""
-        a = np.array(array, copy=True)
-        return self._pool.submit(self._allreduce, a, average, key)
+    def allreduce_async(self, array: ArrayLike, average: bool = False, key: str = "",
+                        out: np.ndarray | None = None) -> concurrent.futures.Future[np.ndarray]:
+        """Like :meth:`allreduce`, returning a Future. Without ``out`` the array is copied now;
+        with ``out`` (a buffer, or the array itself) it is read where it is when the call runs,
+        so the caller leaves both untouched until the Future completes (torch.distributed's
+        contract for an async collective)."""
+        a = np.array(array, copy=True) if out is None else np.asarray(array)
+        return self._pool.submit(self._allreduce, a, average, key, out)
 
     def _allreduce(self, a: np.ndarray, average: bool, key: str, out: np.ndarray | None = None) -> np.ndarray:
         try:

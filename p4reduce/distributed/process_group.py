@@ -85,10 +85,10 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
         credential = _agree_on_job(store, rank, size, self.options)
         o = self.options
         try:
-            self.agent: Agent | None = Agent(o.controller, o.job, compressor=o.compressor, compressor_options=o.compressor_options,
-                               loop=o.loop, rank=rank, token=credential or o.credential,
-                               switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
-                               wait_timeout=timeout.total_seconds())
+            self.agent: Agent | None = Agent(
+                o.controller, o.job, compressor=o.compressor, compressor_options=o.compressor_options, loop=o.loop,
+                rank=rank, token=credential or o.credential, switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
+                wait_timeout=timeout.total_seconds())
         except Exception as e:
             raise DistributedSetupError(f"p4reduce: rank {rank} cannot join job {o.job!r} at {o.controller}: {e}") \
                 from None

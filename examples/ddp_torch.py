@@ -1,48 +1,54 @@
-"""PyTorch DistributedDataParallel with its gradients averaged by the switch.
+"""PyTorch DistributedDataParallel through the switch: a plain DDP script on the backend "p4reduce".
 
-Run one copy per worker of a job, e.g. inside `make run` (job `default`, 4 workers):
+The only p4reduce lines are `import p4reduce.distributed` and the backend's name. Run one copy per
+worker with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), e.g. from the
+`make run` CLI, which sets them on each host (rank = host order, h1 holds the store):
 
-    mininet> h1 .venv/bin/python examples/ddp_torch.py &      (and h2 .. h4)
+    mininet> example ddp_torch                     # job `default`, 4 hosts
+    mininet> example ddp_torch --backend gloo      # the same script on gloo, for comparison
 
-worker.init_process_group(agent) makes DDP's gloo group from the job (rank, world size, rank 0's
-host) and sets GLOO_SOCKET_IFNAME to this host's interface; gloo would otherwise bind 127.0.0.1
-inside Mininet hosts and fail with "Gloo connectFullMesh failed". The gradient buckets go through
-the switch (ddp.register_comm_hook); the model learns the 8x8 digits, each rank on its own shard.
+The model learns the 8x8 digits, each rank on its own shard; the gradient buckets go through the
+switch (the job `default`, or P4REDUCE_JOB), everything else DDP does (broadcasting the initial
+parameters, checking their shapes) runs on the group's gloo side. It reports whether every
+replica ended with the same parameters and the loss fell.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 
-import numpy as np
 from _common import fail, parse_args, report
-
-from p4reduce import worker
-from p4reduce.protocol.job_api import JobApiError
-from p4reduce.worker.job import JobJoinError
-from p4reduce.worker.training.data import load_digits_split
 
 
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0], [
         ("--steps", dict(type=int, default=60, help="training steps (default %(default)s)")),
-        ("--compressor", dict(default="fixedpoint", help="how gradients become integers (default %(default)s)")),
-        ("--gloo-port", dict(type=int, default=29500, help="TCP port of rank 0's rendezvous (default %(default)s)"))])
+        ("--backend", dict(default="p4reduce", choices=("p4reduce", "gloo"),
+                           help="torch.distributed backend (default %(default)s)"))])
+    os.environ.setdefault("P4REDUCE_CONTROLLER", args.controller)    # --controller/--job, as every example
+    os.environ.setdefault("P4REDUCE_JOB", args.job)
     import torch
     import torch.distributed as dist
+
+    import p4reduce.distributed  # noqa: F401  (registers the backend "p4reduce")
+    from p4reduce.worker.training.data import load_digits_split
+
+    missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+    if missing:
+        return fail(f"set {', '.join(missing)} (torchrun's variables; the make run CLI's `example` sets them)")
     try:
-        agent = worker.Agent(args.controller, args.job, compressor=args.compressor)
-    except (JobJoinError, JobApiError, OSError, ValueError) as e:
-        return fail(str(e))
+        dist.init_process_group(backend=args.backend)          # env://: RANK, WORLD_SIZE, MASTER_*
+    except Exception as e:       # the backend's setup errors are one line each
+        return fail(str(e).splitlines()[-1])
+    rank, world = dist.get_rank(), dist.get_world_size()
     try:
-        worker.init_process_group(agent, port=args.gloo_port)
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
         ddp = torch.nn.parallel.DistributedDataParallel(model)
-        ddp.register_comm_hook(agent, worker.ddp_hook)
         split = load_digits_split()
-        x = torch.from_numpy(split.x_train[agent.rank::agent.n_workers])
-        y = torch.from_numpy(split.y_train[agent.rank::agent.n_workers])
+        x = torch.from_numpy(split.x_train[rank::world])
+        y = torch.from_numpy(split.y_train[rank::world])
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
         losses = []
         for step in range(args.steps):
@@ -55,17 +61,17 @@ def main() -> int:
         with torch.no_grad():
             acc = float((model(torch.from_numpy(split.x_test)).argmax(1) == torch.from_numpy(split.y_test))
                         .float().mean())
-        # every replica must hold the same parameters: compare digests through the switch (exact int32)
-        digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).digest()
-        mine = np.array([int.from_bytes(digest[:3], "big")], np.int32)
-        same = bool(agent.allreduce(mine)[0] == mine[0] * agent.n_workers)
-        dist.destroy_process_group()
-        first, last = float(np.mean(losses[:5])), float(np.mean(losses[-5:]))
-        return report("ddp_torch", same and last < 0.5 * first, rank=agent.rank, workers=agent.n_workers,
-                      steps=args.steps, loss_first=round(first, 4), loss_last=round(last, 4),
-                      test_accuracy=round(acc, 4), replicas_identical=same)
+        # every replica must hold the same parameters
+        digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+        digests: list[str] = [""] * world
+        dist.all_gather_object(digests, digest)
+        same = len(set(digests)) == 1
     finally:
-        agent.close()
+        dist.destroy_process_group()
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    return report("ddp_torch", same and last < 0.5 * first, rank=rank, workers=world, backend=args.backend,
+                  steps=args.steps, loss_first=round(first, 4), loss_last=round(last, 4),
+                  test_accuracy=round(acc, 4), replicas_identical=same, parameters_sha256=digest[:16])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import datetime
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,8 @@ log = logging.getLogger("p4reduce.distributed")
 BACKEND = "p4reduce"
 SWITCHED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
 _JOB_KEY = "p4reduce/job"          # rank 0's word on the job, in the group's store
+_JOB_READ_KEY = "p4reduce/job-read"  # how many other ranks have read it
+READ_WAIT_S = 10.0
 
 
 class DistributedSetupError(RuntimeError):
@@ -245,15 +248,22 @@ def _gloo_backend(store: dist.Store, rank: int, size: int, timeout: datetime.tim
 def _agree_on_job(store: dist.Store, rank: int, size: int, options: Settings) -> str | None:
     """Rank 0 makes sure the job exists for `size` workers (creating it when absent or ended) and
     tells the others, with the credential it got when it created the job; every rank returns that
-    credential (None: use the usual sources) or raises rank 0's error."""
+    credential (None: use the usual sources) or raises rank 0's error. Rank 0 hosts the store when
+    the group rendezvouses through it, so on an error it waits (boundedly) until every rank has
+    read the word before raising: the others fail with rank 0's reason, not a lost connection."""
     if rank == 0:
         try:
             word: dict[str, Any] = {"credential": _ensure_job(size, options)}
         except Exception as e:
             word = {"error": str(e)}
         store.set(_JOB_KEY, json.dumps(word))
+        if "error" in word:
+            deadline = time.monotonic() + READ_WAIT_S
+            while store.add(_JOB_READ_KEY, 0) < size - 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
     else:
         word = json.loads(store.get(_JOB_KEY).decode())
+        store.add(_JOB_READ_KEY, 1)
     if "error" in word:
         raise DistributedSetupError(f"p4reduce: rank {rank}: {word['error']}")
     return word.get("credential")

@@ -2,12 +2,16 @@
 
 Starts the topology (simple_switch_grpc when it is on PATH, else the embedded p4sim-switch; the
 output names the one it runs on) with the controller, then runs three phases on every
-worker host, each a job of its own: a dense allreduce of gradient-sized tensors, a sparse one
-(OmniReduce block skipping) and a short data-parallel training run through the switch. It shows
-progress while they run, prints what was aggregated, the bytes saved, the time and the accuracy,
-checks every sum against numpy, and stops everything.
+worker host, each a job of its own: a dense allreduce of gradient-sized tensors (compared with
+gloo's ring on the same hosts, both measured the same way: one warm-up call, then back-to-back
+timed calls, the median of the slowest worker's times), a sparse one (OmniReduce block skipping)
+and a short data-parallel training run through the switch; then the dense comparison again on a
+fresh network with 100 Mbit/s links, where the network is the bottleneck. It shows progress while
+they run, prints what was aggregated, the bytes saved, the time and the accuracy, checks every
+sum against numpy (after the timed calls), and stops everything.
 """
 import argparse
+import dataclasses
 import functools
 import statistics
 import sys
@@ -34,10 +38,10 @@ def phases(args: argparse.Namespace) -> list[Phase]:
     elems = str(args.elements)
     return [
         Phase("demo-dense", "dense", "dense", ["--elements", elems, "--tensors", str(args.tensors)],
-              1 + args.tensors),
+              2 + args.tensors),
         Phase("demo-sparse", "sparse", "sparse",
               ["--elements", elems, "--tensors", str(args.tensors), "--density", str(args.density)],
-              1 + args.tensors),
+              2 + args.tensors),
         Phase("demo-train", "train", "dense", ["--epochs", str(args.epochs)], 1 + args.epochs),
     ]
 
@@ -142,8 +146,11 @@ def ring_comparison(results: list[dict[str, Any]], ring: list[dict[str, Any]] | 
     n, tensors = len(results), results[0]["tensors"]
     mine_bytes = sum(r["bytes_sent"] for r in results) / n / tensors
     mine_time = statistics.median(max(ts) for ts in zip(*(r["allreduce_s"] for r in results)))
-    lines = [f"   p4reduce, per worker and tensor: sent {human_bytes(mine_bytes)} (frames, headers and "
-             f"retransmissions included), {1e3 * mine_time:.1f} ms per allreduce (slowest worker, median)"]
+    lines = [f"   measured the same way on both: 1 warm-up call, then {tensors} back-to-back calls of "
+             f"{results[0]['elements']:,} 32-bit elements per worker; time per call = the slowest worker's, "
+             "median over the calls",
+             f"   p4reduce, per worker and tensor: sent {human_bytes(mine_bytes)} (frames, headers and "
+             f"retransmissions included), {1e3 * mine_time:.1f} ms per allreduce"]
     if isinstance(ring, str):
         return lines + [f"   ring allreduce (gloo) on the same hosts: {ring}"]
     ring_bytes = sum(r["counters"]["tx_bytes"] / r["reps"] for r in ring) / n
@@ -177,6 +184,37 @@ def _problem(phase: Phase, run: HostRun) -> str:
     return ""
 
 
+def run_phase(session: Session, phase: Phase, args: argparse.Namespace, quiet: bool) -> tuple[list[HostRun], float]:
+    session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)
+    progress = Progress(phase, args.workers, quiet)
+    t0 = time.monotonic()
+    hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
+    runs = start_on_hosts(hosts, functools.partial(worker_command, session, phase, timeout=args.timeout))
+    follow(runs, timeout=args.timeout, on_event=progress)
+    progress.close()
+    return runs, time.monotonic() - t0
+
+
+def compare_on_shaped_links(args: argparse.Namespace, quiet: bool, failures: list[str]) -> list[str]:
+    """The dense job and the ring again, on a fresh network whose links run at --compare-bw: there
+    the network, not the CPU, is the bottleneck, which is where in-network aggregation pays."""
+    link = dataclasses.replace(from_args(args), bw_mbps=args.compare_bw)
+    print(f"demo: the dense comparison again on {args.compare_bw:g} Mbit/s links ...", file=sys.stderr)
+    phase = phases(args)[0]
+    with Session(topo=args.topo, workers=args.workers, link=link, program=args.program,
+                 target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
+                 thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
+                 pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
+        runs, seconds = run_phase(session, phase, args, quiet)
+        if not phase_ok(phase, runs):
+            failures.append(f"dense at {args.compare_bw:g} Mbit/s")
+            return [f"== dense at {args.compare_bw:g} Mbit/s: FAILED"] + \
+                [f"   {r.host}: {_problem(phase, r)}" for r in runs if _problem(phase, r)]
+        lines = summarize(phase, runs, seconds, run_ring(session, args))
+    lines[0] = lines[0].replace("== dense (", f"== dense on {args.compare_bw:g} Mbit/s links (", 1)
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
     quiet = args.quiet
     started = time.monotonic()
@@ -191,14 +229,7 @@ def main(args: argparse.Namespace) -> int:
         switches = ", ".join(s.label() for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):
-            session.create_job(phase.name, args.workers, phase.mode, slots=args.slots)
-            progress = Progress(phase, args.workers, quiet)
-            t0 = time.monotonic()
-            hosts = sorted(session.network.hosts, key=lambda h: h.params["index"])
-            runs = start_on_hosts(hosts, functools.partial(worker_command, session, phase, timeout=args.timeout))
-            follow(runs, timeout=args.timeout, on_event=progress)
-            progress.close()
-            seconds = time.monotonic() - t0
+            runs, seconds = run_phase(session, phase, args, quiet)
             if phase_ok(phase, runs):
                 ring = run_ring(session, args) if phase.kind == "dense" else None
                 report += summarize(phase, runs, seconds, ring)
@@ -206,6 +237,8 @@ def main(args: argparse.Namespace) -> int:
                 failures.append(phase.kind)
                 report.append(f"== {phase.kind}: FAILED")
                 report += [f"   {r.host}: {_problem(phase, r)}" for r in runs if _problem(phase, r)]
+    if args.compare_bw and not failures:
+        report += compare_on_shaped_links(args, quiet, failures)
     print("\n".join(report))
     total = time.monotonic() - started
     if failures:
@@ -216,9 +249,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--elements", type=int, default=262144,
-                        help="int32 elements per tensor (default %(default)s, 1 MiB)")
-    parser.add_argument("--tensors", type=int, default=2, help="tensors per worker and phase (default %(default)s)")
+    parser.add_argument("--elements", type=int, default=1048576,
+                        help="int32 elements per tensor (default %(default)s, 4 MiB)")
+    parser.add_argument("--tensors", type=int, default=5,
+                        help="timed calls per worker and phase, after one warm-up call (default %(default)s)")
+    parser.add_argument("--compare-bw", type=float, default=100.0, metavar="MBPS",
+                        help="then compare the dense job with the ring again on links of this rate, where the "
+                             "network is the bottleneck (default %(default)s Mbit/s; 0: skip)")
     parser.add_argument("--density", type=float, default=0.05,
                         help="fraction of non-zero packet-sized blocks per worker in the sparse phase "
                              "(default %(default)s)")

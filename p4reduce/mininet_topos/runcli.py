@@ -30,6 +30,7 @@ from p4reduce.protocol.job_api import JobApiClient, JobApiError
 
 WORKER = [sys.executable, "-m", "p4reduce.worker", "allreduce"]
 EXAMPLES_DIR = Path("examples")                   # the repository's, relative to `make run`'s directory
+TORCH_PORT = 29500     # rank 0's torch.distributed store in `example` runs (torchrun's default)
 EXAMPLE_MODES = {"sparse_allreduce": "sparse"}    # the job mode an example needs when it creates one
 DEFAULT_WORKER_OPTIONS = ["--count", "4", "--size", "100000", "--check"]
 
@@ -106,7 +107,7 @@ class RunCLI(CLI):
         job, hosts, words = parsed
         argv = [sys.executable, str(script), "--controller", self.session.api_addr, "--job", job] + words
         self._say(f"*** examples/{name}.py on {', '.join(h.name for h in hosts)} (job {job!r})")
-        reports = run_on_hosts(hosts, argv, self.stdout)
+        reports = run_on_hosts(hosts, argv, self.stdout, env=torchrun_env(hosts))
         self._say("\n".join(f"{host:<6} " + (r if isinstance(r, str) else
                                               f"rank {r.get('rank', '?')}: {'ok' if r.get('ok') else 'FAILED'}")
                             for host, r in reports.items()))
@@ -163,12 +164,29 @@ class RunCLI(CLI):
         return True
 
 
-def run_on_hosts(hosts: Sequence[Any], argv: list[str], out: TextIO) -> dict[str, dict[str, Any] | str]:
-    """Run `argv` on every host at once; print each output line as `HOST| line` as it comes.
-    Returns host name -> its JSON report (the last JSON line of stdout) or an error text."""
+def torchrun_env(hosts: Sequence[Any], port: int = TORCH_PORT,
+                 gloo_interface: bool = True) -> dict[str, dict[str, str]]:
+    """Host name -> the variables torchrun gives each process (RANK, WORLD_SIZE, MASTER_ADDR,
+    MASTER_PORT, LOCAL_RANK): a torch.distributed program started on the hosts with
+    init_method env:// needs nothing else. Ranks follow host order; rank 0's host is the store.
+    With `gloo_interface`, GLOO_SOCKET_IFNAME too (the host's data interface), which a plain gloo
+    group needs in a Mininet host (it would bind 127.0.0.1); the p4reduce backend finds it itself."""
+    env = {h.name: {"RANK": str(i), "WORLD_SIZE": str(len(hosts)), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                    "MASTER_ADDR": hosts[0].IP(), "MASTER_PORT": str(port)} for i, h in enumerate(hosts)}
+    if gloo_interface:
+        for h in hosts:
+            env[h.name]["GLOO_SOCKET_IFNAME"] = h.defaultIntf().name
+    return env
+
+
+def run_on_hosts(hosts: Sequence[Any], argv: list[str], out: TextIO,
+                 env: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, Any] | str]:
+    """Run `argv` on every host at once (with `env[host]` added to the environment); print each
+    output line as `HOST| line` as it comes. Returns host name -> its JSON report (the last JSON
+    line of stdout) or an error text."""
     lock = threading.Lock()
     procs = {h.name: h.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=os.getcwd()) for h in hosts}
+                             cwd=os.getcwd(), env={**os.environ, **(env or {}).get(h.name, {})}) for h in hosts}
     last_json: dict[str, dict[str, Any]] = {}
     last_err: dict[str, str] = {}
 

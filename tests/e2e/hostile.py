@@ -86,6 +86,8 @@ def main():
             sock.send(frame)
             sent += 1
             by_kind[i] = by_kind.get(i, 0) + 1
+        if sent and cfg.get("started_file") and not os.path.exists(cfg["started_file"]):
+            open(cfg["started_file"], "w").close()      # the test releases the job now
         time.sleep(0.002)
     print(json.dumps({"sent": sent, "by_kind": by_kind}))
 

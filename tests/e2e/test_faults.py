@@ -45,13 +45,18 @@ def run_attacked_job(session, tmp_path, kinds):
     """A dense job on h1..h4 while h5 sends the given kinds of hostile frames for its whole duration."""
     *workers, attacker = by_index(session.network.hosts)
     # long enough for the attacker to send its frames throughout, even on a fast switch (the
-    # native data plane finishes a few tensors before scapy has built 100 forged results)
-    runs = run_job(session, workers, "e2e-hostile", "dense", elements=ATTACKED_ELEMENTS, tensors=24, start_only=True)
+    # native data plane finishes a few tensors before scapy has built 100 forged results); and h1's
+    # worker is held at its first allreduce until the attacker sends, so that on a loaded machine
+    # (scapy slow to start) the job cannot finish before the attack begins
+    release = tmp_path / "release-h1"
+    runs = run_job(session, workers, "e2e-hostile", "dense", elements=ATTACKED_ELEMENTS, tensors=24, start_only=True,
+                   held=(workers[0], release))
     job = wait_running(session.api_addr, "e2e-hostile")
     topo = json.loads(session.description_path.read_text())
     assert topo["hosts"][4]["name"] == attacker.name
     cfg = {"intf": attacker.defaultIntf().name, "seconds": 60, "job_id": job["job_id"], "kinds": kinds,
-           "stop_file": str(tmp_path / "stop-attack"), "slots": job["slots"]["count"], "blocks": ATTACKED_ELEMENTS // C.LANES,
+           "stop_file": str(tmp_path / "stop-attack"), "started_file": str(tmp_path / "attack-started"),
+           "slots": job["slots"]["count"], "blocks": ATTACKED_ELEMENTS // C.LANES,
            "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
            "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
            "udp_port": job["switch"]["udp_port"],
@@ -59,6 +64,10 @@ def run_attacked_job(session, tmp_path, kinds):
                        for m in job["members"]]}
     hostile = attacker.popen([sys.executable, str(HOSTILE), json.dumps(cfg)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "attack-started").exists() and hostile.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    release.touch()
     follow(runs, timeout=120)                       # attacked for the whole job
     (tmp_path / "stop-attack").touch()
     out, err = hostile.communicate(timeout=60)

@@ -23,7 +23,7 @@ def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix
     text = out.stdout
     # The switch runs the program on p4sim-switch's default engine, the native backend, and says so.
     assert "(p4sim-switch, native backend (generated C), pid " in out.stderr, out.stderr[-3000:]
-    assert text.count("exact: yes") == 2, text
+    assert text.count("exact: yes") == 3, text        # dense, sparse, dense again on 100 Mbit/s links
     # OmniReduce: the sparse phase skips zero blocks.
     saved = re.search(r"saved vs dense streaming \(.*\): (-?[\d.]+)%", text)
     assert saved and float(saved.group(1)) > 50.0, text
@@ -34,6 +34,10 @@ def test_make_demo_aggregates_exactly_and_stops_everything(tmp_path, node_prefix
     against = re.search(r"p4reduce against the ring, per worker: ([\d.]+)% (fewer|more) bytes sent, "
                         r"([\d.]+)x the ring's time \((faster|slower)\)", text)
     assert against and float(against.group(3)) > 0, text
+    # measured the same way on both sides, and said so; then again where the network is the bottleneck
+    assert text.count("measured the same way on both: 1 warm-up call, then 2 back-to-back calls of 8,192") == 2, text
+    assert "== dense on 100 Mbit/s links (demo-dense, 4 workers" in text, text
+    assert len(re.findall(r"p4reduce against the ring, per worker: .*x the ring's time", text)) == 2, text
     acc = re.search(r"test accuracy ([\d.]+)% \(single-machine reference ([\d.]+)%\); replicas identical: yes", text)
     assert acc and float(acc.group(1)) > 80.0, text
     assert "everything it started is stopped" in text

@@ -34,9 +34,15 @@ def _train(session, backend, out_dir):
                      stderr=subprocess.PIPE, text=True, cwd=str(REPO),
                      env={**os.environ, **env[h.name], "P4REDUCE_CONTROLLER": session.api_addr})
              for h in hosts]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-3000:]
+    try:
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]
+    finally:       # a failed rank leaves its peers waiting: stop them (our own processes, by PID)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return [np.load(out_dir / f"{h.name}.npy") for h in hosts]
 
 

@@ -186,8 +186,8 @@ class JobProgrammer:
                    "mcast_grp": p["mcast_grp"], "wire_token": p.get("token", 0), "members": []}
             if "lease_s" in desc:
                 rec["lease_s"] = desc["lease_s"]
-            if isinstance(desc.get("token_sha256"), str):   # who may change the job (controller/auth.py)
-                rec["token_sha256"] = desc["token_sha256"]
+            if isinstance(desc.get("credential_sha256"), str):   # who may change the job (controller/auth.py)
+                rec["credential_sha256"] = desc["credential_sha256"]
             jobs.append(rec)
             by_id[job_id] = rec
         addrs = {}

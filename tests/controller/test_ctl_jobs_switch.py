@@ -182,9 +182,9 @@ def test_restart_resumes_jobs(controller_factory):
 
     second = start()
     assert sorted(second.resumed) == ["alpha", "beta"]
-    tokens = client.tokens  # the job tokens still open the resumed jobs (their digests were on the switch)
+    credentials = client.credentials  # the job credentials still open the resumed jobs (their digests were on the switch)
     client = JobApiClient(second.api_server.address)
-    client.tokens.update(tokens)
+    client.credentials.update(credentials)
     alpha = client.job("alpha")
     assert (alpha["job_id"], alpha["mode"], alpha["slots"], alpha["lease_s"], alpha["state"]) == (
         a["job_id"], "sparse", {"base": 0, "count": 32}, 20, "running")
@@ -395,5 +395,5 @@ def test_standby_controller_takes_over(controller_factory):
     standby.join(timeout=30)
     ctl = result["ctl"]
     assert ctl.resumed == ["kept"] and ctl.connections["s1"].primary
-    job = JobApiClient(ctl.api_server.address, token=client.tokens["kept"]).join("kept", ip="10.0.0.2")["job"]
+    job = JobApiClient(ctl.api_server.address, credential=client.credentials["kept"]).join("kept", ip="10.0.0.2")["job"]
     assert job["state"] == "running" and [m["rank"] for m in job["members"]] == [0, 1]

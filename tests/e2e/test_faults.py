@@ -103,7 +103,7 @@ def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
     while not any(e.get("message") == "held" for e in held_run.events):
         assert time.monotonic() < deadline and held_run.proc.poll() is None, held_run.events
         read_available(runs, 0.5)
-    admin = JobApiClient(session.api_addr, token=session.admin_token())
+    admin = JobApiClient(session.api_addr, credential=session.admin_credential())
     job = admin.job("e2e-forged")
     assert job["state"] == "running" and job["wire_token"] != 0
     assert "wire_token" not in JobApiClient(session.api_addr).job("e2e-forged")   # not for strangers

@@ -91,9 +91,10 @@ class EchoSwitch:
                 data, peer = self.sock.recvfrom(2048)
             except TimeoutError:
                 continue
-            _mt, flags, job, rank, _count, ver, slot, off, nxt, exp, res, bitmap, tok = wire.unpack_header(data)
+            _mt, flags, job, rank, _count, ver, slot, off, nxt, exp, res, bitmap, wire_token = wire.unpack_header(data)
             flags = (flags & ~Flags.RETX) | (Flags.EOT if nxt == NEXT_NONE else 0)   # EOT iff no next
-            out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap, tok)
+            out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap,
+                                   wire_token)
             self.sock.sendto(out + data[HEADER_BYTES:], peer)
 
     def close(self) -> None:

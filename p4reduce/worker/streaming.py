@@ -345,7 +345,7 @@ class UdpReducer(Reducer):
         if self.loop == "native":
             return native_loop.aggregate(self, source, out)
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
-                           self.layout, self._last_ver, token=self.job.wire_token, out=out)
+                           self.layout, self._last_ver, wire_token=self.job.wire_token, out=out)
         if win.n_blocks == 0:
             return win.sums, win.exps
         timers = RoundTimers(win.S, self.retry, self.rto_estimator)

@@ -111,7 +111,7 @@ def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
     assert topo["hosts"][4]["name"] == attacker.name
     before = drop_reasons(session)
     cfg = {"intf": attacker.defaultIntf().name, "seconds": 60, "count": 120, "kinds": FORGED_RESULTS,
-           "job_id": job["job_id"], "tokens": [0, job["wire_token"]], "slots": job["slots"]["count"],
+           "job_id": job["job_id"], "wire_tokens": [0, job["wire_token"]], "slots": job["slots"]["count"],
            "blocks": 16, "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
            "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
            "udp_port": job["switch"]["udp_port"],

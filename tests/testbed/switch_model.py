@@ -192,8 +192,8 @@ class SwitchModel:
             return self._drop(DropReason.BAD_BITMAP)
         if not lengths_ok or len(payload) != lay.payload_bytes(h.bitmap):
             return self._drop(DropReason.BAD_LENGTH)
-        if h.token != job.wire_token:
-            return self._drop(DropReason.BAD_TOKEN)
+        if h.wire_token != job.wire_token:
+            return self._drop(DropReason.BAD_WIRE_TOKEN)
 
         i = 2 * (job.slot_base + h.slot) + h.ver
         me = np.uint64(1 << h.rank)
@@ -252,7 +252,7 @@ class SwitchModel:
         out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
                      count=job.workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
                      next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union,
-                     token=job.wire_token)
+                     wire_token=job.wire_token)
         return out.pack() + encode_subblocks(self.lanes[i], union, lay)
 
     def _drop(self, reason: DropReason) -> Outcome:

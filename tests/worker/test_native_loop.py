@@ -186,7 +186,7 @@ def test_the_switch_naming_an_impossible_next_block_is_the_same_error():
         data, addr = switch.recvfrom(4096)
         h, lanes = wire.decode(data)
         bad = wire.Header(msg_type=C.MsgType.RESULT, job_id=4, rank=0, count=1, ver=h.ver, slot=h.slot,
-                          offset=h.offset, next_offset=h.offset + 1, bitmap=h.bitmap, token=9)
+                          offset=h.offset, next_offset=h.offset + 1, bitmap=h.bitmap, wire_token=9)
         switch.sendto(wire.encode(bad, lanes), addr)
     t = threading.Thread(target=answer)
     t.start()

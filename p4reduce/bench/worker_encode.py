@@ -26,9 +26,10 @@ from p4reduce.protocol import wire
 from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, Flags, MsgType
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.reducer import BlockSource, Reducer, fill_out
-from p4reduce.worker.streaming import JobParams, UdpReducer
+from p4reduce.worker.streaming import UdpReducer
 
 
 class LoopbackReducer(Reducer):

@@ -1,11 +1,12 @@
 """Joining a job through the controller's job API (docs/job-api.md) and keeping the lease.
 
 A worker needs the controller's address, the job name and the job's credential (``credential=``,
-else the environment's ``P4REDUCE_JOB_CREDENTIAL``; inside a Mininet topology the job-API relay adds it for the
-hosts the job was granted to). :class:`JobSession` joins (creating the job if the controller allows
-it), waits until every rank has joined -- renewing its lease while it waits, so peers may start
-late -- turns the job description into :class:`~worker.streaming.JobParams`, heartbeats every
-``lease_s / 3`` seconds in the background, and leaves on :meth:`close`.
+else the environment's ``P4REDUCE_JOB_CREDENTIAL``; inside a Mininet topology the job-API relay adds
+it for the hosts the job was granted to). :class:`JobSession` joins (creating the job if the
+controller allows it), waits until every rank has joined -- renewing its lease while it waits, so
+peers may start late -- turns the job description into :class:`JobParams` (the job as the UDP loop,
+worker/streaming.py, speaks to the switch), heartbeats every ``lease_s / 3`` seconds in the
+background, and leaves on :meth:`close`.
 """
 from __future__ import annotations
 
@@ -13,13 +14,33 @@ import ipaddress
 import os
 import threading
 import time
+from dataclasses import dataclass
 
+from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient, JobApiError
 from p4reduce.protocol.wire import Layout, WireError
 
-from .streaming import JobParams
-
 CREDENTIAL_ENV = "P4REDUCE_JOB_CREDENTIAL"   # where a worker finds its job credential when not given one
+
+
+@dataclass
+class JobParams:
+    """Everything a worker needs to talk to the switch for one job (from the job API)."""
+
+    job_id: int
+    rank: int
+    n_workers: int
+    slot_count: int
+    switch_ip: str
+    switch_port: int = C.AGG_UDP_PORT
+    sparse: bool = False
+    lanes: int = C.LANES
+    subblock: int = C.SUBBLOCK
+    name: str = ""
+    wire_token: int = 0        # the job's secret in every packet header (docs/protocol.md section 10)
+
+    def describe(self) -> str:
+        return f"job {self.name or '?'} (id {self.job_id}) rank {self.rank}"
 
 
 class JobJoinError(RuntimeError):

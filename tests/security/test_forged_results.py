@@ -28,7 +28,8 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.wire import Header, encode
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 pytestmark = pytest.mark.usefixtures("both_worker_loops")   # the C worker loop and the Python one
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 LOOPBACK_WIRE_TOKEN = 0x5EC0_0001   # the wire token of loopback jobs: packets carry one, as on a real switch
 

@@ -26,9 +26,10 @@ from p4reduce.protocol import wire
 from p4reduce.worker import native_loop
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import FixedPoint
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.quantize import QuantizationError
 from p4reduce.worker.reducer import AggregationError, IntSource, QuantizedSource
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 RETRY = RetryPolicy(timeout=0.5, max_timeout=1.0, deadline=5.0)
 
@@ -321,7 +322,8 @@ def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):
     # the handler set explicitly: a process started from a background job inherits SIGINT ignored
     code = ("import signal, socket, sys, numpy as np\n"
             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-            "from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer\n"
+            "from p4reduce.worker.job import JobParams\n"
+            "from p4reduce.worker.streaming import RetryPolicy, UdpReducer\n"
             "peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); peer.bind(('127.0.0.1', 0))\n"
             "job = JobParams(1, 0, 2, 4, '127.0.0.1', peer.getsockname()[1], name='ctrlc')\n"
             "red = UdpReducer(job, bind=('127.0.0.1', 0), retry=RetryPolicy(deadline=60), loop='native')\n"

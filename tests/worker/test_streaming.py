@@ -16,8 +16,9 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.reducer import AggregationError
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 from p4reduce.worker.streams import next_nonzero
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)

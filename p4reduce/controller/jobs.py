@@ -74,7 +74,7 @@ class Job:
         if self.state != "ended":
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
-    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout = DEFAULT_LAYOUT,
+    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout,
                 members_only: bool = False) -> dict[str, Any]:
         """The job description; `members_only` adds the wire token (for callers holding the job's
         credential: its workers, its creator, the admin)."""

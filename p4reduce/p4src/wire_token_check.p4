@@ -1,5 +1,5 @@
-/* WireTokenCheck (docs/protocol.md sections 5 and 10): a contribution must carry its job's wire
- * token, the 32-bit secret the controller installed with the job (set_job's `wire_token`) and
+/* WireTokenCheck (docs/protocol.md sections 5 and 10): a contribution must carry its job's
+ * wire token, the 32-bit secret the controller installed with the job (set_job's `wire_token`) and
  * handed only to the job's authenticated members. It runs after Admission has found the job and the
  * worker, so a host that passes the address, port and rank checks (a spoofer behind a shared port,
  * where the source guard cannot look) still cannot add to the job's sums without the wire token. */

@@ -90,9 +90,11 @@ class WireError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """Compile-time sizes of the program being spoken to."""
-    lanes: int = C.LANES
-    subblock: int = C.SUBBLOCK
+    """Compile-time sizes of the program being spoken to. Both are required: they are a build
+    setting of the switch's program (the job API's `lanes`/`subblock`), not protocol constants, so
+    a layout nobody named would hide a mismatch with the switch."""
+    lanes: int
+    subblock: int
 
     def __post_init__(self):
         if self.subblock <= 0 or self.lanes % self.subblock:
@@ -122,7 +124,7 @@ class Layout:
         return [k for k in range(self.num_subblocks) if bitmap >> k & 1]
 
 
-DEFAULT_LAYOUT = Layout()
+DEFAULT_LAYOUT = Layout(C.LANES, C.SUBBLOCK)   # the default build's (make build without LANES/SUBBLOCK)
 
 
 @dataclasses.dataclass

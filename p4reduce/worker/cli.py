@@ -25,7 +25,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient
 
 from . import quantize as qz
@@ -89,16 +88,19 @@ def _number(kind: type, low: float | None = None, high: float | None = None,
 
 
 def tensor_for(seed: int, rank: int, index: int, size: int, dtype: str, density: float = 1.0,
-               block: int = C.LANES) -> np.ndarray:
+               block: int | None = None) -> np.ndarray:
     """The deterministic test tensor of ``rank`` for call ``index`` (every rank can rebuild all).
     With ``density`` < 1, only that fraction of its ``block``-element blocks is non-zero (sparse
-    gradients: what a sparse job leaves off the wire)."""
+    gradients: what a sparse job leaves off the wire); ``block`` is then required: the job's lanes
+    per packet, which no default can know."""
     rng = np.random.default_rng([seed, rank, index])
     if dtype == "int32":
         x = rng.integers(-2**20, 2**20, size, dtype=np.int32)
     else:
         x = rng.standard_normal(size).astype(np.float32)
     if density < 1.0:
+        if block is None:
+            raise ValueError("tensor_for: density < 1 needs block (the job's lanes per packet)")
         keep = np.repeat(rng.random(-(-size // block)) < density, block)[:size]
         x[~keep] = 0
     return x

@@ -14,7 +14,7 @@ import ipaddress
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient, JobApiError
@@ -25,17 +25,21 @@ CREDENTIAL_ENV = "P4REDUCE_JOB_CREDENTIAL"   # where a worker finds its job cred
 
 @dataclass
 class JobParams:
-    """Everything a worker needs to talk to the switch for one job (from the job API)."""
+    """Everything a worker needs to talk to the switch for one job (from the job API).
+
+    `lanes` and `subblock` (keyword only) are required: they are the layout of the program the
+    switch runs (the job API's `lanes`/`subblock`), and a worker that guessed them would build
+    packets the switch drops."""
 
     job_id: int
     rank: int
     n_workers: int
     slot_count: int
     switch_ip: str
-    switch_port: int = C.AGG_UDP_PORT
+    switch_port: int = C.AGG_UDP_PORT   # a protocol constant (docs/protocol.md section 2), not a build setting
     sparse: bool = False
-    lanes: int = C.LANES
-    subblock: int = C.SUBBLOCK
+    lanes: int = field(kw_only=True)
+    subblock: int = field(kw_only=True)
     name: str = ""
     wire_token: int = 0        # the job's secret in every packet header (docs/protocol.md section 10)
 

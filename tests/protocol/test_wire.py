@@ -178,3 +178,11 @@ def test_frames_parse_reports_what_is_wrong_without_raising():
     assert not loose.checksum_ok and not loose.lengths_ok(len(bad)) and loose.payload == payload
     with pytest.raises(FrameError, match="checksum"):
         parse_udp_frame(bytes(bad))
+
+
+def test_a_layout_must_be_named():
+    """No compiled-in default: a layout without its sizes is an error naming what is missing."""
+    with pytest.raises(TypeError, match="lanes"):
+        Layout()
+    with pytest.raises(TypeError, match="subblock"):
+        Layout(256)

@@ -70,7 +70,8 @@ def held_job(p4reduce_json):
     def make(rank: int, sock: socket.socket | None = None) -> UdpReducer:
         if sock is not None:
             sock.bind(("127.0.0.1", 0))
-        params = JobParams(JOB, rank, 2, SLOTS, "127.0.0.1", sw.addr[1], name="forged", wire_token=WIRE_TOKEN)
+        params = JobParams(JOB, rank, 2, SLOTS, "127.0.0.1", sw.addr[1], name="forged", wire_token=WIRE_TOKEN,
+                           lanes=sw.layout.lanes, subblock=sw.layout.subblock)
         red = UdpReducer(params, sock=sock, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.05, deadline=60))
         sw.add_worker(JOB, rank, "127.0.0.1", red.local_port)
         made.append(red)

@@ -59,6 +59,7 @@ class Outcome:
 class SwitchModel:
     """The aggregation part of p4src/p4reduce.p4, register for register."""
 
+    # a stand-in for a switch: its layout is its program's build setting, by default the default build's
     def __init__(self, layout: Layout = DEFAULT_LAYOUT, slots: int = C.SLOTS,
                  max_workers: int = C.MAX_WORKERS):
         self.layout = layout

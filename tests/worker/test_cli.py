@@ -86,6 +86,18 @@ def test_tensor_density_is_per_block():
     assert 20 <= blocks.sum() <= 60                 # ~40 of 400
     assert np.array_equal(x, cli.tensor_for(0, 1, 2, 256 * 400, "int32", density=0.1, block=256))
     assert np.count_nonzero(cli.tensor_for(0, 1, 2, 1000, "float32")) == 1000
+    with pytest.raises(ValueError, match="needs block"):      # sparse blocks of the job's lanes: no default
+        cli.tensor_for(0, 1, 2, 1000, "int32", density=0.5)
+
+
+def test_a_job_and_a_reducer_need_the_jobs_layout():
+    """No compiled-in default layout: JobParams without lanes/subblock, or a reducer class that
+    never sets its lanes, is an error naming what is missing."""
+    from p4reduce.worker.job import JobParams
+    from p4reduce.worker.reducer import Reducer
+    with pytest.raises(TypeError, match="lanes"):
+        JobParams(1, 0, 1, 4, "127.0.0.1")
+    assert not hasattr(Reducer, "lanes")
 
 
 @pytest.fixture

@@ -38,7 +38,8 @@ def train(state):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
 
 builtin = train(None)
-red = UdpReducer(JobParams(4, rank, world, 8, "127.0.0.1", switch_port), bind=("127.0.0.1", my_port),
+red = UdpReducer(JobParams(4, rank, world, 8, "127.0.0.1", switch_port, lanes=256, subblock=16),  # FakeSwitch's
+                 bind=("127.0.0.1", my_port),
                  retry=RetryPolicy(timeout=0.05, deadline=10))
 state = AsyncCommunicator(Communicator(red))
 hooked = train(state)

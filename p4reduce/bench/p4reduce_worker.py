@@ -52,10 +52,10 @@ def connect(args: argparse.Namespace) -> tuple[Agent, Callable[[], None]]:
         agent.close()
         raise RuntimeError(f"joined as rank {agent.rank} of {agent.n_workers}, "
                            f"expected rank {args.rank} of {args.world}")
-    token = np.zeros(1, dtype=np.int32)
+    one = np.zeros(1, dtype=np.int32)      # the barrier's one-element tensor
 
     def barrier() -> None:
-        agent.allreduce(token)
+        agent.allreduce(one)
 
     return agent, barrier
 

@@ -84,7 +84,7 @@ class P4Reduce(System):
         api_addr = bn.p4.api_addr
         mode = "dense" if density >= 1.0 else "sparse"
         job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
-        bn.p4.started().create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its token
+        bn.p4.started().create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its credential
         return [HostJob(h, "p4reduce.bench.p4reduce_worker",
                         ["--rank", r, "--world", len(bn.workers), "--controller", api_addr,
                          "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),

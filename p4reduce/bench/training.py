@@ -18,7 +18,7 @@ def jobs(bn: BenchNet, system: str, epochs: int) -> list[HostJob]:
     if system == "p4reduce":
         if bn.p4 is None or bn.p4.api_addr is None:
             raise ValueError("a p4reduce training run needs the bench network's p4reduce switch")
-        # created through the controller and granted to the worker hosts: the relay adds its token
+        # created through the controller and granted to the worker hosts: the relay adds its credential
         bn.p4.started().create_job(job, len(bn.workers), "dense", hosts=bn.workers)
     out = []
     for r, h in enumerate(bn.workers):

@@ -23,18 +23,19 @@ import time
 import numpy as np
 
 from p4reduce.protocol import wire
-from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, Flags, MsgType
+from p4reduce.protocol.constants import HEADER_BYTES, LANES, NEXT_NONE, SUBBLOCK, Flags, MsgType
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.reducer import BlockSource, Reducer, fill_out
-from p4reduce.worker.streaming import JobParams, UdpReducer
+from p4reduce.worker.streaming import UdpReducer
 
 
 class LoopbackReducer(Reducer):
     """A 'switch' of n workers where every other worker sent zeros: no network, no threads."""
 
-    def __init__(self, n_workers: int = 4, lanes: int = LANES):
+    def __init__(self, n_workers: int, lanes: int):
         self.rank, self.n_workers, self.lanes = 0, n_workers, lanes
 
     def aggregate(self, source: BlockSource, out: np.ndarray | None = None
@@ -91,9 +92,10 @@ class EchoSwitch:
                 data, peer = self.sock.recvfrom(2048)
             except TimeoutError:
                 continue
-            _mt, flags, job, rank, _count, ver, slot, off, nxt, exp, res, bitmap, tok = wire.unpack_header(data)
+            _mt, flags, job, rank, _count, ver, slot, off, nxt, exp, res, bitmap, wire_token = wire.unpack_header(data)
             flags = (flags & ~Flags.RETX) | (Flags.EOT if nxt == NEXT_NONE else 0)   # EOT iff no next
-            out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap, tok)
+            out = wire.pack_header(MsgType.RESULT, flags, job, rank, 1, ver, slot, off, nxt, exp, res, bitmap,
+                                   wire_token)
             self.sock.sendto(out + data[HEADER_BYTES:], peer)
 
     def close(self) -> None:
@@ -105,7 +107,8 @@ class EchoSwitch:
 def time_streaming(blocks: int) -> float:
     """Packets per second of one worker's UDP streaming loop against :class:`EchoSwitch`."""
     sw = EchoSwitch()
-    red = UdpReducer(JobParams(1, 0, 1, 64, "127.0.0.1", sw.addr[1]), bind=("127.0.0.1", 0))
+    red = UdpReducer(JobParams(1, 0, 1, 64, "127.0.0.1", sw.addr[1], lanes=LANES, subblock=SUBBLOCK),
+                     bind=("127.0.0.1", 0))
     x = np.arange(blocks * LANES, dtype=np.int32)
     try:
         red.sum_int32(x[: 64 * LANES])  # warm-up
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in COMPRESSORS:
         comp, ef = make_compressor(name, seed=1)
-        comm = Communicator(LoopbackReducer(args.workers), comp, ErrorFeedback() if ef else NoMemory())
+        comm = Communicator(LoopbackReducer(args.workers, LANES), comp, ErrorFeedback() if ef else NoMemory())
         secs = time_step(comm, x, args.repeat)
         rows.append({"case": name, "elements_per_s": round(args.size / secs), "ms_per_step": round(secs * 1e3, 2),
                      "error_feedback": ef})
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:14s} {args.size / secs / 1e6:8.1f} M elements/s  ({secs * 1e3:.1f} ms per "
                   f"{args.size / 1e6:g} M)", file=sys.stderr)
     ints = np.random.default_rng(0).integers(-100, 100, args.size, dtype=np.int32)
-    secs = time_step(Communicator(LoopbackReducer(args.workers)), ints, args.repeat)
+    secs = time_step(Communicator(LoopbackReducer(args.workers, LANES)), ints, args.repeat)
     rows.append({"case": "int32 passthrough", "elements_per_s": round(args.size / secs),
                  "ms_per_step": round(secs * 1e3, 2)})
     penc, pdec = time_packets(min(args.size, 400_000), args.repeat)

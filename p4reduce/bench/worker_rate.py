@@ -30,7 +30,8 @@ import numpy as np
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 _FIELDS: dict[str, Any] = dict(wire.HEADER_DTYPE.fields or {})
 _MSG_TYPE = _FIELDS["msg_type"][1]          # byte offsets of the fields the reflector rewrites

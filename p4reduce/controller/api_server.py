@@ -3,7 +3,7 @@
 Routes requests to the JobManager; every failure becomes a JSON error with a stable code and an
 HTTP status (docs/job-api.md), including what http.server itself refuses (unknown methods,
 malformed request lines). Request bodies are validated field by field; unknown fields are rejected
-so typos do not pass silently. Changes to a job need a bearer token (controller/auth.py).
+so typos do not pass silently. Changes to a job need a bearer credential (controller/auth.py).
 
 Everything is bounded, since any caller may be hostile: connections at once, the time a request
 may take to arrive (a slow sender is cut off), the header and body sizes, and the numbers in a body.
@@ -73,10 +73,10 @@ class JobApi:
     ]
 
     def __init__(self, manager: JobManager, switches: Iterable[SwitchConnection] = (),
-                 admin_token: str | None = None):
+                 admin_credential: str | None = None):
         self.manager = manager
         self.switches = list(switches)  # SwitchConnection objects, for /health
-        self.admin_token = admin_token  # None: no admin; job tokens only
+        self.admin_credential = admin_credential  # None: no admin; job credentials only
 
     def caller(self, authorization: str | None) -> Caller:
         """The Caller of a request from its Authorization header (None if absent)."""
@@ -84,11 +84,12 @@ class JobApi:
             return Caller()
         match = BEARER.fullmatch(authorization)
         if not match:
-            raise ControllerError("header 'Authorization': expected 'Bearer TOKEN'", code="bad_token",
+            raise ControllerError("header 'Authorization': expected 'Bearer CREDENTIAL'", code="bad_credential",
                                   http_status=401)
-        token = match.group(1)
-        admin = self.admin_token is not None and hmac.compare_digest(token.encode(), self.admin_token.encode())
-        return Caller(token, admin)
+        credential = match.group(1)
+        admin = self.admin_credential is not None and hmac.compare_digest(credential.encode(),
+                                                                          self.admin_credential.encode())
+        return Caller(credential, admin)
 
     def dispatch(self, method: str, path: str, body: dict[str, Any], peer_ip: str,
                  authorization: str | None = None) -> Answer:
@@ -123,10 +124,10 @@ class JobApi:
 
     def create_job(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         _fields(body, CREATE_FIELDS, required=("name",))
-        job, created, token = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
-                                                  body.get("slots"), body.get("lease_s"), caller=caller)
-        if token is not None:
-            job = dict(job, token=token)
+        job, created, credential = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
+                                                       body.get("slots"), body.get("lease_s"), caller=caller)
+        if credential is not None:
+            job = dict(job, credential=credential)
         return (201 if created else 200), job
 
     def get_job(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
@@ -137,13 +138,13 @@ class JobApi:
 
     def join(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         _fields(body, JOIN_FIELDS)
-        rank, job, token = self.manager.join(
+        rank, job, credential = self.manager.join(
             name, ip=body.get("ip"), udp_port=body.get("udp_port"), mac=body.get("mac"), rank=body.get("rank"),
             workers=body.get("workers"), mode=body.get("mode"), slots=body.get("slots"), peer_ip=peer,
             switch_port=body.get("switch_port"), caller=caller)
         answer: dict[str, Any] = {"rank": rank, "job": job}
-        if token is not None:
-            answer["token"] = token
+        if credential is not None:
+            answer["credential"] = credential
         return 200, answer
 
     def heartbeat(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:

@@ -39,9 +39,9 @@ from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.service import Controller
 from p4reduce.controller.shell import run_shell
 from p4reduce.controller.slots import SlotPool
+from p4reduce.protocol.credentials import load_or_create_credential_file, new_credential
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 from p4reduce.protocol.program_files import p4info_for
-from p4reduce.protocol.tokens import load_or_create_token_file, new_token
 
 BUILD_JSON = pathlib.Path("build") / "p4reduce.json"   # what `make build` writes
 RUN_DESCRIPTION = pathlib.Path("run") / "topology.json"   # what `make run` writes
@@ -181,9 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--election-id", default="10", help="arbitration election id: N or HIGH,LOW (default 10)")
     s.add_argument("--api-addr", type=_addr, default=f"127.0.0.1:{DEFAULT_PORT}",
                    help="job API listen address (default loopback only; 0.0.0.0:PORT for every interface)")
-    s.add_argument("--admin-token-file", default=None,
-                   help="the job API's admin token: read from this file (mode 0600, yours), or created "
-                        "there; without it a fresh token is printed at start")
+    s.add_argument("--admin-credential-file", default=None,
+                   help="the job API's admin credential: read from this file (mode 0600, yours), or created "
+                        "there; without it a fresh credential is printed at start")
     s.add_argument("--default-workers", type=int, default=None, help="workers of a job created by a join")
     s.add_argument("--default-mode", choices=["dense", "sparse"], default="dense")
     s.add_argument("--default-slots", type=int, default=None,
@@ -320,23 +320,23 @@ def cmd_groups(args: argparse.Namespace) -> None:
     _emit(args, data, report.groups_text(data))
 
 
-def _admin_token(args: argparse.Namespace, log: logging.Logger) -> str:
-    """The admin token: from --admin-token-file (created there if missing), else a fresh one
+def _admin_credential(args: argparse.Namespace, log: logging.Logger) -> str:
+    """The admin credential: from --admin-credential-file (created there if missing), else a fresh one
     printed on stderr (never into a log file others may read)."""
-    if args.admin_token_file:
-        token, created = load_or_create_token_file(args.admin_token_file)
-        log.info("job API admin token %s %s (mode 0600)", "written to" if created else "read from",
-                 args.admin_token_file)
-        return token
-    token = new_token()
-    print(f"job API admin token (this run only): {token}", file=sys.stderr, flush=True)
-    return token
+    if args.admin_credential_file:
+        credential, created = load_or_create_credential_file(args.admin_credential_file)
+        log.info("job API admin credential %s %s (mode 0600)", "written to" if created else "read from",
+                 args.admin_credential_file)
+        return credential
+    credential = new_credential()
+    print(f"job API admin credential (this run only): {credential}", file=sys.stderr, flush=True)
+    return credential
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
     log = logging.getLogger("p4reduce.controller")
     host, port = args.api_addr.rsplit(":", 1)
-    admin_token = _admin_token(args, log)
+    admin_credential = _admin_credential(args, log)
     tp = topo.load(args.topology) if args.topology else topo.single_switch(args.grpc_addr, args.device_id,
                                                                           args.thrift_port)
     stop = threading.Event()
@@ -347,7 +347,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
                          default_slots=args.default_slots, default_lease_s=args.lease,
                          join_timeout_s=args.join_timeout, log=log.info)
         reaper = LeaseReaper(mgr).start()
-        server = JobApiServer(JobApi(mgr, admin_token=admin_token), (host, int(port))).start()
+        server = JobApiServer(JobApi(mgr, admin_credential=admin_credential), (host, int(port))).start()
         log.info("job API (no switch) listening on http://%s/v1", server.address)
         try:
             stop.wait()
@@ -365,7 +365,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
                      api_address=(host, int(port)), state_file=args.state_file or None,
                      default_workers=args.default_workers, default_mode=args.default_mode,
                      default_slots=args.default_slots, lease_s=args.lease, join_timeout_s=args.join_timeout,
-                     report=log.info, admin_token=admin_token)
+                     report=log.info, admin_credential=admin_credential)
     try:
         ctl.start(standby=args.standby, stop_event=stop)
         if ctl.resumed:

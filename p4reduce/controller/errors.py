@@ -61,14 +61,14 @@ class SwitchError(ControllerError):
 
 
 class Unauthorized(ControllerError):
-    """The request needs a token it did not present (HTTP 401)."""
+    """The request needs a credential it did not present (HTTP 401)."""
 
-    code = "token_required"
+    code = "credential_required"
     http_status = 401
 
 
 class Forbidden(ControllerError):
-    """The request presented a token that does not open this job (HTTP 403)."""
+    """The request presented a credential that does not open this job (HTTP 403)."""
 
-    code = "bad_token"
+    code = "bad_credential"
     http_status = 403

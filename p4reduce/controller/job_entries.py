@@ -89,7 +89,7 @@ def job_entry(job: JobSpec) -> Entry:
     """jobs: job_id -> set_job(slot range, size, multicast group, mode, wire token)."""
     return Entry(p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id}, p4names.SET_JOB,
                  {"slot_base": job.slot_base, "slot_count": job.slot_count, "num_workers": job.workers,
-                  "mcast_grp": job.multicast_group, "mode": int(job.mode), "token": job.wire_token})
+                  "mcast_grp": job.multicast_group, "mode": int(job.mode), "wire_token": job.wire_token})
 
 
 def worker_entry(job_id: int, member: SwitchMember) -> Entry:

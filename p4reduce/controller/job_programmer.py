@@ -183,11 +183,11 @@ class JobProgrammer:
                    "workers": p["num_workers"],
                    "mode": "sparse" if p["mode"] == constants.Mode.SPARSE else "dense",
                    "slots": {"base": p["slot_base"], "count": p["slot_count"]},
-                   "mcast_grp": p["mcast_grp"], "wire_token": p.get("token", 0), "members": []}
+                   "mcast_grp": p["mcast_grp"], "wire_token": p.get("wire_token", 0), "members": []}
             if "lease_s" in desc:
                 rec["lease_s"] = desc["lease_s"]
-            if isinstance(desc.get("token_sha256"), str):   # who may change the job (controller/auth.py)
-                rec["token_sha256"] = desc["token_sha256"]
+            if isinstance(desc.get("credential_sha256"), str):   # who may change the job (controller/auth.py)
+                rec["credential_sha256"] = desc["credential_sha256"]
             jobs.append(rec)
             by_id[job_id] = rec
         addrs = {}

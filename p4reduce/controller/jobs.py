@@ -5,11 +5,11 @@ JobProgrammer (controller/job_programmer.py), installs and removes the switch st
 no programmer it keeps the bookkeeping only (`serve --no-switch`, handy for testing worker agents
 without a switch). Every change that the switch refuses is rolled back, so state and switch agree.
 
-Every change to an existing job needs its job token or the admin token (controller/auth.py): the
+Every change to an existing job needs its job credential or the admin credential (controller/auth.py): the
 caller of each request is passed in as a Caller; in-process callers use auth.TRUSTED. A worker's
 binding (IP and UDP port, MAC, switch port) belongs to one rank of one job at a time. Each job also
 has a wire token, the 32-bit secret of its packets (docs/protocol.md section 10): it is installed in
-the switch's jobs table and appears only in the answers of callers who hold the job's token.
+the switch's jobs table and appears only in the answers of callers who hold the job's credential.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller import defaults
-from p4reduce.controller.auth import TRUSTED, Caller, new_token, new_wire_token, token_digest
+from p4reduce.controller.auth import TRUSTED, Caller, credential_digest, new_credential, new_wire_token
 from p4reduce.controller.codec import parse_ipv4, parse_mac
 from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Forbidden, NotFound, Unauthorized
 from p4reduce.controller.job_entries import JobSpec
@@ -61,7 +61,7 @@ class Job:
         self.created_at = wall
         self.last_activity = now  # join/leave/heartbeat: a memberless job expires from here
         self.state = "waiting"
-        self.token_digest: str | None = None  # SHA-256 of the job token (None: admin only)
+        self.credential_digest: str | None = None  # SHA-256 of the job credential (None: admin only)
         self.wire_token = 0                   # the packets' secret (jobs table; members only)
 
     @property
@@ -74,10 +74,10 @@ class Job:
         if self.state != "ended":
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
-    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout = DEFAULT_LAYOUT,
+    def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout,
                 members_only: bool = False) -> dict[str, Any]:
         """The job description; `members_only` adds the wire token (for callers holding the job's
-        token: its workers, its creator, the admin)."""
+        credential: its workers, its creator, the admin)."""
         desc = {
             "name": self.name, "job_id": self.job_id, "state": self.state, "mode": self.mode,
             "workers": self.workers, "joined": len(self.members),
@@ -95,8 +95,8 @@ class Job:
         """What the switch must remember to resume this job after a controller restart."""
         desc: dict[str, Any] = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
                 "slots": self.slots.to_json()}
-        if self.token_digest:
-            desc["token_sha256"] = self.token_digest
+        if self.credential_digest:
+            desc["credential_sha256"] = self.credential_digest
         return desc
 
 
@@ -164,13 +164,13 @@ class JobManager:
 
     @staticmethod
     def _authorize(job: Job, caller: Caller, what: str) -> None:
-        """Unauthorized without a token, Forbidden with one that does not open `job`."""
-        if caller.may_change(job.token_digest):
+        """Unauthorized without a credential, Forbidden with one that does not open `job`."""
+        if caller.may_change(job.credential_digest):
             return
-        if caller.token is None:
-            raise Unauthorized(f"{what} job {job.name!r} needs its job token (header 'Authorization: "
-                               f"Bearer TOKEN'; the token is returned when the job is created)")
-        raise Forbidden(f"the token presented does not open job {job.name!r}")
+        if caller.credential is None:
+            raise Unauthorized(f"{what} job {job.name!r} needs its job credential (header 'Authorization: "
+                               f"Bearer CREDENTIAL'; the credential is returned when the job is created)")
+        raise Forbidden(f"the credential presented does not open job {job.name!r}")
 
     def _free_job_id(self) -> int:
         used = {j.job_id for j in self.jobs.values()}
@@ -194,7 +194,7 @@ class JobManager:
         """The job's description; with the wire token only for a `caller` who may change the job."""
         with self.lock:
             job = self.get(name)
-            secret = caller is not None and caller.may_change(job.token_digest)
+            secret = caller is not None and caller.may_change(job.credential_digest)
             return job.to_json(self.clock(), self.switch_info, self.layout, members_only=secret)
 
     def list(self) -> builtins.list[dict[str, Any]]:
@@ -205,9 +205,9 @@ class JobManager:
     # -- create --------------------------------------------------------------------------------
     def create(self, name: str, workers: int | None = None, mode: str | None = None, slots: int | None = None,
                lease_s: float | None = None, caller: Caller = TRUSTED) -> tuple[dict[str, Any], bool, str | None]:
-        """Create a job (idempotent for identical parameters and the job's own token).
+        """Create a job (idempotent for identical parameters and the job's own credential).
 
-        Returns (job_json, created, token): the new job's token, or None when it existed."""
+        Returns (job_json, created, credential): the new job's credential, or None when it existed."""
         self._check_name(name)
         if workers is None:
             workers = self.default_workers
@@ -222,8 +222,8 @@ class JobManager:
         with self.lock:
             existing = self.jobs.get(name)
             if existing is not None:
-                if not caller.may_change(existing.token_digest):
-                    raise Conflict(f"job {name!r} exists (creating it again needs its job token)",
+                if not caller.may_change(existing.credential_digest):
+                    raise Conflict(f"job {name!r} exists (creating it again needs its job credential)",
                                    code="job_exists")
                 if (existing.workers, existing.mode, existing.slots.count, existing.lease_s) != \
                         (workers, mode, slots, lease_s):
@@ -235,8 +235,8 @@ class JobManager:
             rng = self.pool.allocate(name, slots)
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
-            token = new_token()
-            job.token_digest = token_digest(token)
+            credential = new_credential()
+            job.credential_digest = credential_digest(credential)
             job.wire_token = new_wire_token()
             try:
                 if self.programmer is not None:
@@ -249,15 +249,15 @@ class JobManager:
             self._changed()
             self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
                      f"[{rng.base}, {rng.end}))")
-            return job.to_json(now, self.switch_info, self.layout, members_only=True), True, token
+            return job.to_json(now, self.switch_info, self.layout, members_only=True), True, credential
 
     # -- join ----------------------------------------------------------------------------------
     def join(self, name: str, ip: str | None = None, udp_port: int | None = None, mac: str | None = None,
              rank: int | None = None, workers: int | None = None, mode: str | None = None, slots: int | None = None,
              peer_ip: str | None = None, switch_port: int | None = None,
              caller: Caller = TRUSTED) -> tuple[int, dict[str, Any], str | None]:
-        """Admit a worker (creating the job if needed). Returns (rank, job_json, token): the job
-        token when this join created the job, else None."""
+        """Admit a worker (creating the job if needed). Returns (rank, job_json, credential): the job
+        credential when this join created the job, else None."""
         self._check_name(name)
         if ip is None and peer_ip is not None:
             calling_host = self.topology.host_by_source(peer_ip) if self.topology is not None else None
@@ -289,16 +289,16 @@ class JobManager:
                              field="switch_port")
         with self.lock:
             created_here = name not in self.jobs
-            token = None
+            credential = None
             if created_here:
                 if name in self.ended:   # never silently re-create a job its workers saw end
                     self.get(name)       # raises 409 job_ended with the reason
-                _, _, token = self.create(name, workers, mode, slots, caller=caller)
+                _, _, credential = self.create(name, workers, mode, slots, caller=caller)
             else:
                 self._authorize(self.jobs[name], caller, "joining")
             try:
                 rank, job = self._admit(self.jobs[name], ip, udp_port, mac, port, rank, workers, mode, slots)
-                return rank, job, token
+                return rank, job, credential
             except ControllerError:
                 if created_here:  # a job made for a join that failed must not linger
                     self.end(name, "its first join failed")

@@ -41,7 +41,7 @@ def resume_jobs(manager: JobManager, programmer: JobProgrammer, state: StateFile
         if rec["name"].startswith("job-") and desc:
             rec["name"] = desc["name"]
             rec.setdefault("lease_s", desc.get("lease_s"))
-            rec.setdefault("token_sha256", desc.get("token_sha256"))
+            rec.setdefault("credential_sha256", desc.get("credential_sha256"))
         if rec.get("lease_s") is None:
             rec.pop("lease_s", None)
     adopt_jobs(manager, recovered)
@@ -58,7 +58,7 @@ def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
             rng = manager.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
             job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
                       rec.get("lease_s", manager.default_lease_s), now, time.time())
-            job.token_digest = rec.get("token_sha256")   # None: only the admin token opens it
+            job.credential_digest = rec.get("credential_sha256")   # None: only the admin credential opens it
             job.wire_token = rec.get("wire_token", 0)     # from the jobs-table entry itself
             for m in rec.get("members", []):
                 mac, port = m.get("mac"), m.get("port")

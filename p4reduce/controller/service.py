@@ -65,13 +65,13 @@ class Controller:
                  default_mode: str = "dense", default_slots: int | None = None, lease_s: float = 10.0,
                  join_timeout_s: float = 120.0, reset_registers: bool = True, require_primary: bool = True,
                  watch_switches: bool = True, report: Callable[[str], None] | None = None,
-                 admin_token: str | None = None):
+                 admin_credential: str | None = None):
         self.topology = topology
         self.p4info, self.device_config = p4info, device_config
         self.election_id = election_id
         self.connect_timeout = connect_timeout
         self.api_address = api_address
-        self.admin_token = admin_token   # None: the job API has job tokens only
+        self.admin_credential = admin_credential   # None: the job API has job credentials only
         self.state = StateFile(state_file)
         self.manager_args: dict[str, Any] = dict(default_workers=default_workers, default_mode=default_mode,
                                                  default_slots=default_slots, default_lease_s=lease_s,
@@ -132,7 +132,7 @@ class Controller:
         if self.watch_switches:
             self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
         if serve_api:
-            api = JobApi(manager, self.connections.values(), admin_token=self.admin_token)
+            api = JobApi(manager, self.connections.values(), admin_credential=self.admin_credential)
             self.api_server = JobApiServer(api, self.api_address).start()
             self.report(f"job API listening on http://{self.api_server.address}/v1")
         return self

@@ -31,7 +31,7 @@ from torch._C._distributed_c10d import ProcessGroupGloo
 
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 from p4reduce.worker.agent import Agent
-from p4reduce.worker.job import TOKEN_ENV
+from p4reduce.worker.job import CREDENTIAL_ENV
 from p4reduce.worker.training.torch_hook import interface_of
 
 from .options import Options, Settings
@@ -90,7 +90,7 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
         try:
             self.agent: Agent | None = Agent(
                 o.controller, o.job, compressor=o.compressor, compressor_options=o.compressor_options, loop=o.loop,
-                rank=rank, token=credential or o.credential, switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
+                rank=rank, credential=credential or o.credential, switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
                 wait_timeout=timeout.total_seconds())
         except Exception as e:
             raise DistributedSetupError(f"p4reduce: rank {rank} cannot join job {o.job!r} at {o.controller}: {e}") \
@@ -270,8 +270,8 @@ def _agree_on_job(store: dist.Store, rank: int, size: int, options: Settings) ->
 
 
 def _ensure_job(size: int, options: Settings) -> str | None:
-    credential = options.credential or os.environ.get(TOKEN_ENV) or None
-    client = JobApiClient(options.controller, token=credential)
+    credential = options.credential or os.environ.get(CREDENTIAL_ENV) or None
+    client = JobApiClient(options.controller, credential=credential)
     try:
         job = client.job(options.job)
     except JobApiError as e:
@@ -279,7 +279,7 @@ def _ensure_job(size: int, options: Settings) -> str | None:
             raise DistributedSetupError(f"job {options.job!r} at {options.controller}: {e}") from None
         created = client.create(options.job, size, options.mode or "dense", slots=options.slots)
         log.info("p4reduce: created job %r for %d workers", options.job, size)
-        return str(created["token"])
+        return str(created["credential"])
     except OSError as e:
         raise DistributedSetupError(f"the controller at {options.controller} does not answer ({e}): start "
                                     "`make run`, or set P4REDUCE_CONTROLLER") from None

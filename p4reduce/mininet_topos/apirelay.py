@@ -10,12 +10,12 @@ Mininet, and management traffic never crosses (or disturbs) the P4 switch.
 The forwarded connection leaves from a per-host loopback source address (`api_source` in the
 topology description, 127.100.0.<host index>), so the controller can tell which host is calling.
 
-Tokens (docs/job-api.md, "Security model"): a request that carries its own `Authorization` header
+Credentials (docs/job-api.md, "Security model"): a request that carries its own `Authorization` header
 passes through untouched. The tooling that created a job may *grant* it to some hosts
-(`grant(job, token, hosts)`): a request from such a host for that job (`/v1/jobs/NAME/...`) that
-carries no token gets the job's token added, so workers started in those hosts need only the job's
+(`grant(job, credential, hosts)`): a request from such a host for that job (`/v1/jobs/NAME/...`) that
+carries no credential gets the job's credential added, so workers started in those hosts need only the job's
 name, as before; hosts without a grant get nothing added (the API answers them 401). The relay
-never holds or adds the admin token. Every connection is bounded: the request head must arrive
+never holds or adds the admin credential. Every connection is bounded: the request head must arrive
 within HEAD_TIMEOUT_S and HEAD_LIMIT bytes, and a host may hold MAX_CONNECTIONS_PER_HOST at once.
 """
 import ctypes
@@ -134,14 +134,14 @@ def has_authorization(head: bytes) -> bool:
     return any(line.split(b":", 1)[0].strip().lower() == b"authorization" for line in lines)
 
 
-def with_token(head: bytes, token: str) -> bytes:
+def with_credential(head: bytes, credential: str) -> bytes:
     """The request with an Authorization header added after its request line."""
     line, rest = head.split(b"\r\n", 1)
-    return line + b"\r\nAuthorization: Bearer " + token.encode("ascii") + b"\r\n" + rest
+    return line + b"\r\nAuthorization: Bearer " + credential.encode("ascii") + b"\r\n" + rest
 
 
 class ApiRelay:
-    """relay = ApiRelay(("127.0.0.1", 8090)); relay.add_host(netns, index); relay.grant(job, token,
+    """relay = ApiRelay(("127.0.0.1", 8090)); relay.add_host(netns, index); relay.grant(job, credential,
     [index, ...]); ...; relay.close()."""
 
     def __init__(self, controller_addr: tuple[str, int], listen_addr: tuple[str, int] | None = None):
@@ -151,7 +151,7 @@ class ApiRelay:
         self._threads: list[threading.Thread] = []
         self._closed = threading.Event()
         self._lock = threading.Lock()
-        self._grants: dict[int | None, dict[str, str]] = {}   # host index (None: all) -> job -> token
+        self._grants: dict[int | None, dict[str, str]] = {}   # host index (None: all) -> job -> credential
         self._busy: dict[int, threading.BoundedSemaphore] = {}
 
     def add_host(self, netns_path: str, index: int) -> None:
@@ -163,19 +163,19 @@ class ApiRelay:
         thread.start()
         self._threads.append(thread)
 
-    def grant(self, job: str, token: str, hosts: Iterable[int] | None = ALL_HOSTS) -> None:
-        """Requests for `job` from `hosts` (host indices; None: every host) that carry no token
-        get `token` added."""
+    def grant(self, job: str, credential: str, hosts: Iterable[int] | None = ALL_HOSTS) -> None:
+        """Requests for `job` from `hosts` (host indices; None: every host) that carry no credential
+        get `credential` added."""
         with self._lock:
             for index in ([ALL_HOSTS] if hosts is ALL_HOSTS else list(hosts)):
-                self._grants.setdefault(index, {})[job] = token
+                self._grants.setdefault(index, {})[job] = credential
 
     def revoke(self, job: str) -> None:
         with self._lock:
             for grants in self._grants.values():
                 grants.pop(job, None)
 
-    def token_for(self, index: int, job: str | None) -> str | None:
+    def credential_for(self, index: int, job: str | None) -> str | None:
         if job is None:
             return None
         with self._lock:
@@ -212,16 +212,16 @@ class ApiRelay:
             busy.release()
 
     def _open(self, client: socket.socket, index: int) -> socket.socket | None:
-        """Read the request head (bounded), add the granted token, connect to the controller and
+        """Read the request head (bounded), add the granted credential, connect to the controller and
         send the head: the upstream socket, or None (the client's connection is then closed)."""
         try:
             client.settimeout(HEAD_TIMEOUT_S)
             head = read_head(client)
             if head is None:
                 return None
-            token = None if has_authorization(head) else self.token_for(index, job_of_request(head))
-            if token is not None:
-                head = with_token(head, token)
+            credential = None if has_authorization(head) else self.credential_for(index, job_of_request(head))
+            if credential is not None:
+                head = with_credential(head, credential)
             upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         except OSError:
             return None

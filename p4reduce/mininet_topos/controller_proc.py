@@ -30,14 +30,14 @@ class ControllerProcess:
     def __init__(self, topology: str | Path, p4info: str | Path | None, bmv2_json: str | Path | None,
                  api_addr: str = f"127.0.0.1:{DEFAULT_PORT}", log_dir: str = "logs",
                  extra: list[str] | None = None, start_timeout: float = 60.0,
-                 admin_token_file: str | Path | None = None):
+                 admin_credential_file: str | Path | None = None):
         self.api_addr = api_addr
         self.log_path = Path(log_dir) / "controller.log"
-        self.admin_token_file = admin_token_file
+        self.admin_credential_file = admin_credential_file
         self.argv = [sys.executable, "-m", "p4reduce.controller", "serve", "--topology", str(topology),
                      "--api-addr", api_addr]
-        if admin_token_file is not None:   # read there, or created there (0600) by the controller
-            self.argv += ["--admin-token-file", str(admin_token_file)]
+        if admin_credential_file is not None:   # read there, or created there (0600) by the controller
+            self.argv += ["--admin-credential-file", str(admin_credential_file)]
         if p4info:
             self.argv += ["--p4info", str(p4info)]
         if bmv2_json:

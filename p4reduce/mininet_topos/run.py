@@ -13,10 +13,10 @@ from p4reduce.mininet_topos.session import Session
 
 BANNER = """\
 p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
-  topology description   {description}
-  controller job API     http://{api}/v1   (also at this address inside every host)
-  default job            {job!r}: {workers} workers, {mode} (the relay gives its token to every host)
-  job API admin token    {admin} (mode 0600; opens every job)
+  topology description       {description}
+  controller job API         http://{api}/v1   (also at this address inside every host)
+  default job                {job!r}: {workers} workers, {mode} (the relay gives its credential to every host)
+  job API admin credential   {admin} (mode 0600; opens every job)
 In this CLI:
   workers                 run the worker agent on h1 .. h{workers} at once (job {job!r}: --count 4 --size
                           100000 --check); each host's progress and JSON report, then a summary
@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
             print(BANNER.format(topo=args.topo, workers=args.workers,
                             switches=", ".join(f"{s.label()} @{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,
-                            mode=args.mode, admin=session.admin_token_path))
+                            mode=args.mode, admin=session.admin_credential_path))
         sys.stdout.flush()
         if sys.stdin.isatty() or args.cli:
             # Mininet's CLI prints host output at its `output` level (setup ran at `warning`)

@@ -16,9 +16,9 @@ from p4reduce.mininet_topos.apirelay import ApiRelay
 from p4reduce.mininet_topos.controller_proc import ControllerProcess
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
+from p4reduce.protocol.credentials import read_credential_file
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 from p4reduce.protocol.program_files import p4info_for, packet_layout
-from p4reduce.protocol.tokens import read_token_file
 
 RUN_DIR = Path("run")
 DESCRIPTION = RUN_DIR / "topology.json"
@@ -63,7 +63,7 @@ class Session:
             _check_fits(program, link)
         self.run_dir = Path(run_dir)
         self.state_file = self.run_dir / "state.json"
-        self.admin_token_path = self.run_dir / "admin-token"   # the controller's (0600)
+        self.admin_credential_path = self.run_dir / "admin-credential"   # the controller's (0600)
         self.description_path = self.run_dir / "topology.json"
         self.program = program
         self.api_addr = f"127.0.0.1:{api_port}"
@@ -77,7 +77,7 @@ class Session:
             self.controller = ControllerProcess(
                 self.description_path, p4info_for(program) if program else None, program,
                 api_addr=self.api_addr, log_dir=log_dir, extra=controller_args,
-                admin_token_file=self.admin_token_path)
+                admin_credential_file=self.admin_credential_path)
         self.relay: ApiRelay | None = None
         self.default_job = "default"     # the job `run` created, what the CLI's `workers` runs
 
@@ -103,22 +103,22 @@ class Session:
             raise
         return self
 
-    def admin_token(self) -> str:
-        """The running controller's admin token (from its 0600 file in the run directory)."""
-        return read_token_file(self.admin_token_path)
+    def admin_credential(self) -> str:
+        """The running controller's admin credential (from its 0600 file in the run directory)."""
+        return read_credential_file(self.admin_credential_path)
 
     def create_job(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
                    hosts: Iterable[Any] | None = None) -> dict[str, Any]:
         """Create a job and grant it to `hosts` (Mininet hosts; default: every host): workers
-        started there join with only the job's name, the relay adds the job token (apirelay.py).
-        Returns the Job, with its `token`."""
+        started there join with only the job's name, the relay adds the job credential (apirelay.py).
+        Returns the Job, with its `credential`."""
         try:
             job = JobApiClient(self.api_addr).create(name, workers, mode, slots=slots)
         except JobApiError as e:
             raise SessionError(f"cannot create job {name!r}: {e}") from None
         if self.relay is not None:
             chosen = self.network.hosts if hosts is None else hosts
-            self.relay.grant(name, job["token"], [h.params["index"] for h in chosen])
+            self.relay.grant(name, job["credential"], [h.params["index"] for h in chosen])
         return job
 
     def _record(self) -> None:

@@ -18,13 +18,13 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
     PayloadLength() payload_length;
 
     action set_job(bit<32> slot_base, bit<16> slot_count, bit<8> num_workers, bit<16> mcast_grp,
-                   bit<8> mode, bit<32> token) {
+                   bit<8> mode, bit<32> wire_token) {
         job.slot_base = slot_base;
         job.slot_count = slot_count;
         job.num_workers = num_workers;
         job.mcast_grp = mcast_grp;
         job.mode = mode;
-        job.token = token;
+        job.wire_token = wire_token;
     }
 
     /* job id -> the job's slot range, size, multicast group, mode and wire token */
@@ -61,7 +61,7 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         job.num_workers = 0;
         job.mcast_grp = 0;
         job.mode = 0;
-        job.token = 0;
+        job.wire_token = 0;
         worker.rank = 0;
         worker.port = 0;
         drop_reason = DROP_NONE;

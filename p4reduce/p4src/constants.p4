@@ -51,7 +51,7 @@ const bit<32> DROP_NO_WORKER_ADDR    = 14;
 const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
 const bit<32> DROP_SPOOFED_SOURCE    = 17;
-const bit<32> DROP_BAD_TOKEN         = 18;
+const bit<32> DROP_BAD_WIRE_TOKEN    = 18;
 #define DROP_REASONS_SIZE 19
 
 /* indices of counter ReduceIngress.agg_events */

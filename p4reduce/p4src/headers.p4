@@ -51,7 +51,7 @@ header p4r_t {
     bit<8>      exponent;       /* biased shared exponent (max over the round in results) */
     bit<8>      reserved;
     sb_bitmap_t bitmap;         /* present sub-blocks (union over the round in results) */
-    bit<32>     token;          /* the job's wire token: checked on contributions, stamped on results */
+    bit<32>     wire_token;     /* the job's wire token: checked on contributions, stamped on results */
 }
 
 /* One sub-block of SUBBLOCK int32 lanes: fields l0, l1, ... */

@@ -14,7 +14,7 @@ struct job_t {
     bit<8>  num_workers;
     bit<16> mcast_grp;          /* the job's multicast group: one replica per worker */
     bit<8>  mode;               /* MODE_DENSE or MODE_SPARSE */
-    bit<32> token;              /* the job's wire token (TokenCheck, Result) */
+    bit<32> wire_token;         /* the job's wire token (WireTokenCheck, Result) */
 }
 
 /* Admission: the sending worker, from the workers table (set_rank) */

@@ -12,7 +12,7 @@
  *   parser.p4                 parser (bitmap-driven sub-blocks) and checksum verification
  *   source_guard.p4           SourceGuard: IP source guard on host-facing ports
  *   admission.p4              Admission: job and worker tables, the admission checks
- *   token_check.p4            TokenCheck: a contribution carries its job's wire token
+ *   wire_token_check.p4       WireTokenCheck: a contribution carries its job's wire token
  *   forwarding.p4             Forwarding: L3/L2 forwarding of all other traffic
  *   slots.p4                  Slots: seen bitmap, count, round offset, union bitmap
  *   exponent_next.p4          ExponentNext: max exponent and min next offset
@@ -35,7 +35,7 @@
 #include "parser.p4"
 #include "source_guard.p4"
 #include "admission.p4"
-#include "token_check.p4"
+#include "wire_token_check.p4"
 #include "forwarding.p4"
 #include "slots.p4"
 #include "exponent_next.p4"
@@ -52,7 +52,7 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
 
     SourceGuard() source_guard;
     Admission() admission;
-    TokenCheck() token_check;
+    WireTokenCheck() wire_token_check;
     Forwarding() forwarding;
     Slots() slots;
     ExponentNext() exponent_next;
@@ -112,10 +112,10 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         /* ---- a contribution carries its job's wire token ---- */
-        bool bad_token;
-        token_check.apply(hdr.p4r, job, bad_token);
-        if (bad_token) {
-            drop_with(DROP_BAD_TOKEN);
+        bool bad_wire_token;
+        wire_token_check.apply(hdr.p4r, job, bad_wire_token);
+        if (bad_wire_token) {
+            drop_with(DROP_BAD_WIRE_TOKEN);
             return;
         }
 

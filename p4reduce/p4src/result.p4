@@ -23,7 +23,7 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
         hdr.p4r.next_offset = merged.min_next;
         hdr.p4r.exponent = merged.max_exp;
         hdr.p4r.bitmap = round.union_bitmap;
-        hdr.p4r.token = job.token;      /* workers take only results that carry their job's token */
+        hdr.p4r.wire_token = job.wire_token;   /* workers take only results with their job's wire token */
     }
 
     /* The result comes from the address the workers sent to; egress writes each worker's. */

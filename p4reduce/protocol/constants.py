@@ -65,7 +65,7 @@ class DropReason(enum.IntEnum):
     STALE_COPY = 15
     SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
     SPOOFED_SOURCE = 17         # IPv4 from a host port with another source than the host's (source guard)
-    BAD_TOKEN = 18              # a contribution whose wire token is not its job's (TokenCheck)
+    BAD_WIRE_TOKEN = 18         # a contribution whose wire token is not its job's (WireTokenCheck)
 
 
 DROP_REASONS_SIZE = 19

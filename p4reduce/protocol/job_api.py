@@ -2,15 +2,15 @@
 agents, the topology tools, the controller's own CLI and shell, and scripts.
 
     client = JobApiClient("10.0.0.100:8090")
-    job = client.create("resnet-1", 4)      # the Job, with its job token: job["token"]
+    job = client.create("resnet-1", 4)      # the Job, with its job credential: job["credential"]
     info = client.join("resnet-1")          # {"rank": 0, "job": {...}}
     client.wait_running("resnet-1")
     client.heartbeat("resnet-1", info["rank"])
 
-Changing a job needs its job token (or the controller's admin token), sent as
-`Authorization: Bearer TOKEN` (docs/job-api.md, "Security model"). A client presents the token it
-was given (`token=`, e.g. the admin token or a job token handed to a worker), and remembers the
-token of every job it creates, so the creator needs nothing more; `tokens` maps names to them.
+Changing a job needs its job credential (or the controller's admin credential), sent as
+`Authorization: Bearer CREDENTIAL` (docs/job-api.md, "Security model"). A client presents the credential it
+was given (`credential=`, e.g. the admin credential or a job credential handed to a worker), and remembers the
+credential of every job it creates, so the creator needs nothing more; `credentials` maps names to them.
 
 Errors from the controller raise JobApiError with the API's `code`, `message`, `field` and HTTP
 `status`; an unreachable controller raises JobApiError with code "unreachable".
@@ -58,9 +58,9 @@ def _quoted(name: str) -> str:
 
 
 class JobApiClient:
-    def __init__(self, address: str, timeout: float = 10.0, token: str | None = None):
-        """`address`: HOST:PORT, HOST (port 8090) or an http:// URL; `token`: presented for every
-        job this client has no token of its own for (a job token, or the admin token)."""
+    def __init__(self, address: str, timeout: float = 10.0, credential: str | None = None):
+        """`address`: HOST:PORT, HOST (port 8090) or an http:// URL; `credential`: presented for every
+        job this client has no credential of its own for (a job credential, or the admin credential)."""
         url = urllib.parse.urlsplit(address if "://" in address else f"http://{address}")
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"controller address {address!r}: expected HOST:PORT or http://HOST:PORT")
@@ -71,23 +71,23 @@ class JobApiClient:
             raise ValueError(f"controller address {address!r}: the port must be a number in 1..65535") from None
         self.base = f"http://{host}:{port}/v1"
         self.timeout = timeout
-        self.token = token
-        self.tokens: dict[str, str] = {}   # job name -> the job token this client was given
+        self.credential = credential
+        self.credentials: dict[str, str] = {}   # job name -> the job credential this client was given
 
-    def token_for(self, name: str) -> str | None:
-        return self.tokens.get(name, self.token)
+    def credential_for(self, name: str) -> str | None:
+        return self.credentials.get(name, self.credential)
 
     def _remember(self, name: str, answer: Any) -> Any:
-        if isinstance(answer, dict) and isinstance(answer.get("token"), str):
-            self.tokens[name] = answer["token"]
+        if isinstance(answer, dict) and isinstance(answer.get("credential"), str):
+            self.credentials[name] = answer["credential"]
         return answer
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                token: str | None = None) -> Any:
+                credential: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
+        if credential is not None:
+            headers["Authorization"] = f"Bearer {credential}"
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -128,24 +128,25 @@ class JobApiClient:
                lease_s: float | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"name": name, "workers": workers}
         body.update({k: v for k, v in (("mode", mode), ("slots", slots), ("lease_s", lease_s)) if v is not None})
-        return self._remember(name, self.request("POST", "/jobs", body, self.token_for(name)))
+        return self._remember(name, self.request("POST", "/jobs", body, self.credential_for(name)))
 
     def job(self, name: str) -> dict[str, Any]:
-        """The job's description; with its wire token when this client holds the job's token."""
-        return self.request("GET", f"/jobs/{_quoted(name)}", token=self.token_for(name))
+        """The job's description; with its wire token when this client holds the job's credential."""
+        return self.request("GET", f"/jobs/{_quoted(name)}", credential=self.credential_for(name))
 
     def join(self, name: str, **fields: Any) -> dict[str, Any]:
         body = {k: v for k, v in fields.items() if v is not None}
-        return self._remember(name, self.request("POST", f"/jobs/{_quoted(name)}/join", body, self.token_for(name)))
+        return self._remember(name, self.request("POST", f"/jobs/{_quoted(name)}/join", body,
+                                                 self.credential_for(name)))
 
     def heartbeat(self, name: str, rank: int) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank}, self.token_for(name))
+        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank}, self.credential_for(name))
 
     def leave(self, name: str, rank: int) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank}, self.token_for(name))
+        return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank}, self.credential_for(name))
 
     def end(self, name: str) -> dict[str, Any]:
-        return self.request("DELETE", f"/jobs/{_quoted(name)}", token=self.token_for(name))
+        return self.request("DELETE", f"/jobs/{_quoted(name)}", credential=self.credential_for(name))
 
     def wait_running(self, name: str, timeout: float = 60.0, poll: float = 0.2) -> dict[str, Any]:
         """The job's status once every rank has joined (JobApiError code 'timeout' otherwise)."""

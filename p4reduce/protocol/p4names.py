@@ -39,7 +39,7 @@ WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
 SOURCE_GUARD_KEY = ("standard_metadata.ingress_port",)
 
 # actions (parameters in docs/protocol.md section 3)
-SET_JOB = f"{_ADMISSION}.set_job"                       # slot_base, slot_count, num_workers, mcast_grp, mode, token
+SET_JOB = f"{_ADMISSION}.set_job"       # slot_base, slot_count, num_workers, mcast_grp, mode, wire_token
 SET_RANK = f"{_ADMISSION}.set_rank"                     # rank, port (the worker's ingress port)
 ROUTE = f"{_FORWARDING}.route"                          # port, dst_mac, src_mac
 FORWARD = f"{_FORWARDING}.forward"                      # port

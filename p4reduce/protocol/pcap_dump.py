@@ -133,7 +133,7 @@ def _p4reduce(payload: bytes) -> dict[str, Any]:
         return {"kind": "p4reduce", "error": f"payload of {len(payload)} bytes, shorter than the header"}
     h = wire.Header(*wire.unpack_header(payload))
     fields = {k: getattr(h, k) for k in ("msg_type", "flags", "job_id", "rank", "count", "slot", "ver", "offset",
-                                         "next_offset", "exponent", "bitmap", "token") if hasattr(h, k)}
+                                         "next_offset", "exponent", "bitmap", "wire_token") if hasattr(h, k)}
     out: dict[str, Any] = {"kind": "p4reduce", **fields}
     present = [k for k in range(16) if h.bitmap >> k & 1]
     body = len(payload) - C.HEADER_BYTES
@@ -158,7 +158,7 @@ def describe(number: int, info: dict[str, Any], show_lanes: bool = False) -> str
     line = (f"{number:6d} {info['src']} > {info['dst']} {kind} job={info['job_id']} rank={info['rank']} "
             f"slot={info['slot']}/v{info['ver']} off={info['offset']} next={nxt} exp={info['exponent']} "
             f"bitmap={info['bitmap']:#06x} count={info['count']} flags={flags}"
-            + (f" token={info['token']:#010x}" if "token" in info else ""))
+            + (f" wire_token={info['wire_token']:#010x}" if "wire_token" in info else ""))
     if "error" in info:
         line += f" MALFORMED: {info['error']}"
     if show_lanes and "lanes" in info:

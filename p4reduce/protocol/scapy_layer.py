@@ -66,7 +66,7 @@ class P4Reduce(Packet):
         ByteField("exponent", C.EXP_BIAS),
         XByteField("reserved", 0),
         XShortField("bitmap", 0),
-        XIntField("token", 0),
+        XIntField("wire_token", 0),
         PacketListField("subblocks", [], SubBlock,
                         count_from=lambda pkt: bin(pkt.bitmap).count("1")),
     ]

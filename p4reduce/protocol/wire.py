@@ -26,7 +26,7 @@ from . import constants as C
 HEADER_DTYPE = np.dtype([
     ("msg_type", "u1"), ("flags", "u1"), ("job_id", ">u2"), ("rank", "u1"), ("count", "u1"),
     ("slot_ver", ">u2"), ("offset", ">u4"), ("next_offset", ">u4"), ("exponent", "u1"),
-    ("reserved", "u1"), ("bitmap", ">u2"), ("token", ">u4"),
+    ("reserved", "u1"), ("bitmap", ">u2"), ("wire_token", ">u4"),
 ])
 assert HEADER_DTYPE.itemsize == C.HEADER_BYTES
 LANE_DTYPE = np.dtype(">i4")
@@ -36,7 +36,7 @@ _FIELDS: Mapping[str, tuple] = HEADER_DTYPE.fields or {}
 HEADER_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[dtype.itemsize] for dtype, *_ in _FIELDS.values()))
 assert HEADER_STRUCT.size == C.HEADER_BYTES
 FLAGS_OFFSET = _FIELDS["flags"][1]      # byte offset of the flags in a payload
-TOKEN_OFFSET = _FIELDS["token"][1]      # byte offset of the wire token in a payload
+WIRE_TOKEN_OFFSET = _FIELDS["wire_token"][1]      # byte offset of the wire token in a payload
 SLOT_BITS = 15                                      # slot_ver: ver in the top bit, slot below
 SLOT_MASK = (1 << SLOT_BITS) - 1
 assert SLOT_MASK == C.SLOT_MAX
@@ -53,28 +53,29 @@ def split_slot_ver(word: int) -> tuple[int, int]:
 
 
 def pack_header(msg_type: int, flags: int, job_id: int, rank: int, count: int, ver: int, slot: int,
-                offset: int, next_offset: int, exponent: int, reserved: int, bitmap: int, token: int) -> bytes:
+                offset: int, next_offset: int, exponent: int, reserved: int, bitmap: int,
+                wire_token: int) -> bytes:
     """The 24 header bytes, fields in Header's order (fast path: a field out of range raises
     struct.error, nothing else is checked)."""
     return HEADER_STRUCT.pack(msg_type, flags, job_id, rank, count, ver << SLOT_BITS | slot, offset,
-                              next_offset, exponent, reserved, bitmap, token)
+                              next_offset, exponent, reserved, bitmap, wire_token)
 
 
 def pack_header_into(buf: bytearray | memoryview, offset: int, msg_type: int, flags: int, job_id: int,
                      rank: int, count: int, ver: int, slot: int, first_offset: int, next_offset: int,
-                     exponent: int, reserved: int, bitmap: int, token: int) -> None:
+                     exponent: int, reserved: int, bitmap: int, wire_token: int) -> None:
     """pack_header, written into `buf` at `offset` (no allocation: the worker's preallocated
     frames); `first_offset` is the header's `offset` field."""
     HEADER_STRUCT.pack_into(buf, offset, msg_type, flags, job_id, rank, count, ver << SLOT_BITS | slot,
-                            first_offset, next_offset, exponent, reserved, bitmap, token)
+                            first_offset, next_offset, exponent, reserved, bitmap, wire_token)
 
 
 def unpack_header(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, ...]:
     """The header at `offset` of `buf` as a tuple in Header's field order (msg_type, flags, job_id,
-    rank, count, ver, slot, offset, next_offset, exponent, reserved, bitmap, token): Header(*t)
+    rank, count, ver, slot, offset, next_offset, exponent, reserved, bitmap, wire_token): Header(*t)
     makes one. The caller checks that `buf` holds HEADER_BYTES from `offset`."""
-    mt, fl, job, rank, count, sv, off, nxt, exp, res, bm, tok = HEADER_STRUCT.unpack_from(buf, offset)
-    return mt, fl, job, rank, count, sv >> SLOT_BITS, sv & SLOT_MASK, off, nxt, exp, res, bm, tok
+    mt, fl, job, rank, count, sv, off, nxt, exp, res, bm, wt = HEADER_STRUCT.unpack_from(buf, offset)
+    return mt, fl, job, rank, count, sv >> SLOT_BITS, sv & SLOT_MASK, off, nxt, exp, res, bm, wt
 
 
 def with_flags(payload: bytes, flags: int) -> bytes:
@@ -89,9 +90,11 @@ class WireError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """Compile-time sizes of the program being spoken to."""
-    lanes: int = C.LANES
-    subblock: int = C.SUBBLOCK
+    """Compile-time sizes of the program being spoken to. Both are required: they are a build
+    setting of the switch's program (the job API's `lanes`/`subblock`), not protocol constants, so
+    a layout nobody named would hide a mismatch with the switch."""
+    lanes: int
+    subblock: int
 
     def __post_init__(self):
         if self.subblock <= 0 or self.lanes % self.subblock:
@@ -121,7 +124,7 @@ class Layout:
         return [k for k in range(self.num_subblocks) if bitmap >> k & 1]
 
 
-DEFAULT_LAYOUT = Layout()
+DEFAULT_LAYOUT = Layout(C.LANES, C.SUBBLOCK)   # the default build's (make build without LANES/SUBBLOCK)
 
 
 @dataclasses.dataclass
@@ -139,11 +142,11 @@ class Header:
     exponent: int = C.EXP_BIAS
     reserved: int = 0
     bitmap: int = 0
-    token: int = 0              # the job's wire token (docs/protocol.md section 2, "Security model")
+    wire_token: int = 0         # the job's wire token (docs/protocol.md section 2, "Security model")
 
     _LIMITS: ClassVar[dict[str, int]] = {"msg_type": 8, "flags": 8, "job_id": 16, "rank": 8, "count": 8, "ver": 1,
                "slot": 15, "offset": 32, "next_offset": 32, "exponent": 8, "reserved": 8,
-               "bitmap": 16, "token": 32}
+               "bitmap": 16, "wire_token": 32}
 
     def validate(self) -> None:
         for name, bits in self._LIMITS.items():

@@ -2,7 +2,7 @@
 the allreduce API and training integrations (docs/worker.md).
 
     from p4reduce import worker
-    job = worker.create_job("10.0.0.100:8090", "demo", workers=4)   # -> the job, with its "token"
+    job = worker.create_job("10.0.0.100:8090", "demo", workers=4)   # -> the job, with its "credential"
     worker.init("10.0.0.100:8090", "demo")      # join the job (controller address + job name)
     total = worker.allreduce(array)             # numpy array or torch tensor, float32 or int32, any shape
     fut = worker.allreduce_async(array)
@@ -63,13 +63,13 @@ def _is_torch(value: Any) -> bool:
 
 
 def create_job(controller: str, name: str, workers: int, mode: str = "dense", slots: int | None = None,
-               token: str | None = None) -> dict[str, Any]:
+               credential: str | None = None) -> dict[str, Any]:
     """Create job ``name`` for ``workers`` workers ("dense" or "sparse") on the controller at
-    ``controller``; returns its description with the ``token`` its workers join with (init(...,
-    token=) or $P4REDUCE_JOB_TOKEN; inside `make run` hosts the tooling hands it over). A job that
+    ``controller``; returns its description with the ``credential`` its workers join with (init(...,
+    credential=) or $P4REDUCE_JOB_CREDENTIAL; inside `make run` hosts the tooling hands it over). A job that
     has ended is created again by name. Errors: protocol.job_api.JobApiError."""
     from p4reduce.protocol.job_api import JobApiClient
-    return JobApiClient(controller, token=token).create(name, workers, mode, slots=slots)
+    return JobApiClient(controller, credential=credential).create(name, workers, mode, slots=slots)
 
 
 def register_compressor(name: str, factory: Callable[..., Any], error_feedback: bool = False) -> None:

@@ -25,13 +25,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient
 
 from . import quantize as qz
 from .agent import Agent
 from .compressors import COMPRESSORS, make_compressor
-from .job import TOKEN_ENV, JobJoinError
+from .job import CREDENTIAL_ENV, JobJoinError
 from .quantize import QuantizationError
 from .reducer import AggregationError
 from .streaming import RetryPolicy
@@ -89,16 +88,19 @@ def _number(kind: type, low: float | None = None, high: float | None = None,
 
 
 def tensor_for(seed: int, rank: int, index: int, size: int, dtype: str, density: float = 1.0,
-               block: int = C.LANES) -> np.ndarray:
+               block: int | None = None) -> np.ndarray:
     """The deterministic test tensor of ``rank`` for call ``index`` (every rank can rebuild all).
     With ``density`` < 1, only that fraction of its ``block``-element blocks is non-zero (sparse
-    gradients: what a sparse job leaves off the wire)."""
+    gradients: what a sparse job leaves off the wire); ``block`` is then required: the job's lanes
+    per packet, which no default can know."""
     rng = np.random.default_rng([seed, rank, index])
     if dtype == "int32":
         x = rng.integers(-2**20, 2**20, size, dtype=np.int32)
     else:
         x = rng.standard_normal(size).astype(np.float32)
     if density < 1.0:
+        if block is None:
+            raise ValueError("tensor_for: density < 1 needs block (the job's lanes per packet)")
         keep = np.repeat(rng.random(-(-size // block)) < density, block)[:size]
         x[~keep] = 0
     return x
@@ -193,8 +195,8 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS), metavar="NAME",
                    help="how float32 data becomes integers the switch can add: " + ", ".join(sorted(COMPRESSORS))
                         + " (default %(default)s; int32 data is always exact)")
-    g.add_argument("--token", default=None, metavar="TOKEN",
-                   help=f"the job's token (default: ${TOKEN_ENV}, which other users cannot see in ps; inside "
+    g.add_argument("--credential", default=None, metavar="CREDENTIAL",
+                   help=f"the job's credential (default: ${CREDENTIAL_ENV}, which other users cannot see in ps; inside "
                         "`make run` hosts the relay adds it)")
     g.add_argument("--loop", choices=["native", "python"], default=None,
                    help="the send/receive loop: native (C, built with the system compiler on first use) or "
@@ -206,7 +208,8 @@ def _agent(args: argparse.Namespace) -> Agent:
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
-                 workers=args.workers, mode=args.mode, wait_timeout=args.wait, token=args.token, loop=args.loop)
+                 workers=args.workers, mode=args.mode, wait_timeout=args.wait, credential=args.credential,
+                 loop=args.loop)
 
 
 def _joined(args: argparse.Namespace, agent: Agent) -> None:

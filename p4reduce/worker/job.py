@@ -1,11 +1,12 @@
 """Joining a job through the controller's job API (docs/job-api.md) and keeping the lease.
 
-A worker needs the controller's address, the job name and the job's token (``token=``, else the
-environment's ``P4REDUCE_JOB_TOKEN``; inside a Mininet topology the job-API relay adds it for the
-hosts the job was granted to). :class:`JobSession` joins (creating the job if the controller allows
-it), waits until every rank has joined -- renewing its lease while it waits, so peers may start
-late -- turns the job description into :class:`~worker.streaming.JobParams`, heartbeats every
-``lease_s / 3`` seconds in the background, and leaves on :meth:`close`.
+A worker needs the controller's address, the job name and the job's credential (``credential=``,
+else the environment's ``P4REDUCE_JOB_CREDENTIAL``; inside a Mininet topology the job-API relay adds
+it for the hosts the job was granted to). :class:`JobSession` joins (creating the job if the
+controller allows it), waits until every rank has joined -- renewing its lease while it waits, so
+peers may start late -- turns the job description into :class:`JobParams` (the job as the UDP loop,
+worker/streaming.py, speaks to the switch), heartbeats every ``lease_s / 3`` seconds in the
+background, and leaves on :meth:`close`.
 """
 from __future__ import annotations
 
@@ -13,13 +14,37 @@ import ipaddress
 import os
 import threading
 import time
+from dataclasses import dataclass, field
 
+from p4reduce.protocol import constants as C
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient, JobApiError
 from p4reduce.protocol.wire import Layout, WireError
 
-from .streaming import JobParams
+CREDENTIAL_ENV = "P4REDUCE_JOB_CREDENTIAL"   # where a worker finds its job credential when not given one
 
-TOKEN_ENV = "P4REDUCE_JOB_TOKEN"   # where a worker finds its job token when not given one
+
+@dataclass
+class JobParams:
+    """Everything a worker needs to talk to the switch for one job (from the job API).
+
+    `lanes` and `subblock` (keyword only) are required: they are the layout of the program the
+    switch runs (the job API's `lanes`/`subblock`), and a worker that guessed them would build
+    packets the switch drops."""
+
+    job_id: int
+    rank: int
+    n_workers: int
+    slot_count: int
+    switch_ip: str
+    switch_port: int = C.AGG_UDP_PORT   # a protocol constant (docs/protocol.md section 2), not a build setting
+    sparse: bool = False
+    lanes: int = field(kw_only=True)
+    subblock: int = field(kw_only=True)
+    name: str = ""
+    wire_token: int = 0        # the job's secret in every packet header (docs/protocol.md section 10)
+
+    def describe(self) -> str:
+        return f"job {self.name or '?'} (id {self.job_id}) rank {self.rank}"
 
 
 class JobJoinError(RuntimeError):
@@ -64,15 +89,15 @@ def job_params(job: dict, rank: int, switch_addr: tuple[str, int] | None = None)
 
 
 def _wire_token(job: dict) -> int:
-    """The job's wire token: the controller gives it only to callers holding the job's token."""
-    token = job.get("wire_token")
-    if token is None:
+    """The job's wire token: the controller gives it only to callers holding the job's credential."""
+    wire_token = job.get("wire_token")
+    if wire_token is None:
         raise JobJoinError("the controller's job description has no wire_token: it is given only to "
-                           "requests that present the job's token (or the admin token)")
-    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token <= 0xFFFFFFFF:
-        raise JobJoinError(f"the controller's job description is unusable: wire_token is {token!r}, "
+                           "requests that present the job's credential (or the admin credential)")
+    if isinstance(wire_token, bool) or not isinstance(wire_token, int) or not 0 <= wire_token <= 0xFFFFFFFF:
+        raise JobJoinError(f"the controller's job description is unusable: wire_token is {wire_token!r}, "
                            "expected 0..4294967295")
-    return token
+    return wire_token
 
 
 def _check_params(p: JobParams) -> None:
@@ -105,14 +130,14 @@ class JobSession:
     def __init__(self, controller: str, name: str, udp_port: int | None = None, ip: str | None = None,
                  rank: int | None = None, workers: int | None = None, mode: str | None = None,
                  slots: int | None = None, wait_timeout: float = 60.0, timeout: float = 10.0,
-                 token: str | None = None):
+                 credential: str | None = None):
         if not isinstance(name, str) or not JOB_NAME.fullmatch(name):
             raise JobJoinError(f"job name {name!r} is invalid: it must be {JOB_NAME_RULE}")
         self.controller = controller
         self.name = name
         try:
             self.client = JobApiClient(controller, timeout=timeout,
-                                       token=token or os.environ.get(TOKEN_ENV) or None)
+                                       credential=credential or os.environ.get(CREDENTIAL_ENV) or None)
         except ValueError as e:
             raise JobJoinError(str(e)) from None
         try:

@@ -18,8 +18,6 @@ import abc
 
 import numpy as np
 
-from p4reduce.protocol.constants import LANES as DEFAULT_LANES  # the wire's packet size
-
 from . import quantize as qz
 
 
@@ -95,7 +93,7 @@ class Reducer(abc.ABC):
 
     rank: int
     n_workers: int
-    lanes: int = DEFAULT_LANES
+    lanes: int          # the job's lanes per packet: every reducer sets it from its job, none is assumed
     #: bytes this worker put (or would put) on the wire, headers included
     bytes_sent: int = 0
 

@@ -44,6 +44,7 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.wire import Layout
 
 from . import native_loop
+from .job import JobParams
 from .reducer import AggregationError, BlockSource, Reducer
 from .rto import RtoEstimator
 from .streams import Answer, StreamWindow
@@ -62,26 +63,6 @@ OVERTAKE_COUNT = 3
 PROBE_SRTTS = 2.0
 PROBE_MIN = 0.005
 PROBES = 2
-
-
-@dataclass
-class JobParams:
-    """Everything a worker needs to talk to the switch for one job (from the job API)."""
-
-    job_id: int
-    rank: int
-    n_workers: int
-    slot_count: int
-    switch_ip: str
-    switch_port: int = C.AGG_UDP_PORT
-    sparse: bool = False
-    lanes: int = C.LANES
-    subblock: int = C.SUBBLOCK
-    name: str = ""
-    wire_token: int = 0        # the job's secret in every packet header (docs/protocol.md section 10)
-
-    def describe(self) -> str:
-        return f"job {self.name or '?'} (id {self.job_id}) rank {self.rank}"
 
 
 @dataclass
@@ -345,7 +326,7 @@ class UdpReducer(Reducer):
         if self.loop == "native":
             return native_loop.aggregate(self, source, out)
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,
-                           self.layout, self._last_ver, token=self.job.wire_token, out=out)
+                           self.layout, self._last_ver, wire_token=self.job.wire_token, out=out)
         if win.n_blocks == 0:
             return win.sums, win.exps
         timers = RoundTimers(win.S, self.retry, self.rto_estimator)

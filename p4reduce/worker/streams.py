@@ -99,15 +99,15 @@ class StreamWindow:
 
     `out` (optional): the int32 buffer of n_blocks * lanes elements the sums go into.
     `last_ver` is the caller's per-slot version of the previous round (it persists across calls:
-    a slot's copies alternate for ever); it is updated as rounds open. `token` is the job's wire
-    token: every packet carries it, and a result without it is forged (counted in `forged`).
+    a slot's copies alternate for ever); it is updated as rounds open. `wire_token` is the job's
+    wire token: every packet carries it, and a result without it is forged (counted in `forged`).
     """
 
     def __init__(self, source: BlockSource, job_id: int, rank: int, slot_count: int, sparse: bool,
-                 layout: Layout, last_ver: list[int], ring: int = RING, token: int = 0,
+                 layout: Layout, last_ver: list[int], ring: int = RING, wire_token: int = 0,
                  out: np.ndarray | None = None):
         self.source, self.job_id, self.rank, self.sparse, self.layout = source, job_id, rank, sparse, layout
-        self.token = token
+        self.wire_token = wire_token
         self.forged = 0                  # results for an open round without the job's wire token, ignored
         self.L = L = layout.lanes
         self.n_blocks = nb = source.n_blocks
@@ -229,7 +229,7 @@ class StreamWindow:
         if pre and not self.sparse:  # a dense job takes only full packets: the pre-round carries zeros
             self._frames_np[pre, H:H + L * C.LANE_BYTES] = 0
         i = 0
-        frames, sb_bytes, token = self.frames, self._subblock_bytes, self.token
+        frames, sb_bytes, wire_token = self.frames, self._subblock_bytes, self.wire_token
         for s, b, e in rounds:
             v = self.last_ver[s] = 1 - self.last_ver[s]
             if b < 0:
@@ -248,7 +248,7 @@ class StreamWindow:
             nxt = nxt_b * L if nxt_b >= 0 else NONE
             proposal = self.props[nxt_b] if self.props is not None and nxt_b >= 0 else 0
             pack_header_into(frames, s * stride, C.MsgType.CONTRIB, C.Flags.EOT if nxt == NONE else 0,
-                             self.job_id, self.rank, 0, v, s, offset, nxt, proposal, 0, bitmap, token)
+                             self.job_id, self.rank, 0, v, s, offset, nxt, proposal, 0, bitmap, wire_token)
             self.length[s] = H + bitmap.bit_count() * sb_bytes
             self.block[s], self.agreed[s], self.ver[s] = b, (e if e is not None else 0), v
             self.offset[s], self.key[s] = offset, key
@@ -282,7 +282,7 @@ class StreamWindow:
         results without the job's wire token (forged: counted in `forged`) close nothing. A switch
         naming an impossible next block raises AggregationError (`describe` names job and rank)."""
         L, S, nb, H, full = self.L, self.S, self.n_blocks, C.HEADER_BYTES, self._full
-        ring, rs, sb_bytes, token = self.ring, self.ring_stride, self._subblock_bytes, self.token
+        ring, rs, sb_bytes, wire_token = self.ring, self.ring_stride, self._subblock_bytes, self.wire_token
         answers: list[Answer] = []
         rows: list[int] = []
         done_blocks: list[int] = []
@@ -292,11 +292,12 @@ class StreamWindow:
             n = self.ring_len[i]
             if n < H:
                 continue
-            mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap, tok = unpack_header(ring, i * rs)
+            (mt, _flags, job_id, _rank, _count, v, s, offset, nxt, ecode, _r, bitmap,
+             result_wire_token) = unpack_header(ring, i * rs)
             if (mt != C.MsgType.RESULT or job_id != self.job_id or s >= S or s not in self.open
                     or v != self.ver[s] or offset != self.offset[s]):
                 continue
-            if tok != token:     # the round's result, but not the switch's: forged
+            if result_wire_token != wire_token:     # the round's result, but not the switch's: forged
                 self.forged += 1
                 continue
             if bitmap & ~full or n != H + bitmap.bit_count() * sb_bytes:

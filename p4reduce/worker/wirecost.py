@@ -20,8 +20,8 @@ FRAME_OVERHEAD = C.FRAME_HEADER_BYTES + C.HEADER_BYTES
 
 @dataclass(frozen=True)
 class WireCost:
-    lanes: int = C.LANES
-    sub_block: int = C.SUBBLOCK
+    lanes: int                  # the job's packet layout: required, as for a real job
+    sub_block: int
     sparse: bool = False
     streams: int = 64           # slots a worker streams on (pre-rounds for the first exponent)
 

@@ -238,7 +238,7 @@ def test_concurrent_joins_and_creates_never_collide():
 
     def join(i):
         try:
-            results.append(JobApiClient(server.address, token=token).join("big", ip=f"10.0.1.{i}")["rank"])
+            results.append(JobApiClient(server.address, credential=credential).join("big", ip=f"10.0.1.{i}")["rank"])
         except JobApiError as e:
             errors.append(e)
 
@@ -249,7 +249,7 @@ def test_concurrent_joins_and_creates_never_collide():
             errors.append(e)
 
     try:
-        token = JobApiClient(server.address).create("big", 16, slots=64)["token"]
+        credential = JobApiClient(server.address).create("big", 16, slots=64)["credential"]
         threads = [threading.Thread(target=join, args=(i,)) for i in range(1, 17)]
         threads += [threading.Thread(target=create, args=(i,)) for i in range(12)]
         for t in threads:
@@ -331,7 +331,7 @@ def test_client_errors_say_what_answered():
 ])
 def test_default_slots_keep_the_bytes_in_flight_of_the_program_layout(lanes, subblock, pool, want):
     mgr = JobManager(SlotPool(pool), topology=TOPO, layout=Layout(lanes, subblock))
-    job, created, _token = mgr.create("j", 2)
+    job, created, _credential = mgr.create("j", 2)
     assert created and job["slots"]["count"] == want and (job["lanes"], job["subblock"]) == (lanes, subblock)
     if pool >= want + 5:
         assert mgr.create("k", 2, slots=5)[0]["slots"]["count"] == 5        # asked for: as asked

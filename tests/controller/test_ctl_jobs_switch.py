@@ -50,12 +50,12 @@ def reader(addr):
     return SwitchInspector(conn, open_register_access(conn))
 
 
-def contribution(job, rank, ip, mac, sport, lanes, slot=0, ver=0, token=None):
+def contribution(job, rank, ip, mac, sport, lanes, slot=0, ver=0, wire_token=None):
     """A worker's contribution; with the job's wire token (from its creator's description) unless
-    `token` says otherwise."""
+    `wire_token` says otherwise."""
     hdr = wire.Header(job_id=job["job_id"], rank=rank, slot=slot, ver=ver, offset=0,
                       next_offset=constants.NEXT_NONE, bitmap=constants.full_bitmap(),
-                      flags=constants.Flags.EOT, token=job["wire_token"] if token is None else token)
+                      flags=constants.Flags.EOT, wire_token=job["wire_token"] if wire_token is None else wire_token)
     return frames.udp_frame(mac, SWITCH_MAC, ip, SWITCH_IP, sport, constants.AGG_UDP_PORT,
                             wire.encode(hdr, lanes))
 
@@ -103,7 +103,7 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
         assert (f.dst_ip, f.dport, f.dst_mac) == (ip, udp, mac)
         hdr, lanes = wire.decode(f.payload)
         assert hdr.msg_type == constants.MsgType.RESULT and hdr.rank == rank and hdr.count == 2
-        assert hdr.token == job["wire_token"] != 0      # results are stamped with the job's token
+        assert hdr.wire_token == job["wire_token"] != 0      # results are stamped with the job's wire token
         assert list(lanes) == list(a + b)
     # ... and a person can see it in the slot's registers
     slot0 = insp.slot(0, ver=0, job="demo")["copies"][0]
@@ -126,11 +126,11 @@ def test_job_lifecycle_on_the_switch(controller_factory, p4rt_server):
     [drops] = insp.counters(p4names.DROP_REASONS)
     by_label = {c["label"]: c["packets"] for c in drops["cells"]}
     assert by_label["SPOOFED_SOURCE"] == 2 and by_label["SPOOFED_PORT"] == 1 and by_label["UNKNOWN_WORKER"] == 1
-    # a member's own contribution without the job's wire token adds nothing: BAD_TOKEN
+    # a member's own contribution without the job's wire token adds nothing: BAD_WIRE_TOKEN
     assert engine.process(1, contribution(job, 0, "10.0.0.1", "00:00:00:00:00:01", 40000, a, ver=1,
-                                          token=job["wire_token"] ^ 1)) == []
+                                          wire_token=job["wire_token"] ^ 1)) == []
     [drops] = insp.counters(p4names.DROP_REASONS)
-    assert {c["label"]: c["packets"] for c in drops["cells"]}["BAD_TOKEN"] == 1
+    assert {c["label"]: c["packets"] for c in drops["cells"]}["BAD_WIRE_TOKEN"] == 1
     assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
     assert insp.register(p4names.SEEN, start=0, stop=4)["values"] == seen_before
 
@@ -182,9 +182,9 @@ def test_restart_resumes_jobs(controller_factory):
 
     second = start()
     assert sorted(second.resumed) == ["alpha", "beta"]
-    tokens = client.tokens  # the job tokens still open the resumed jobs (their digests were on the switch)
+    credentials = client.credentials  # the job credentials still open the resumed jobs (their digests were on the switch)
     client = JobApiClient(second.api_server.address)
-    client.tokens.update(tokens)
+    client.credentials.update(credentials)
     alpha = client.job("alpha")
     assert (alpha["job_id"], alpha["mode"], alpha["slots"], alpha["lease_s"], alpha["state"]) == (
         a["job_id"], "sparse", {"base": 0, "count": 32}, 20, "running")
@@ -395,5 +395,5 @@ def test_standby_controller_takes_over(controller_factory):
     standby.join(timeout=30)
     ctl = result["ctl"]
     assert ctl.resumed == ["kept"] and ctl.connections["s1"].primary
-    job = JobApiClient(ctl.api_server.address, token=client.tokens["kept"]).join("kept", ip="10.0.0.2")["job"]
+    job = JobApiClient(ctl.api_server.address, credential=client.credentials["kept"]).join("kept", ip="10.0.0.2")["job"]
     assert job["state"] == "running" and [m["rank"] for m in job["members"]] == [0, 1]

@@ -31,7 +31,7 @@ def test_entries_of_a_job():
     entry = job_entry(job)
     assert (entry.table, entry.match, entry.action) == (p4names.JOBS, {p4names.JOBS_KEY[0]: 7}, p4names.SET_JOB)
     assert entry.params == {"slot_base": 16, "slot_count": 4, "num_workers": 2, "mcast_grp": 0x107, "mode": 1,
-                            "token": 0xCAFE0001}
+                            "wire_token": 0xCAFE0001}
     assert entry.key().action is None and entry.key().match == entry.match
     worker, addr = member_entries(7, MEMBERS[0])
     assert worker.match == dict(zip(p4names.WORKERS_KEY, ("10.0.0.2", 40001, 7)))

@@ -11,14 +11,14 @@ from p4reduce.protocol.constants import DropReason, Mode, MsgType
 from p4reduce.protocol.frames import udp_frame
 from p4reduce.protocol.wire import Header, decode, encode
 
-TOKENS = {1: 0x1111_2222, 2: 0x3333_4444}   # the wire tokens of two_jobs' jobs (0 for the others)
+WIRE_TOKENS = {1: 0x1111_2222, 2: 0x3333_4444}   # the wire tokens of two_jobs' jobs (0 for the others)
 
 
-def contribution(layout, job, rank, slot=0, bitmap=None, block=None, token=None):
+def contribution(layout, job, rank, slot=0, bitmap=None, block=None, wire_token=None):
     bitmap = layout.full_bitmap if bitmap is None else bitmap
     block = np.full(layout.lanes, 1000 + rank, np.int32) if block is None else block
-    token = TOKENS.get(job, 0) if token is None else token
-    return encode(Header(job_id=job, rank=rank, slot=slot, bitmap=bitmap, token=token), block, layout)
+    wire_token = WIRE_TOKENS.get(job, 0) if wire_token is None else wire_token
+    return encode(Header(job_id=job, rank=rank, slot=slot, bitmap=bitmap, wire_token=wire_token), block, layout)
 
 
 def patched(payload, at, data):
@@ -34,8 +34,8 @@ def state_snapshot(f, indices):
 
 @pytest.fixture
 def two_jobs(fabric):
-    fabric.add_job(1, 3, slot_base=0, slot_count=4, mode=Mode.DENSE, wire_token=TOKENS[1])
-    fabric.add_job(2, 2, slot_base=4, slot_count=4, mode=Mode.SPARSE, wire_token=TOKENS[2])
+    fabric.add_job(1, 3, slot_base=0, slot_count=4, mode=Mode.DENSE, wire_token=WIRE_TOKENS[1])
+    fabric.add_job(2, 2, slot_base=4, slot_count=4, mode=Mode.SPARSE, wire_token=WIRE_TOKENS[2])
     # a half-done round in each job, so that any wrongly admitted packet would change something
     fabric.send(1, 0, contribution(fabric.layout, 1, 0))
     fabric.send(2, 1, contribution(fabric.layout, 2, 1, bitmap=0b0001))
@@ -81,12 +81,12 @@ def hostile_frames(f):
         ("bad IPv4 checksum", 2, patched(frame_from(w1, good), 24, b"\x12\x34"), DropReason.BAD_CHECKSUM),
         ("a result sent to the switch", 2, frame_from(w1, patched(good, 0, bytes([MsgType.RESULT]))), DropReason.BAD_TYPE),
         ("unknown message type", 2, frame_from(w1, patched(good, 0, b"\x07")), DropReason.BAD_TYPE),
-        ("a member's contribution without a wire token", 2, frame_from(w1, contribution_(1, 1, token=0)),
-         DropReason.BAD_TOKEN),
-        ("a member's contribution with another job's token", 2,
-         frame_from(w1, contribution_(1, 1, token=TOKENS[2])), DropReason.BAD_TOKEN),
-        ("a member's contribution, one token bit flipped", 2,
-         frame_from(w1, contribution_(1, 1, token=TOKENS[1] ^ 0x8000_0000)), DropReason.BAD_TOKEN),
+        ("a member's contribution without a wire token", 2, frame_from(w1, contribution_(1, 1, wire_token=0)),
+         DropReason.BAD_WIRE_TOKEN),
+        ("a member's contribution with another job's wire token", 2,
+         frame_from(w1, contribution_(1, 1, wire_token=WIRE_TOKENS[2])), DropReason.BAD_WIRE_TOKEN),
+        ("a member's contribution, one wire token bit flipped", 2,
+         frame_from(w1, contribution_(1, 1, wire_token=WIRE_TOKENS[1] ^ 0x8000_0000)), DropReason.BAD_WIRE_TOKEN),
     ]
     # sparse job: bitmap says 2 sub-blocks, one sent
     w2 = f.ends[(2, 0)]
@@ -125,7 +125,7 @@ def test_rank_beyond_job_size(two_jobs):
 
 
 def test_missing_worker_address_is_counted_in_egress(fabric):
-    fabric.add_job(1, 2, slot_base=0, slot_count=1, wire_token=TOKENS[1])
+    fabric.add_job(1, 2, slot_base=0, slot_count=1, wire_token=WIRE_TOKENS[1])
     fabric.sw.table_delete(N.WORKER_ADDRS, fabric.sw.table_find(
         N.WORKER_ADDRS, {"hdr.p4r.job_id": 1, "standard_metadata.egress_rid": 1}))
     fabric.check_model = False
@@ -143,7 +143,7 @@ def test_counts_survive_a_good_round(two_jobs):
     f.send(1, 1, contribution(f.layout, 1, 1))
     out = f.send(1, 2, contribution(f.layout, 1, 2))
     assert len(out) == 3 and all((decode(p, f.layout)[1] == 3003).all() for _, _, p in out)
-    assert {decode(p, f.layout)[0].token for _, _, p in out} == {TOKENS[1]}   # stamped on every result
+    assert {decode(p, f.layout)[0].wire_token for _, _, p in out} == {WIRE_TOKENS[1]}   # stamped on every result
 
 
 def test_spoofed_port_counts_nothing_even_for_the_last_contribution(two_jobs):

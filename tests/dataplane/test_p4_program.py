@@ -22,7 +22,7 @@ TABLES = {N.JOBS: N.JOBS_KEY, N.WORKERS: N.WORKERS_KEY, N.IPV4_ROUTES: N.IPV4_RO
           N.SOURCE_GUARD: N.SOURCE_GUARD_KEY}
 ACTIONS = {   # docs/protocol.md section 3: parameter names and widths
     N.SET_JOB: [("slot_base", 32), ("slot_count", 16), ("num_workers", 8), ("mcast_grp", 16), ("mode", 8),
-                ("token", 32)],
+                ("wire_token", 32)],
     N.SET_RANK: [("rank", 8), ("port", 9)],
     N.ROUTE: [("port", 9), ("dst_mac", 48), ("src_mac", 48)],
     N.FORWARD: [("port", 9)],

@@ -1,7 +1,7 @@
 """A hostile host: garbage, malformed and spoofed frames at the switch, for a bounded time.
 
     python hostile.py '{"intf": ..., "seconds": 5, "stop_file": PATH (stop early when it exists),
-                        "count": N (stop after N frames), "job_id": 1, "tokens": [0, ...] (the wire
+                        "count": N (stop after N frames), "job_id": 1, "wire_tokens": [0, ...] (the wire
                         tokens forged frames carry, in turn), "victims": [{"ip","mac","udp_port","rank"}],
                         "service_ip": ..., "service_mac": ..., "udp_port": 48864, "own_mac": ...}'
 Prints how many frames it sent, in all and by kind.
@@ -20,10 +20,10 @@ from p4reduce.protocol import wire
 FULL = C.full_bitmap()
 
 
-def contrib(job_id, rank, slot, offset, lanes=C.LANES, bitmap=FULL, value=0x01000000, ver=0, token=0,
+def contrib(job_id, rank, slot, offset, lanes=C.LANES, bitmap=FULL, value=0x01000000, ver=0, wire_token=0,
             msg_type=C.MsgType.CONTRIB):
     header = wire.pack_header(msg_type, 0, job_id, rank, 0, ver, slot & 0x7FFF, offset, C.NEXT_NONE,
-                              C.EXP_BIAS, 0, bitmap, token)
+                              C.EXP_BIAS, 0, bitmap, wire_token)
     return header + struct.pack(f"!{lanes}i", *([value] * lanes))
 
 
@@ -36,14 +36,14 @@ def main():
     sent = 0
     by_kind = {}
     import os
-    tokens = cfg.get("tokens", [cfg.get("token", 0)])     # forged frames alternate between them
+    wire_tokens = cfg.get("wire_tokens", [cfg.get("wire_token", 0)])     # forged frames alternate between them
     count = cfg.get("count")
     rounds_sent = 0
     deadline = time.monotonic() + cfg["seconds"]
     while (time.monotonic() < deadline and not os.path.exists(cfg.get("stop_file", "/nonexistent"))
            and (count is None or sent < count)):
         victim = rng.choice(cfg["victims"])
-        token = tokens[rounds_sent % len(tokens)]
+        wire_token = wire_tokens[rounds_sent % len(wire_tokens)]
         rounds_sent += 1
         # Aim at rounds that really happen: block b runs on slot b mod S at offset LANES*b.
         slots = cfg.get("slots", 64)
@@ -65,7 +65,7 @@ def main():
             # a spoofed RESULT aimed at a worker, as if from the switch
             Ether(dst=victim["mac"], src=svc[1]) / IP(src=svc[0], dst=victim["ip"]) /
             UDP(sport=svc[2], dport=victim["udp_port"]) /
-            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, token=token, msg_type=C.MsgType.RESULT)),
+            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, wire_token=wire_token, msg_type=C.MsgType.RESULT)),
             # truncated header, bad IP checksum, non-IP ethertype, broadcast
             Ether(dst=svc[1], src=victim["mac"]) / IP(src=victim["ip"], dst=svc[0]) /
             UDP(sport=victim["udp_port"], dport=svc[2]) / Raw(contrib(cfg["job_id"], victim["rank"], slot, offset)[:11]),
@@ -77,7 +77,7 @@ def main():
             # a RESULT from the attacker's own address (honest source), from the aggregation port
             Ether(dst=victim["mac"], src=cfg["own_mac"]) / IP(src=cfg["own_ip"], dst=victim["ip"]) /
             UDP(sport=svc[2], dport=victim["udp_port"]) /
-            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, token=token, msg_type=C.MsgType.RESULT)),
+            Raw(contrib(cfg["job_id"], victim["rank"], slot, offset, ver=ver, wire_token=wire_token, msg_type=C.MsgType.RESULT)),
         ]
         kinds = cfg.get("kinds")
         for i, frame in enumerate(frames):

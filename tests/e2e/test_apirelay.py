@@ -1,6 +1,6 @@
 """Inside a Mininet host, 127.0.0.1:API_PORT reaches the root namespace's job API, out of band;
-the relay adds a job's token only for the hosts the job was granted to, and passes any other
-token through untouched."""
+the relay adds a job's credential only for the hosts the job was granted to, and passes any other
+credential through untouched."""
 import http.server
 import json
 import threading
@@ -52,15 +52,15 @@ def test_hosts_reach_the_api_through_the_relay_and_are_identified(node_prefix, t
             answer = json.loads(out)
             assert answer["peer"] == api_source(index)
             assert answer["body"] == big
-        # Tokens: job j is granted to h1 only; a request's own token always passes untouched.
-        relay.grant("j", "token-of-job-j-0123456789", [1])
+        # Credentials: job j is granted to h1 only; a request's own credential always passes untouched.
+        relay.grant("j", "credential-of-job-j-0123456789", [1])
 
         def auth(host, path, header=""):
             extra = f"-H 'Authorization: {header}'" if header else ""
             out = host.cmd(f"curl -s -m 5 -XPOST {extra} -d '{{}}' http://127.0.0.1:{port}{path}")
             return json.loads(out)["authorization"]
-        assert auth(h1, "/v1/jobs/j/join") == "Bearer token-of-job-j-0123456789"
-        assert auth(h1, "/v1/jobs/j/heartbeat") == "Bearer token-of-job-j-0123456789"
+        assert auth(h1, "/v1/jobs/j/join") == "Bearer credential-of-job-j-0123456789"
+        assert auth(h1, "/v1/jobs/j/heartbeat") == "Bearer credential-of-job-j-0123456789"
         assert auth(h2, "/v1/jobs/j/join") is None                  # not granted to h2
         assert auth(h1, "/v1/jobs/other/join") is None              # nor another job
         assert auth(h1, "/v1/jobs") is None

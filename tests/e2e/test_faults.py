@@ -112,7 +112,7 @@ def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
     while not any(e.get("message") == "held" for e in held_run.events):
         assert time.monotonic() < deadline and held_run.proc.poll() is None, held_run.events
         read_available(runs, 0.5)
-    admin = JobApiClient(session.api_addr, token=session.admin_token())
+    admin = JobApiClient(session.api_addr, credential=session.admin_credential())
     job = admin.job("e2e-forged")
     assert job["state"] == "running" and job["wire_token"] != 0
     assert "wire_token" not in JobApiClient(session.api_addr).job("e2e-forged")   # not for strangers
@@ -120,7 +120,7 @@ def test_forged_results_from_a_host_change_nothing(session_factory, tmp_path):
     assert topo["hosts"][4]["name"] == attacker.name
     before = drop_reasons(session)
     cfg = {"intf": attacker.defaultIntf().name, "seconds": 60, "count": 120, "kinds": FORGED_RESULTS,
-           "job_id": job["job_id"], "tokens": [0, job["wire_token"]], "slots": job["slots"]["count"],
+           "job_id": job["job_id"], "wire_tokens": [0, job["wire_token"]], "slots": job["slots"]["count"],
            "blocks": 16, "own_ip": attacker.IP(), "own_mac": attacker.MAC(),
            "service_ip": job["switch"]["ip"], "service_mac": job["switch"]["mac"],
            "udp_port": job["switch"]["udp_port"],

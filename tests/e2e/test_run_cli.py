@@ -89,7 +89,7 @@ def test_cli_shows_host_output_runs_workers_and_reruns_the_job(run_cli):
 
 FIELDS = ["frame.time_epoch", "p4reduce.msg_type", "p4reduce.flags", "p4reduce.job_id", "p4reduce.rank",
           "p4reduce.count", "p4reduce.slot", "p4reduce.ver", "p4reduce.offset", "p4reduce.next_offset",
-          "p4reduce.exponent", "p4reduce.bitmap", "p4reduce.token", "p4reduce.lane"]
+          "p4reduce.exponent", "p4reduce.bitmap", "p4reduce.wire_token", "p4reduce.lane"]
 
 
 def _tshark(pcap, home, *args):
@@ -144,7 +144,7 @@ def test_wireshark_decodes_the_runs_traffic(run_cli, tmp_path):
     assert len(ours) == len(results)
     for mine, theirs in zip(ours, results):
         for field in ("msg_type", "flags", "job_id", "rank", "count", "slot", "ver", "offset", "next_offset",
-                      "exponent", "bitmap", "token"):
+                      "exponent", "bitmap", "wire_token"):
             assert mine[field] == theirs[field], (field, mine, theirs)
         assert [mine["lanes"][str(i)] for i in sorted(map(int, mine["lanes"]))] == theirs["lanes"]
     # a result is the lane-wise sum of the four ranks' first contributions to that offset

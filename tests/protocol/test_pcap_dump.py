@@ -48,13 +48,13 @@ def test_json_count_and_other_layouts(tmp_path, capsys):
     lanes = np.arange(256, dtype=np.int32) - 5
     frames = [udp_frame("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1", "10.0.0.254", 40000, C.AGG_UDP_PORT,
                         encode(Header(job_id=1, rank=0, offset=256 * i, bitmap=0b1000_0000_0000_0001,
-                                      token=0xC0FFEE), lanes, layout))
+                                      wire_token=0xC0FFEE), lanes, layout))
               for i in range(50)]
     path = tmp_path / "big.pcap"
     wrpcap(str(path), [Ether(f) for f in frames])
     assert main([str(path), "--json", "--lanes", "--count", "3"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["offset"] for r in rows] == [0, 256, 512] and {r["token"] for r in rows} == {0xC0FFEE}
+    assert [r["offset"] for r in rows] == [0, 256, 512] and {r["wire_token"] for r in rows} == {0xC0FFEE}
     assert rows[0]["lanes"] == {**{str(j): j - 5 for j in range(16)}, **{str(j): j - 5 for j in range(240, 256)}}
 
 

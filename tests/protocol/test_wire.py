@@ -8,7 +8,7 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.frames import FrameError, ipv4_source, parse_udp_frame, udp_frame
 from p4reduce.protocol.wire import (
     HEADER_DTYPE,
-    TOKEN_OFFSET,
+    WIRE_TOKEN_OFFSET,
     Header,
     Layout,
     WireError,
@@ -37,10 +37,10 @@ def random_block(rng, density):
 def test_header_layout_is_24_bytes_big_endian():
     h = Header(msg_type=2, flags=3, job_id=0x1234, rank=7, count=9, ver=1, slot=0x0155,
                offset=0x01020304, next_offset=0xA0B0C0D0, exponent=131, reserved=0, bitmap=0x000B,
-               token=0xDEADBEEF)
+               wire_token=0xDEADBEEF)
     raw = h.pack()
     assert raw.hex() == "0203" "1234" "07" "09" "8155" "01020304" "a0b0c0d0" "83" "00" "000b" "deadbeef"
-    assert TOKEN_OFFSET == 20 and raw[TOKEN_OFFSET:] == bytes.fromhex("deadbeef")
+    assert WIRE_TOKEN_OFFSET == 20 and raw[WIRE_TOKEN_OFFSET:] == bytes.fromhex("deadbeef")
     assert Header.unpack(raw) == h
 
 
@@ -146,7 +146,7 @@ def test_fast_path_is_the_same_codec():
     exactly what Header, encode and decode do."""
     h = Header(msg_type=2, flags=1, job_id=0x1234, rank=7, count=9, ver=1, slot=0x7FFE,
                offset=64, next_offset=C.NEXT_NONE, exponent=131, reserved=5, bitmap=0b1010,
-               token=0x5EC0_0001)
+               wire_token=0x5EC0_0001)
     fields = tuple(vars(h).values())
     assert pack_header(*fields) == h.pack()
     assert unpack_header(b"xx" + h.pack(), offset=2) == fields and Header(*unpack_header(h.pack())) == h
@@ -178,3 +178,11 @@ def test_frames_parse_reports_what_is_wrong_without_raising():
     assert not loose.checksum_ok and not loose.lengths_ok(len(bad)) and loose.payload == payload
     with pytest.raises(FrameError, match="checksum"):
         parse_udp_frame(bytes(bad))
+
+
+def test_a_layout_must_be_named():
+    """No compiled-in default: a layout without its sizes is an error naming what is missing."""
+    with pytest.raises(TypeError, match="lanes"):
+        Layout()
+    with pytest.raises(TypeError, match="subblock"):
+        Layout(256)

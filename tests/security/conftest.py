@@ -17,16 +17,16 @@ TOPO = from_dict({
               "h2": {"ip": "10.0.0.2", "mac": "00:00:00:00:00:02", "switch": "s1", "port": 2},
               "h3": {"ip": "10.0.0.3", "mac": "00:00:00:00:00:03", "switch": "s1", "port": 3}},
 })
-ADMIN = "admin-token-for-tests-0123456789"
+ADMIN = "admin-credential-for-tests-0123456789"
 IDLE_S, DEADLINE_S = 1.0, 2.0     # the server's limits in these tests (defaults: 10 s, 20 s)
 HANG_S = 15.0                     # a test waiting this long for an answer has found a hang
 
 
 @pytest.fixture
 def api():
-    """(address, manager) of a job API on loopback with an admin token and short time limits."""
+    """(address, manager) of a job API on loopback with an admin credential and short time limits."""
     mgr = JobManager(SlotPool(128), topology=TOPO, default_workers=2, default_lease_s=5.0)
-    server = JobApiServer(JobApi(mgr, admin_token=ADMIN), ("127.0.0.1", 0), max_connections=8,
+    server = JobApiServer(JobApi(mgr, admin_credential=ADMIN), ("127.0.0.1", 0), max_connections=8,
                           idle_timeout_s=IDLE_S, request_deadline_s=DEADLINE_S).start()
     yield server.address, mgr
     server.stop()
@@ -72,9 +72,9 @@ def exchange(address, raw: bytes):
     return status, headers, obj
 
 
-def request(method, path, body=None, token=None, extra=""):
+def request(method, path, body=None, credential=None, extra=""):
     """A well-formed HTTP/1.1 request's bytes."""
     data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    auth = f"Authorization: Bearer {credential}\r\n" if credential else ""
     return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}{extra}"
             f"Content-Length: {len(data)}\r\n\r\n").encode() + data

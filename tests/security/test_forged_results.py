@@ -1,4 +1,4 @@
-"""Forged results and tokenless contributions against a running job, through the real P4 program
+"""Forged results and contributions without the wire token against a running job, through the real P4 program
 (p4src/p4reduce.p4 on p4sim's engine behind UDP on loopback, testbed/p4sim_udp.py).
 
 A two-rank job whose rank 1 is held back (this test calls its allreduce only once the attack is
@@ -6,10 +6,10 @@ over), so rank 0's rounds are known to be open and cannot complete while forged 
   * results as from the switch's own address and port (what an on-path host, or one on a segment
     without the source guard, could send) without the job's wire token, or with a wrong one: rank 0
     ignores and counts them;
-  * results with the right token from a member's own address: the worker's socket never reads
+  * results with the right wire token from a member's own address: the worker's socket never reads
     them when it is connected to the switch; when it could not connect, it checks each datagram's
     source, ignores and counts them;
-  * a contribution from the job's own member with a wrong token: the switch drops it as BAD_TOKEN,
+  * a contribution from the job's own member with a wrong wire token: the switch drops it as BAD_WIRE_TOKEN,
     so the member's real contribution still counts.
 Every sum stays bit-exact; on both worker loops (native and Python).
 """
@@ -28,11 +28,12 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.wire import Header, encode
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 pytestmark = pytest.mark.usefixtures("both_worker_loops")   # the C worker loop and the Python one
 
-JOB, TOKEN, SLOTS = 6, 0x7E57_0A11, 4
+JOB, WIRE_TOKEN, SLOTS = 6, 0x7E57_0A11, 4
 ELEMENTS = SLOTS * C.LANES           # one round per slot: rank 0's first rounds are its only ones
 FORGED_LANES = np.full(C.LANES, 1 << 24, np.int32)
 
@@ -44,12 +45,12 @@ class NoRouteSocket(socket.socket):
         raise OSError(errno.ENETUNREACH, "Network is unreachable")
 
 
-def forged_result(slot: int, token: int) -> bytes:
+def forged_result(slot: int, wire_token: int) -> bytes:
     """The result rank 0 waits for on `slot` (its first round: version 0, offset slot * LANES),
     with made-up sums."""
     return encode(Header(msg_type=C.MsgType.RESULT, job_id=JOB, rank=0, count=2, ver=0, slot=slot,
                          offset=slot * C.LANES, next_offset=C.NEXT_NONE, flags=C.Flags.EOT,
-                         bitmap=C.full_bitmap(), token=token), FORGED_LANES)
+                         bitmap=C.full_bitmap(), wire_token=wire_token), FORGED_LANES)
 
 
 def wait_for(condition, what: str, timeout: float = 30.0) -> None:
@@ -63,13 +64,14 @@ def wait_for(condition, what: str, timeout: float = 30.0) -> None:
 def held_job(p4reduce_json):
     """(switch, rank 0 factory): the job on the switch; build rank 0 and rank 1 with `make`."""
     sw = P4SimUdpSwitch(p4reduce_json)
-    sw.add_job(JOB, 2, SLOTS, wire_token=TOKEN)
+    sw.add_job(JOB, 2, SLOTS, wire_token=WIRE_TOKEN)
     made: list[UdpReducer] = []
 
     def make(rank: int, sock: socket.socket | None = None) -> UdpReducer:
         if sock is not None:
             sock.bind(("127.0.0.1", 0))
-        params = JobParams(JOB, rank, 2, SLOTS, "127.0.0.1", sw.addr[1], name="forged", wire_token=TOKEN)
+        params = JobParams(JOB, rank, 2, SLOTS, "127.0.0.1", sw.addr[1], name="forged", wire_token=WIRE_TOKEN,
+                           lanes=sw.layout.lanes, subblock=sw.layout.subblock)
         red = UdpReducer(params, sock=sock, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.05, deadline=60))
         sw.add_worker(JOB, rank, "127.0.0.1", red.local_port)
         made.append(red)
@@ -114,10 +116,10 @@ def run_attacked(sw, rank0: UdpReducer, rank1: UdpReducer, attack) -> list[np.nd
 
 def test_results_without_the_wire_token_are_ignored_and_counted(held_job):
     """A non-member that can put the switch's address on its datagrams but does not know the
-    token: results with no token, a wrong one and another job's are all ignored."""
+    wire token: results with no wire token, a wrong one and another job's are all ignored."""
     sw, make = held_job
     rank0, rank1 = make(0), make(1)
-    forged = [forged_result(s, token) for s in range(SLOTS) for token in (0, TOKEN ^ 1, 0x1111_2222)]
+    forged = [forged_result(s, wire_token) for s in range(SLOTS) for wire_token in (0, WIRE_TOKEN ^ 1, 0x1111_2222)]
 
     def attack():
         for payload in forged:
@@ -128,8 +130,8 @@ def test_results_without_the_wire_token_are_ignored_and_counted(held_job):
     assert rank0.stats.forged == len(forged) and rank1.stats.forged == 0
 
 
-def test_a_members_forged_results_with_the_token_never_reach_a_connected_worker(held_job):
-    """A member knows the token but cannot send from the switch's address: its results, aimed at
+def test_a_members_forged_results_with_the_wire_token_never_reach_a_connected_worker(held_job):
+    """A member knows the wire token but cannot send from the switch's address: its results, aimed at
     rank 0's open rounds, are not read (the kernel filters the connected socket)."""
     sw, make = held_job
     rank0, rank1 = make(0), make(1)
@@ -138,7 +140,7 @@ def test_a_members_forged_results_with_the_token_never_reach_a_connected_worker(
 
     def attack():   # loopback delivers (or refuses) each datagram within sendto
         for s in range(SLOTS):
-            member.sendto(forged_result(s, TOKEN), ("127.0.0.1", rank0.local_port))
+            member.sendto(forged_result(s, WIRE_TOKEN), ("127.0.0.1", rank0.local_port))
 
     try:
         run_attacked(sw, rank0, rank1, attack)
@@ -156,7 +158,7 @@ def test_a_worker_that_could_not_connect_checks_the_source_of_every_result(held_
 
     def attack():
         for s in range(SLOTS):
-            member.sendto(forged_result(s, TOKEN), ("127.0.0.1", rank0.local_port))   # right token
+            member.sendto(forged_result(s, WIRE_TOKEN), ("127.0.0.1", rank0.local_port))   # right wire token
             sw.sock.sendto(forged_result(s, 0), ("127.0.0.1", rank0.local_port))      # right source
         wait_for(lambda: rank0.stats.results + rank0.stats.ignored >= 2 * SLOTS, "rank 0 read every forged result")
 
@@ -167,21 +169,21 @@ def test_a_worker_that_could_not_connect_checks_the_source_of_every_result(held_
     assert rank0.stats.forged == 2 * SLOTS
 
 
-def test_a_contribution_with_a_wrong_token_is_dropped_by_the_switch_and_counted(held_job):
-    """Rank 1's own address and port, its rank, slot 0's open round, but not the job's token: the
-    switch counts it as BAD_TOKEN and adds nothing, so rank 1's real contribution completes the
+def test_a_contribution_with_a_wrong_wire_token_is_dropped_by_the_switch_and_counted(held_job):
+    """Rank 1's own address and port, its rank, slot 0's open round, but not the job's wire token: the
+    switch counts it as BAD_WIRE_TOKEN and adds nothing, so rank 1's real contribution completes the
     round with the right sums."""
     sw, make = held_job
     rank0, rank1 = make(0), make(1)
     wrong = [encode(Header(job_id=JOB, rank=1, ver=0, slot=s, offset=s * C.LANES, next_offset=C.NEXT_NONE,
-                           flags=C.Flags.EOT, bitmap=C.full_bitmap(), token=token), FORGED_LANES)
-             for s in range(SLOTS) for token in (0, TOKEN ^ 0x8000_0000)]
+                           flags=C.Flags.EOT, bitmap=C.full_bitmap(), wire_token=wire_token), FORGED_LANES)
+             for s in range(SLOTS) for wire_token in (0, WIRE_TOKEN ^ 0x8000_0000)]
 
     def attack():
         for payload in wrong:
             rank1.sock.send(payload)
-        wait_for(lambda: sw.counter(N.DROP_REASONS, C.DropReason.BAD_TOKEN) == len(wrong),
-                 "the switch dropped every tokenless contribution")
+        wait_for(lambda: sw.counter(N.DROP_REASONS, C.DropReason.BAD_WIRE_TOKEN) == len(wrong),
+                 "the switch dropped every contribution without the wire token")
 
     run_attacked(sw, rank0, rank1, attack)
-    assert sw.counter(N.DROP_REASONS, C.DropReason.BAD_TOKEN) == len(wrong)
+    assert sw.counter(N.DROP_REASONS, C.DropReason.BAD_WIRE_TOKEN) == len(wrong)

@@ -160,10 +160,10 @@ def test_connection_flood_is_bounded_and_answered(api):
 def test_a_join_on_a_job_that_just_ended_is_refused(api):
     address, mgr = api
     job = exchange(address, request("POST", "/v1/jobs", {"name": "j", "workers": 2}))[2]
-    assert exchange(address, request("DELETE", "/v1/jobs/j", token=job["token"]))[0] == 200
-    status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/join", {}, token=job["token"]))
+    assert exchange(address, request("DELETE", "/v1/jobs/j", credential=job["credential"]))[0] == 200
+    status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/join", {}, credential=job["credential"]))
     _error(status, headers, obj, 409, "job_ended")
-    status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/join", {}))   # nor without a token
+    status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/join", {}))   # nor without a credential
     _error(status, headers, obj, 409, "job_ended")
     assert mgr.list() == [] and mgr.pool.free == 128    # not silently re-created
 

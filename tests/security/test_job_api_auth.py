@@ -1,7 +1,7 @@
-"""Who may change a job: creating one returns its token; joining, heartbeats, leaving and ending
-need it or the admin token; a wrong token, another job's token or none changes nothing. A join can
+"""Who may change a job: creating one returns its credential; joining, heartbeats, leaving and ending
+need it or the admin credential; a wrong credential, another job's credential or none changes nothing. A join can
 neither take a live rank nor an address, MAC or switch port bound to another rank or job. The
-admin token comes from a private file or is generated; the API listens on loopback by default."""
+admin credential comes from a private file or is generated; the API listens on loopback by default."""
 import inspect
 import os
 import stat
@@ -15,8 +15,8 @@ from p4reduce.controller.api_server import JobApiServer
 from p4reduce.controller.cli import build_parser
 from p4reduce.controller.service import Controller
 from p4reduce.mininet_topos.ports import free_port
+from p4reduce.protocol.credentials import CredentialFileError, load_or_create_credential_file, read_credential_file
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
-from p4reduce.protocol.tokens import TokenFileError, load_or_create_token_file, read_token_file
 
 from .conftest import ADMIN, exchange, request
 
@@ -28,32 +28,32 @@ def refused(call, status, code):
     return e.value
 
 
-def test_create_returns_a_token_that_is_never_shown_again(api):
+def test_create_returns_a_credential_that_is_never_shown_again(api):
     address, _ = api
     owner = JobApiClient(address)
     job = owner.create("j", 2)
-    assert len(job["token"]) >= 40 and owner.tokens["j"] == job["token"]
+    assert len(job["credential"]) >= 40 and owner.credentials["j"] == job["credential"]
     outsider = JobApiClient(address)
     for shown in (outsider.job("j"), outsider.jobs()[0], outsider.health()):
-        assert job["token"] not in repr(shown)
-    # creating it again: only its owner gets the idempotent answer, and no token comes back
+        assert job["credential"] not in repr(shown)
+    # creating it again: only its owner gets the idempotent answer, and no credential comes back
     again = owner.create("j", 2)
-    assert again["job_id"] == job["job_id"] and "token" not in again
+    assert again["job_id"] == job["job_id"] and "credential" not in again
     refused(lambda: outsider.create("j", 2), 409, "job_exists")
 
 
-@pytest.mark.parametrize("token, status, code", [(None, 401, "token_required"),
-                                                 ("not-the-token-0123456789", 403, "bad_token")])
-def test_without_the_token_nothing_changes(api, token, status, code):
+@pytest.mark.parametrize("credential, status, code", [(None, 401, "credential_required"),
+                                                      ("not-the-credential-0123456789", 403, "bad_credential")])
+def test_without_the_credential_nothing_changes(api, credential, status, code):
     address, mgr = api
     owner = JobApiClient(address)
     owner.create("victim", 2, slots=8)
     owner.join("victim", ip="10.0.0.2")
-    owner.create("other", 1)          # the attacker's own job: its token opens nothing else
+    owner.create("other", 1)          # the attacker's own job: its credential opens nothing else
     before = owner.job("victim")
     before_seen = mgr.jobs["victim"].members[0].last_seen
-    for attacker in (JobApiClient(address, token=token), JobApiClient(address, token=owner.tokens["other"])):
-        want = (status, code) if attacker.token == token else (403, "bad_token")
+    for attacker in (JobApiClient(address, credential=credential), JobApiClient(address, credential=owner.credentials["other"])):
+        want = (status, code) if attacker.credential == credential else (403, "bad_credential")
         for call in (lambda a=attacker: a.join("victim", ip="10.0.0.3"),               # take the free rank
                      lambda a=attacker: a.join("victim", ip="10.0.0.2"),               # re-join as rank 0
                      lambda a=attacker: a.heartbeat("victim", 0),
@@ -68,9 +68,9 @@ def test_without_the_token_nothing_changes(api, token, status, code):
     assert mgr.jobs["victim"].members[0].ip == "10.0.0.2"
 
 
-def test_the_wire_token_goes_only_to_holders_of_the_job_token(api):
+def test_the_wire_token_goes_only_to_holders_of_the_job_credential(api):
     """The data plane's secret (docs/protocol.md section 10): in the creator's, the joiners' and the
-    token holders' answers; never in a list, an anonymous GET or one with another job's token."""
+    credential holders' answers; never in a list, an anonymous GET or one with another job's credential."""
     address, mgr = api
     owner = JobApiClient(address)
     job = owner.create("w", 2)
@@ -78,10 +78,10 @@ def test_the_wire_token_goes_only_to_holders_of_the_job_token(api):
     wire = job["wire_token"]
     assert 0 < wire < 1 << 32 and wire == mgr.jobs["w"].wire_token != other["wire_token"]
     assert owner.job("w")["wire_token"] == wire
-    assert JobApiClient(address, token=ADMIN).job("w")["wire_token"] == wire
-    assert JobApiClient(address, token=job["token"]).join("w", ip="10.0.0.2")["job"]["wire_token"] == wire
-    for shown in (JobApiClient(address).job("w"), JobApiClient(address, token=other["token"]).job("w"),
-                  *JobApiClient(address, token=ADMIN).jobs()):
+    assert JobApiClient(address, credential=ADMIN).job("w")["wire_token"] == wire
+    assert JobApiClient(address, credential=job["credential"]).join("w", ip="10.0.0.2")["job"]["wire_token"] == wire
+    for shown in (JobApiClient(address).job("w"), JobApiClient(address, credential=other["credential"]).job("w"),
+                  *JobApiClient(address, credential=ADMIN).jobs()):
         assert "wire_token" not in shown
     # the switch gets it in the job's entry (controller/job_entries.py)
     assert mgr.jobs["w"].spec.wire_token == wire
@@ -90,38 +90,38 @@ def test_the_wire_token_goes_only_to_holders_of_the_job_token(api):
 def test_a_bad_authorization_header_is_a_401(api):
     address, _ = api
     JobApiClient(address).create("j", 1)
-    for header in ("Basic dXNlcjpwYXNz", "Bearer", "token xyz"):
+    for header in ("Basic dXNlcjpwYXNz", "Bearer", "credential xyz"):
         status, headers, obj = exchange(address, request("POST", "/v1/jobs/j/heartbeat", {"rank": 0},
                                                          extra=f"Authorization: {header}\r\n"))
-        assert status == 401 and obj["error"]["code"] == "bad_token"
+        assert status == 401 and obj["error"]["code"] == "bad_credential"
         assert headers["www-authenticate"].startswith("Bearer")
 
 
-def test_the_job_token_and_the_admin_token_open_the_job(api):
+def test_the_job_credential_and_the_admin_credential_open_the_job(api):
     address, mgr = api
     owner = JobApiClient(address)
     owner.create("j", 2)
-    worker = JobApiClient(address, token=owner.tokens["j"])       # a worker given the job token
+    worker = JobApiClient(address, credential=owner.credentials["j"])       # a worker given the job credential
     assert worker.join("j", ip="10.0.0.2")["rank"] == 0
     assert worker.heartbeat("j", 0)["joined"] == 1
-    admin = JobApiClient(address, token=ADMIN)
+    admin = JobApiClient(address, credential=ADMIN)
     assert admin.join("j", ip="10.0.0.3")["rank"] == 1
     assert admin.create("j", 2)["job_id"] == mgr.jobs["j"].job_id
     assert admin.leave("j", 1)["left"] == 1
     assert admin.end("j") == {"ended": "j"}
 
 
-def test_a_join_that_creates_the_job_returns_its_token(api):
+def test_a_join_that_creates_the_job_returns_its_credential(api):
     address, _ = api
     first = JobApiClient(address)
     answer = first.join("fresh", ip="10.0.0.2")
-    assert answer["rank"] == 0 and answer["token"] == first.tokens["fresh"]
-    refused(lambda: JobApiClient(address).join("fresh", ip="10.0.0.3"), 401, "token_required")
-    assert JobApiClient(address, token=answer["token"]).join("fresh", ip="10.0.0.3")["rank"] == 1
+    assert answer["rank"] == 0 and answer["credential"] == first.credentials["fresh"]
+    refused(lambda: JobApiClient(address).join("fresh", ip="10.0.0.3"), 401, "credential_required")
+    assert JobApiClient(address, credential=answer["credential"]).join("fresh", ip="10.0.0.3")["rank"] == 1
 
 
 def test_bindings_belong_to_one_rank_of_one_job(api):
-    """A member (it has the token) still cannot redirect another rank's results."""
+    """A member (it has the credential) still cannot redirect another rank's results."""
     address, _ = api
     owner = JobApiClient(address)
     owner.create("a", 3)
@@ -144,33 +144,33 @@ def test_bindings_belong_to_one_rank_of_one_job(api):
     assert owner.join("b", ip="10.0.0.2", udp_port=5002)["rank"] == 0
 
 
-def test_token_digests_survive_in_the_descriptor(api):
-    """What the switch keeps of a job (its descriptor) has the token's digest, never the token."""
+def test_credential_digests_survive_in_the_descriptor(api):
+    """What the switch keeps of a job (its descriptor) has the credential's digest, never the credential."""
     address, mgr = api
-    token = JobApiClient(address).create("j", 1)["token"]
+    credential = JobApiClient(address).create("j", 1)["credential"]
     desc = mgr.jobs["j"].descriptor()
-    assert token not in repr(desc) and len(desc["token_sha256"]) == 64
+    assert credential not in repr(desc) and len(desc["credential_sha256"]) == 64
 
 
-def test_admin_token_file_must_be_private(tmp_path):
-    path = tmp_path / "sub" / "admin-token"
-    token, created = load_or_create_token_file(path)
+def test_admin_credential_file_must_be_private(tmp_path):
+    path = tmp_path / "sub" / "admin-credential"
+    credential, created = load_or_create_credential_file(path)
     assert created and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert load_or_create_token_file(path) == (token, False)
+    assert load_or_create_credential_file(path) == (credential, False)
     path.chmod(0o644)
-    with pytest.raises(TokenFileError, match=r"mode 0644.*chmod 600"):
-        read_token_file(path)
+    with pytest.raises(CredentialFileError, match=r"mode 0644.*chmod 600"):
+        read_credential_file(path)
     link = tmp_path / "link"
     link.symlink_to(path)
     path.chmod(0o600)
-    with pytest.raises(TokenFileError, match="cannot open"):
-        read_token_file(link)
+    with pytest.raises(CredentialFileError, match="cannot open"):
+        read_credential_file(link)
     bad = tmp_path / "bad"
     bad.write_text("short\n")
     bad.chmod(0o600)
-    with pytest.raises(TokenFileError, match="one token"):
-        read_token_file(bad)
+    with pytest.raises(CredentialFileError, match="one credential"):
+        read_credential_file(bad)
 
 
 def test_the_api_listens_on_loopback_by_default():
@@ -179,11 +179,11 @@ def test_the_api_listens_on_loopback_by_default():
     assert inspect.signature(Controller).parameters["api_address"].default[0] == "127.0.0.1"
 
 
-def test_serve_creates_the_admin_token_file_and_honours_it(tmp_path):
+def test_serve_creates_the_admin_credential_file_and_honours_it(tmp_path):
     port = free_port()
-    token_file = tmp_path / "run" / "admin-token"
+    credential_file = tmp_path / "run" / "admin-credential"
     proc = subprocess.Popen([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
-                             f"127.0.0.1:{port}", "--default-workers", "1", "--admin-token-file", str(token_file),
+                             f"127.0.0.1:{port}", "--default-workers", "1", "--admin-credential-file", str(credential_file),
                              "--state-file", ""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -194,32 +194,32 @@ def test_serve_creates_the_admin_token_file_and_honours_it(tmp_path):
             except JobApiError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
                 time.sleep(0.1)
-        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-        admin = JobApiClient(f"127.0.0.1:{port}", token=read_token_file(token_file))
+        assert stat.S_IMODE(credential_file.stat().st_mode) == 0o600
+        admin = JobApiClient(f"127.0.0.1:{port}", credential=read_credential_file(credential_file))
         JobApiClient(f"127.0.0.1:{port}").create("someone", 1)
         assert admin.end("someone") == {"ended": "someone"}
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
-    assert read_token_file(token_file) not in err          # never logged, only its file named
-    # with no file, a fresh token is printed on stderr at start
+    assert read_credential_file(credential_file) not in err          # never logged, only its file named
+    # with no file, a fresh credential is printed on stderr at start
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
                              f"127.0.0.1:{port}", "--state-file", ""],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
-        assert line.startswith("job API admin token (this run only): ")
+        assert line.startswith("job API admin credential (this run only): ")
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
 
 
-def test_a_world_readable_admin_token_file_stops_serve(tmp_path):
-    token_file = tmp_path / "admin-token"
-    token_file.write_text("x" * 43 + "\n")
-    os.chmod(token_file, 0o644)
+def test_a_world_readable_admin_credential_file_stops_serve(tmp_path):
+    credential_file = tmp_path / "admin-credential"
+    credential_file.write_text("x" * 43 + "\n")
+    os.chmod(credential_file, 0o644)
     p = subprocess.run([sys.executable, "-m", "p4reduce.controller", "serve", "--no-switch", "--api-addr",
-                        f"127.0.0.1:{free_port()}", "--admin-token-file", str(token_file)],
+                        f"127.0.0.1:{free_port()}", "--admin-credential-file", str(credential_file)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "mode 0644" in p.stderr and "Traceback" not in p.stderr

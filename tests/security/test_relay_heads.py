@@ -1,5 +1,5 @@
 """The job-API relay's view of a request head (mininet_topos/apirelay.py), without a network:
-which job a request is about, whether it carries its own token, where the granted token goes,
+which job a request is about, whether it carries its own credential, where the granted credential goes,
 and that a head too large or too slow is never forwarded."""
 import socket
 import threading
@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from p4reduce.mininet_topos import apirelay
-from p4reduce.mininet_topos.apirelay import has_authorization, job_of_request, read_head, with_token
+from p4reduce.mininet_topos.apirelay import has_authorization, job_of_request, read_head, with_credential
 
 
 @pytest.mark.parametrize("line, job", [
@@ -24,8 +24,8 @@ def test_authorization_is_found_in_any_case_and_only_in_the_head():
     assert has_authorization(b"GET / HTTP/1.1\r\nauthorization: Bearer x\r\n\r\n")
     assert has_authorization(b"GET / HTTP/1.1\r\nAUTHORIZATION : Bearer x\r\n\r\n")
     assert not has_authorization(b"POST / HTTP/1.1\r\nHost: x\r\n\r\nAuthorization: Bearer in-the-body")
-    head = with_token(b"POST /v1/jobs/j/join HTTP/1.1\r\nHost: x\r\n\r\n{}", "tok")
-    assert head == b"POST /v1/jobs/j/join HTTP/1.1\r\nAuthorization: Bearer tok\r\nHost: x\r\n\r\n{}"
+    head = with_credential(b"POST /v1/jobs/j/join HTTP/1.1\r\nHost: x\r\n\r\n{}", "cred-of-j")
+    assert head == b"POST /v1/jobs/j/join HTTP/1.1\r\nAuthorization: Bearer cred-of-j\r\nHost: x\r\n\r\n{}"
 
 
 def test_a_head_too_large_or_never_ending_is_not_forwarded():

@@ -83,7 +83,7 @@ def _join_answer(**job_changes):
     ((_join_answer(slots__count="many"),), "garbles"),
     ((_join_answer(switch__ip="not-an-ip"),), "switch.ip"),
     ((_join_answer(lease_s=-1),), "lease_s"),
-    ((_join_answer(wire_token=None),), "no wire_token"),               # as a GET without the job token
+    ((_join_answer(wire_token=None),), "no wire_token"),               # as a GET without the job credential
     ((_join_answer(wire_token=1 << 32),), "wire_token is 4294967296"),
     ((_join_answer(wire_token="secret"),), "wire_token is 'secret'"),
     ((json.dumps({"rank": "zero", "job": JOB}).encode(),), "integer 'rank'"),
@@ -129,12 +129,12 @@ def test_a_worker_whose_peers_start_late_keeps_the_job():
     reaper = LeaseReaper(mgr, period=0.1).start()
     results, errors = {}, []
     try:
-        token = JobApiClient(server.address).create("late", 2, lease_s=1.0, slots=4)["token"]
+        credential = JobApiClient(server.address).create("late", 2, lease_s=1.0, slots=4)["credential"]
         with FakeSwitch() as sw:
             def worker(delay):
                 time.sleep(delay)
                 try:
-                    with Agent(server.address, "late", switch_addr=sw.addr, bind_ip="127.0.0.1", token=token,
+                    with Agent(server.address, "late", switch_addr=sw.addr, bind_ip="127.0.0.1", credential=credential,
                                retry=RetryPolicy(timeout=0.02, deadline=5)) as ag:
                         results[ag.rank] = ag.allreduce(np.arange(100, dtype=np.int32) * (ag.rank + 1))
                 except Exception as e:  # reported below
@@ -162,18 +162,18 @@ def test_a_worker_whose_peers_start_late_keeps_the_job():
         assert np.array_equal(got, np.arange(100, dtype=np.int32) * 3)
 
 
-def test_the_worker_takes_its_token_from_the_environment(monkeypatch):
+def test_the_worker_takes_its_credential_from_the_environment(monkeypatch):
     mgr = JobManager(SlotPool(64), topology=TOPO)
     server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
     try:
-        token = JobApiClient(server.address).create("env", 2)["token"]
+        credential = JobApiClient(server.address).create("env", 2)["credential"]
         from p4reduce.worker.job import JobJoinError, JobSession
-        with pytest.raises(JobJoinError, match="token_required"):
+        with pytest.raises(JobJoinError, match="credential_required"):
             JobSession(server.address, "env", wait_timeout=0.2)
-        monkeypatch.setenv("P4REDUCE_JOB_TOKEN", token)
+        monkeypatch.setenv("P4REDUCE_JOB_CREDENTIAL", credential)
         with pytest.raises(JobJoinError, match="timeout"):       # admitted; its peer never comes
             JobSession(server.address, "env", wait_timeout=0.3)
         assert mgr.jobs["env"].members[0].ip == "127.0.0.1"
     finally:
         server.stop()
-        os.environ.pop("P4REDUCE_JOB_TOKEN", None)
+        os.environ.pop("P4REDUCE_JOB_CREDENTIAL", None)

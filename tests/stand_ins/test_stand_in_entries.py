@@ -6,6 +6,7 @@ from testbed.fabric import Fabric
 from testbed.p4sim_udp import P4SimUdpSwitch
 
 from p4reduce.protocol import p4names as N
+from p4reduce.protocol.wire import DEFAULT_LAYOUT
 
 
 def _dirty(engine, start, stop):
@@ -31,7 +32,7 @@ def test_p4sim_udp_switch_installs_the_controllers_entries(p4reduce_json):
 
 def test_fabric_installs_the_controllers_entries(p4reduce_json):
     from p4reduce.p4sim.engine import Switch
-    fabric = Fabric(Switch(p4reduce_json))
+    fabric = Fabric(Switch(p4reduce_json), DEFAULT_LAYOUT)   # p4reduce_json: the default build
     _dirty(fabric.sw, 20, 28)
     fabric.add_job(9, 3, slot_base=10, slot_count=4, ports=[4, 2, 6])
     assert fabric.sw.mc_groups() == {0x109: [(4, 0), (2, 1), (6, 2)]}

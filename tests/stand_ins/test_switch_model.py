@@ -37,7 +37,7 @@ def test_allreduce_exact_under_loss(n, mode, density):
     length = int(rng.integers(100, 700))
     tensors = [sparse_tensor(rng, length, density) for _ in range(n)]
     model = make_model(n, mode=mode, slot_count=4)
-    run = JobRun(tensors, 1, 4, mode)
+    run = JobRun(tensors, 1, 4, mode, layout=model.layout)
     net = LossyNetwork(model_switch(model), seed=n, loss=0.05, dup=0.05, spurious_timeout=0.01)
     net.run({1: run})
     want = np.sum(np.stack(tensors).astype(np.int64), axis=0)
@@ -53,7 +53,7 @@ def test_sparse_sends_only_what_is_needed():
     tensors = [np.zeros(length, np.int32) for _ in range(n)]
     tensors[2][32 * 40 + 3] = 7                      # one non-zero element in block 40
     model = make_model(n, mode=Mode.SPARSE, slot_count=4)
-    run = JobRun(tensors, 1, 4, Mode.SPARSE)
+    run = JobRun(tensors, 1, 4, Mode.SPARSE, layout=model.layout)
     LossyNetwork(model_switch(model), seed=2).run({1: run})
     assert run.results()[0][32 * 40 + 3] == 7 and run.results().sum() == 7 * n
     # 4 streams start at blocks 0..3; stream 0 jumps straight to block 40: 5 rounds in all
@@ -68,7 +68,7 @@ def test_model_property_any_interleaving(n, slots, length, density, mode, loss, 
     rng = np.random.default_rng(seed)
     tensors = [sparse_tensor(rng, length, density) for _ in range(n)]
     model = make_model(n, mode=mode, slot_count=slots)
-    run = JobRun(tensors, 1, slots, mode)
+    run = JobRun(tensors, 1, slots, mode, layout=model.layout)
     LossyNetwork(model_switch(model), seed=seed, loss=loss, dup=dup, spurious_timeout=0.02).run({1: run})
     want = np.sum(np.stack(tensors).astype(np.int64), axis=0)
     assert (run.results() == want).all()

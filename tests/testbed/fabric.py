@@ -34,7 +34,7 @@ class WorkerEnd:
 class Fabric:
     """One p4reduce switch (engine + model) and the workers attached to it."""
 
-    def __init__(self, switch: Engine, layout: Layout = Layout(), slots: int = C.SLOTS,
+    def __init__(self, switch: Engine, layout: Layout, slots: int = C.SLOTS,
                  max_workers: int = C.MAX_WORKERS, check_model: bool = True):
         self.sw = switch
         self.model = SwitchModel(layout, slots, max_workers)

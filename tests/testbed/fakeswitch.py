@@ -45,6 +45,7 @@ class FakeSwitch(UdpStandIn):
             raise ValueError(f"service_time must be >= 0, got {service_time}")
         self.service_time = service_time
         self.model = model or SwitchModel()
+        self.layout = self.model.layout       # the layout of the switch it stands in for
         self.impair = impair or Impairments()
         self._rng = random.Random(self.impair.seed)
         self._held: list = []

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.protocol.wire import Layout
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 LOOPBACK_WIRE_TOKEN = 0x5EC0_0001   # the wire token of loopback jobs: packets carry one, as on a real switch
 
@@ -16,6 +18,7 @@ class LoopbackSwitch(Protocol):
     """What a loopback switch offers (testbed.fakeswitch.FakeSwitch, testbed.p4sim_udp.P4SimUdpSwitch)."""
 
     addr: Any           # its UDP socket's (host, port)
+    layout: Layout      # the packet layout of its program: the job's
 
     def add_job(self, job_id: int, n_workers: int, slot_count: int, sparse: bool = False,
                 slot_base: int = 0, wire_token: int = 0) -> None: ...
@@ -31,7 +34,7 @@ def loopback_reducers(switch: LoopbackSwitch, job_id: int, n_workers: int, slots
     reducers = []
     for rank in range(n_workers):
         job = JobParams(job_id, rank, n_workers, slots, "127.0.0.1", switch.addr[1], sparse=sparse, name=name,
-                        wire_token=wire_token)
+                        lanes=switch.layout.lanes, subblock=switch.layout.subblock, wire_token=wire_token)
         reducer = UdpReducer(job, bind=("127.0.0.1", 0), retry=retry)
         switch.add_worker(job_id, rank, "127.0.0.1", reducer.local_port)
         reducers.append(reducer)

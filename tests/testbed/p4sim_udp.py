@@ -15,6 +15,8 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, host_address
 from p4reduce.protocol.constants import Mode
 from p4reduce.protocol.frames import parse_udp_frame, udp_frame
+from p4reduce.protocol.p4names import lane_layout
+from p4reduce.protocol.wire import Layout
 from testbed.udp_stand_in import UdpStandIn
 
 
@@ -30,7 +32,11 @@ class P4SimUdpSwitch(UdpStandIn):
 
     def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, drop_every: int = 0) -> None:
         from p4reduce.p4sim.engine import Switch
-        self.sw = Switch(bmv2_json)
+        from p4reduce.p4sim.engine.program_loader import load_json
+        program = load_json(bmv2_json)
+        num_subblocks, subblock = lane_layout([r["name"] for r in program["register_arrays"]])
+        self.layout = Layout(num_subblocks * subblock, subblock)   # what the program was built for
+        self.sw = Switch(program)
         self.writer = EngineJobWriter(self.sw)
         self.jobs: dict[int, JobSpec] = {}
         self.by_port: dict[int, MemberSpec] = {}   # loopback UDP port -> the worker inside the switch

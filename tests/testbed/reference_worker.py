@@ -13,7 +13,7 @@ import numpy as np
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import Flags, Mode, MsgType
-from p4reduce.protocol.wire import DEFAULT_LAYOUT, Header, Layout, bitmap_of, decode, encode, with_flags
+from p4reduce.protocol.wire import Header, Layout, bitmap_of, decode, encode, with_flags
 
 
 def default_exponent(rank: int, offset: int) -> int:
@@ -29,7 +29,7 @@ class JobRun:
     """All workers of one job walking their tensors through `slot_count` slots."""
 
     def __init__(self, tensors: Sequence[np.ndarray], job_id: int, slot_count: int,
-                 mode: Mode = Mode.DENSE, layout: Layout = DEFAULT_LAYOUT,
+                 mode: Mode = Mode.DENSE, *, layout: Layout,
                  exponent: Callable[[int, int], int] = default_exponent,
                  versions: np.ndarray | None = None):
         self.layout = layout

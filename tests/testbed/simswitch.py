@@ -22,12 +22,12 @@ T = TypeVar("T")
 class SimulatedSwitch:
     """Shared state of one simulated job; :meth:`reducer` hands out one Reducer per rank."""
 
-    def __init__(self, n_workers: int, timeout: float = 30.0, wire: WireCost | None = None):
+    def __init__(self, n_workers: int, wire: WireCost, timeout: float = 30.0):
         if n_workers < 1:
             raise ValueError(f"n_workers must be >= 1, got {n_workers}")
         self.n_workers = n_workers
         self.timeout = timeout
-        self.wire = wire or WireCost()
+        self.wire = wire          # the job's packet layout (and mode), as a real job has one
         self._barrier = threading.Barrier(n_workers, action=self._combine)
         self._inputs: list = [None] * n_workers
         self._result: np.ndarray | None = None
@@ -114,13 +114,13 @@ class FloatReference:
         return (total / np.float32(self.n_workers) if average else total).reshape(a.shape)
 
 
-def run_workers(n_workers: int, fn: Callable[[SimulatedReducer], T], timeout: float = 60.0,
-                wire: WireCost | None = None) -> list[T]:
+def run_workers(n_workers: int, fn: Callable[[SimulatedReducer], T], wire: WireCost,
+                timeout: float = 60.0) -> list[T]:
     """Run ``fn(reducer)`` on n_workers threads sharing one simulated switch; list of results by rank.
 
     An exception in one worker aborts the job (the others get an AggregationError) and is re-raised.
     """
-    switch = SimulatedSwitch(n_workers, timeout=timeout, wire=wire)
+    switch = SimulatedSwitch(n_workers, wire, timeout=timeout)
     results: list = [None] * n_workers
     errors: list = [None] * n_workers
 

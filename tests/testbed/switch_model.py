@@ -59,6 +59,7 @@ class Outcome:
 class SwitchModel:
     """The aggregation part of p4src/p4reduce.p4, register for register."""
 
+    # a stand-in for a switch: its layout is its program's build setting, by default the default build's
     def __init__(self, layout: Layout = DEFAULT_LAYOUT, slots: int = C.SLOTS,
                  max_workers: int = C.MAX_WORKERS):
         self.layout = layout
@@ -192,8 +193,8 @@ class SwitchModel:
             return self._drop(DropReason.BAD_BITMAP)
         if not lengths_ok or len(payload) != lay.payload_bytes(h.bitmap):
             return self._drop(DropReason.BAD_LENGTH)
-        if h.token != job.wire_token:
-            return self._drop(DropReason.BAD_TOKEN)
+        if h.wire_token != job.wire_token:
+            return self._drop(DropReason.BAD_WIRE_TOKEN)
 
         i = 2 * (job.slot_base + h.slot) + h.ver
         me = np.uint64(1 << h.rank)
@@ -252,7 +253,7 @@ class SwitchModel:
         out = Header(msg_type=MsgType.RESULT, flags=flags, job_id=h.job_id, rank=rank,
                      count=job.workers, ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]),
                      next_offset=nxt, exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union,
-                     token=job.wire_token)
+                     wire_token=job.wire_token)
         return out.pack() + encode_subblocks(self.lanes[i], union, lay)
 
     def _drop(self, reason: DropReason) -> Outcome:

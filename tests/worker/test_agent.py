@@ -1,6 +1,6 @@
-"""Agents join a job by name and its token through the real job API (controller in bookkeeping mode,
+"""Agents join a job by name and its credential through the real job API (controller in bookkeeping mode,
 no switch) and allreduce through testbed.switch_model served as a fake switch; join errors are
-explicit; the CLI (token from P4REDUCE_JOB_TOKEN)."""
+explicit; the CLI (credential from P4REDUCE_JOB_CREDENTIAL)."""
 import json
 import os
 import subprocess
@@ -36,9 +36,9 @@ def controller():
 
 
 def _create(addr, name, workers, mode="dense"):
-    """Create the job as its owner would; returns the job token its workers need."""
+    """Create the job as its owner would; returns the job credential its workers need."""
     from p4reduce.protocol.job_api import JobApiClient
-    return JobApiClient(addr).create(name, workers, mode)["token"]
+    return JobApiClient(addr).create(name, workers, mode)["credential"]
 
 
 def _program_when_running(controller, name, sw):
@@ -67,12 +67,12 @@ def test_four_agents_join_by_name_and_allreduce(controller, mode):
     addr, _ = controller
     n = 4
     results, errors = {}, []
-    token = _create(addr, "demo", n, mode)
+    credential = _create(addr, "demo", n, mode)
     with FakeSwitch(impair=Impairments(0.02, 0.02, 0.02, 0.02, seed=1)) as sw:
         def body():
             try:
                 with Agent(addr, "demo", switch_addr=sw.addr, bind_ip="127.0.0.1", mode=mode, workers=n,
-                           retry=RetryPolicy(timeout=0.02, deadline=5), token=token) as ag:
+                           retry=RetryPolicy(timeout=0.02, deadline=5), credential=credential) as ag:
                     ints = [tensor_for(0, ag.rank, i, 3000, "int32") for i in range(3)]
                     futs = [ag.allreduce_async(x) for x in ints]          # async, in order
                     f = ag.allreduce(tensor_for(0, ag.rank, 9, 1000, "float32").reshape(10, 100), average=True)
@@ -107,11 +107,11 @@ def test_join_errors_name_the_problem(controller):
         Agent(addr, "bad name!", bind_ip="127.0.0.1")
     # a job of 1 worker: the second join is refused
     with Agent(addr, "solo", bind_ip="127.0.0.1", workers=1) as first:  # created by its join
-        token = first.session.client.tokens["solo"]
-        with pytest.raises(JobJoinError, match="token_required"):
+        credential = first.session.client.credentials["solo"]
+        with pytest.raises(JobJoinError, match="credential_required"):
             Agent(addr, "solo", bind_ip="127.0.0.1", workers=1)
         with pytest.raises(JobJoinError, match="job_full"):
-            Agent(addr, "solo", bind_ip="127.0.0.1", workers=1, token=token)
+            Agent(addr, "solo", bind_ip="127.0.0.1", workers=1, credential=credential)
 
 
 def test_waiting_for_missing_ranks_times_out_clearly(controller):
@@ -128,7 +128,7 @@ def test_cli_allreduce_checks_results(controller):
         cmd = [sys.executable, "-m", "p4reduce.worker", "allreduce", "--controller", addr, "--job", "cli", "--workers", "2",
                "--bind", "127.0.0.1", "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "3", "--size", "5000",
                "--check", "--deadline", "5"]
-        env = dict(os.environ, P4REDUCE_JOB_TOKEN=_create(addr, "cli", 2))
+        env = dict(os.environ, P4REDUCE_JOB_CREDENTIAL=_create(addr, "cli", 2))
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                  for _ in range(2)]
         _program_when_running(controller, "cli", sw)

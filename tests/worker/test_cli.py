@@ -71,7 +71,7 @@ def _options(parser: argparse.ArgumentParser):
 def test_every_option_has_help_with_its_default(command):
     sub = cli.build_parser()._subparsers._group_actions[0].choices[command]
     options = list(_options(sub))
-    assert {"--controller", "--job", "--port", "--compressor", "--token"} <= {a.option_strings[0] for a in options}
+    assert {"--controller", "--job", "--port", "--compressor", "--credential"} <= {a.option_strings[0] for a in options}
     for action in options:
         assert action.help and "default" in action.help, action.option_strings
     shown = _worker(command, "--help").stdout
@@ -86,6 +86,18 @@ def test_tensor_density_is_per_block():
     assert 20 <= blocks.sum() <= 60                 # ~40 of 400
     assert np.array_equal(x, cli.tensor_for(0, 1, 2, 256 * 400, "int32", density=0.1, block=256))
     assert np.count_nonzero(cli.tensor_for(0, 1, 2, 1000, "float32")) == 1000
+    with pytest.raises(ValueError, match="needs block"):      # sparse blocks of the job's lanes: no default
+        cli.tensor_for(0, 1, 2, 1000, "int32", density=0.5)
+
+
+def test_a_job_and_a_reducer_need_the_jobs_layout():
+    """No compiled-in default layout: JobParams without lanes/subblock, or a reducer class that
+    never sets its lanes, is an error naming what is missing."""
+    from p4reduce.worker.job import JobParams
+    from p4reduce.worker.reducer import Reducer
+    with pytest.raises(TypeError, match="lanes"):
+        JobParams(1, 0, 1, 4, "127.0.0.1")
+    assert not hasattr(Reducer, "lanes")
 
 
 @pytest.fixture
@@ -98,16 +110,16 @@ def controller():
 
 def _run_pair(addr, job, mode, extra):
     """Two CLI workers against a fake switch; their JSON reports."""
-    token = JobApiClient(addr).create(job, 2, mode)["token"]
+    credential = JobApiClient(addr).create(job, 2, mode)["credential"]
     with FakeSwitch() as sw:
         job_desc = None
         cmd = ["allreduce", "--controller", addr, "--job", job, "--bind", "127.0.0.1",
                "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "2", "--size", "20000", "--check",
                "--deadline", "10", *extra]
-        env = dict(os.environ, P4REDUCE_JOB_TOKEN=token)
+        env = dict(os.environ, P4REDUCE_JOB_CREDENTIAL=credential)
         procs = [subprocess.Popen([sys.executable, "-m", "p4reduce.worker", *cmd], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-        job_desc = JobApiClient(addr, token=token).wait_running(job, timeout=30)
+        job_desc = JobApiClient(addr, credential=credential).wait_running(job, timeout=30)
         sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], sparse=mode == "sparse",
                    wire_token=job_desc["wire_token"])
         for m in job_desc["members"]:

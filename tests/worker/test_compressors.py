@@ -18,8 +18,10 @@ from p4reduce.worker.compressors import (
 from p4reduce.worker.compressors.ternary import digits_per_lane, pack_balanced, unpack_balanced
 from p4reduce.worker.compressors.topk import agreed_top_blocks
 from p4reduce.worker.memory import ErrorFeedback
+from p4reduce.worker.wirecost import WireCost
 
 N = 4
+WIRE = WireCost(C.LANES, C.SUBBLOCK)     # the simulated job's layout: the default build's
 
 
 def _inputs(size=1000, seed=0, n=N):
@@ -35,7 +37,7 @@ def _one_step(name, xs, **options):
         src, ctx = comp.compress(x, red, key="t")
         sums, ctx.exponents = red.aggregate(src)
         return comp.decompress(sums, ctx), comp.decompress(src.sent, ctx), src.sent.copy()
-    return run_workers(len(xs), fn)
+    return run_workers(len(xs), fn, WIRE)
 
 
 @pytest.mark.parametrize("name", sorted(COMPRESSORS))
@@ -69,7 +71,7 @@ def test_unbiased_compressors_average_to_the_true_sum(name):
         comm = Communicator(red, comp)
         outs = np.array([comm.allreduce(xs[red.rank]) for _ in range(trials)])
         return outs
-    outs = run_workers(N, fn)[0]
+    outs = run_workers(N, fn, WIRE)[0]
     outs = outs.astype(np.float64)  # a float32 mean of 300 values would add its own error
     mean, sd = outs.mean(axis=0), outs.std(axis=0)
     # 5 standard errors, plus the float32 rounding of the output itself
@@ -145,7 +147,7 @@ def test_randomk_uses_the_job_seed_and_rescales_unbiasedly():
     def fn(red):
         comm = Communicator(red, RandomKBlocks(k=0.25, seed=1, rescale=True))
         return np.array([comm.allreduce(xs[red.rank]) for _ in range(trials)])
-    outs = run_workers(N, fn)[0]
+    outs = run_workers(N, fn, WIRE)[0]
     assert np.mean(outs == 0) > 0.7  # three blocks in four are not sent
     z = np.abs(outs.mean(0) - exact) / (outs.std(0) / np.sqrt(trials))
     assert np.mean(z < 5) > 0.99
@@ -164,7 +166,7 @@ def test_error_feedback_residual_is_what_was_not_sent(name):
         r1 = mem.residuals["w"].copy()
         comm.allreduce(g, key="w")
         return g, r1, mem.residuals["w"].copy()
-    g, r1, r2 = run_workers(N, fn)[1]
+    g, r1, r2 = run_workers(N, fn, WIRE)[1]
     assert 0 < np.count_nonzero(r1) < r1.size or name == "3lc"
     assert np.abs(r1).max() > 0.1
     # dropped values are kept whole: where the residual is non-zero for block-sparse methods,
@@ -184,7 +186,7 @@ def test_error_feedback_sends_everything_eventually():
     def fn(red):
         comm = Communicator(red, TopKBlocks(k=3), ErrorFeedback())
         return np.sum([comm.allreduce(xs[red.rank]) for _ in range(steps)], axis=0)
-    acc = run_workers(N, fn)[0]
+    acc = run_workers(N, fn, WIRE)[0]
     exact = steps * np.sum(xs, axis=0)
     # without EF, blocks never chosen would be missing entirely; with EF the lag is bounded
     assert np.abs(acc - exact).max() < 0.25 * np.abs(exact).max()
@@ -197,7 +199,7 @@ def test_diana_shifts_learn_a_constant_gradient_and_variance_falls():
     def fn(red):
         comm = Communicator(red, Diana(Ternary("terngrad", seed=[5, red.rank]), alpha=0.3))
         return np.array([comm.allreduce(xs[red.rank], average=True) for _ in range(60)])
-    outs = run_workers(N, fn)[0]
+    outs = run_workers(N, fn, WIRE)[0]
     err_first = np.abs(outs[0] - exact).mean()
     err_last = np.abs(outs[-10:] - exact).mean()
     assert err_last < 0.2 * err_first
@@ -205,14 +207,14 @@ def test_diana_shifts_learn_a_constant_gradient_and_variance_falls():
     def fn2(red):
         comm = Communicator(red, Ternary("terngrad", seed=[5, red.rank]))
         return np.array([comm.allreduce(xs[red.rank], average=True) for _ in range(10)])
-    plain = run_workers(N, fn2)[0]
+    plain = run_workers(N, fn2, WIRE)[0]
     assert np.abs(plain - exact).mean() > 3 * err_last
 
 
 def test_int32_passes_through_exactly_with_no_saturation():
     rng = np.random.default_rng(0)
     xs = [rng.integers(-2**28, 2**28, size=(3, 7, 11), dtype=np.int32) for _ in range(N)]
-    outs = run_workers(N, lambda red: Communicator(red).allreduce(xs[red.rank]))
+    outs = run_workers(N, lambda red: Communicator(red).allreduce(xs[red.rank]), WIRE)
     want = np.sum([x.astype(np.int64) for x in xs], axis=0)
     for o in outs:
         assert o.dtype == np.int32 and o.shape == (3, 7, 11)
@@ -221,17 +223,16 @@ def test_int32_passes_through_exactly_with_no_saturation():
 
 def test_float_shapes_and_empty_arrays():
     xs = [np.full((2, 3, 5), r, np.float32) for r in range(N)]
-    out = run_workers(N, lambda red: Communicator(red).allreduce(xs[red.rank], average=True))[0]
+    out = run_workers(N, lambda red: Communicator(red).allreduce(xs[red.rank], average=True), WIRE)[0]
     assert out.shape == (2, 3, 5) and np.allclose(out, 1.5)
-    empty = run_workers(N, lambda red: Communicator(red).allreduce(np.zeros(0, np.float32)))[0]
+    empty = run_workers(N, lambda red: Communicator(red).allreduce(np.zeros(0, np.float32)), WIRE)[0]
     assert empty.shape == (0,)
 
 
 def test_sparse_wire_cost_skips_zero_blocks():
-    from p4reduce.worker.wirecost import WireCost
     x = np.zeros((100, C.LANES), np.int32)
     x[5, 3] = 1
-    dense, sparse = WireCost(), WireCost(sparse=True, streams=4)
+    dense, sparse = WIRE, WireCost(C.LANES, C.SUBBLOCK, sparse=True, streams=4)
     assert dense.bytes_for(x) == 100 * (66 + 4 * C.LANES)
     assert sparse.bytes_for(x) == (1 + 4) * 66 + C.SUBBLOCK_BYTES   # headers, and one sub-block
 
@@ -239,7 +240,7 @@ def test_sparse_wire_cost_skips_zero_blocks():
 def test_mismatched_calls_are_a_clear_error():
     from p4reduce.worker.reducer import AggregationError
     with pytest.raises(AggregationError, match="different operations/sizes"):
-        run_workers(2, lambda red: red.sum_int32(np.zeros(10 + 2 * C.LANES * red.rank, np.int32)), timeout=5)
+        run_workers(2, lambda red: red.sum_int32(np.zeros(10 + 2 * C.LANES * red.rank, np.int32)), WIRE, timeout=5)
 
 
 def test_unknown_compressor_name():
@@ -259,7 +260,7 @@ def test_a_call_keeps_a_copy_of_what_it_sent_only_when_something_reads_it(memory
             return super().aggregate(source)
 
     x = _inputs(1000, seed=7, n=1)[0]
-    comm = Communicator(Recording(SimulatedSwitch(1), 0), FixedPoint(), ErrorFeedback() if memory else None)
+    comm = Communicator(Recording(SimulatedSwitch(1, WIRE), 0), FixedPoint(), ErrorFeedback() if memory else None)
     out = comm.allreduce(x, key="w")
     assert sources[0].keep_sent is memory and (sources[0].sent is not None) is memory
     np.testing.assert_allclose(out, x, atol=2.0 ** -20)

@@ -26,9 +26,10 @@ from p4reduce.protocol import wire
 from p4reduce.worker import native_loop
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import FixedPoint
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.quantize import QuantizationError
 from p4reduce.worker.reducer import AggregationError, IntSource, QuantizedSource
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 RETRY = RetryPolicy(timeout=0.5, max_timeout=1.0, deadline=5.0)
 
@@ -175,7 +176,7 @@ def test_an_error_in_the_source_reaches_the_caller_and_the_next_call_still_works
 def test_the_switch_naming_an_impossible_next_block_is_the_same_error():
     """A result whose next offset is not a later block of its stream fails the call with the
     Python loop's message (job, slot, the offsets)."""
-    sink_job = JobParams(4, 0, 1, 2, "127.0.0.1", 1, name="bad", wire_token=9)
+    sink_job = JobParams(4, 0, 1, 2, "127.0.0.1", 1, name="bad", wire_token=9, lanes=C.LANES, subblock=C.SUBBLOCK)
     import socket as _socket
     switch = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
     switch.bind(("127.0.0.1", 0))
@@ -186,7 +187,7 @@ def test_the_switch_naming_an_impossible_next_block_is_the_same_error():
         data, addr = switch.recvfrom(4096)
         h, lanes = wire.decode(data)
         bad = wire.Header(msg_type=C.MsgType.RESULT, job_id=4, rank=0, count=1, ver=h.ver, slot=h.slot,
-                          offset=h.offset, next_offset=h.offset + 1, bitmap=h.bitmap, token=9)
+                          offset=h.offset, next_offset=h.offset + 1, bitmap=h.bitmap, wire_token=9)
         switch.sendto(wire.encode(bad, lanes), addr)
     t = threading.Thread(target=answer)
     t.start()
@@ -222,7 +223,7 @@ def test_stats_are_live_while_a_native_call_runs():
 
 def test_choosing_the_loop():
     """An argument wins over the environment; a bad name is an error naming where it came from."""
-    job = JobParams(1, 0, 1, 4, "127.0.0.1", 9)
+    job = JobParams(1, 0, 1, 4, "127.0.0.1", 9, lanes=C.LANES, subblock=C.SUBBLOCK)
     assert UdpReducer(job, bind=("127.0.0.1", 0), loop="python").loop == "python"
     assert native_loop.choose("native") == "native"
     with pytest.raises(ValueError, match="loop='fast': must be one of native, python"):
@@ -321,9 +322,10 @@ def test_ctrl_c_interrupts_a_native_call_within_a_slice(tmp_path):
     # the handler set explicitly: a process started from a background job inherits SIGINT ignored
     code = ("import signal, socket, sys, numpy as np\n"
             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-            "from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer\n"
+            "from p4reduce.worker.job import JobParams\n"
+            "from p4reduce.worker.streaming import RetryPolicy, UdpReducer\n"
             "peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); peer.bind(('127.0.0.1', 0))\n"
-            "job = JobParams(1, 0, 2, 4, '127.0.0.1', peer.getsockname()[1], name='ctrlc')\n"
+            "job = JobParams(1, 0, 2, 4, '127.0.0.1', peer.getsockname()[1], name='ctrlc', lanes=256, subblock=16)\n"
             "red = UdpReducer(job, bind=('127.0.0.1', 0), retry=RetryPolicy(deadline=60), loop='native')\n"
             "print('ready', flush=True)\n"
             "try:\n    red.sum_int32(np.ones(4096, np.int32))\n"
@@ -351,7 +353,8 @@ def test_a_tensor_beyond_32_bit_offsets_is_refused_before_anything_is_sent(loop)
             self.proposals = None
             self.nonzero = np.ones(1, bool)
 
-    red = UdpReducer(JobParams(1, 0, 2, 4, "127.0.0.1", 9), bind=("127.0.0.1", 0), loop=loop)
+    red = UdpReducer(JobParams(1, 0, 2, 4, "127.0.0.1", 9, lanes=C.LANES, subblock=C.SUBBLOCK), bind=("127.0.0.1", 0),
+                     loop=loop)
     with pytest.raises(ValueError, match="too large for the protocol's 32-bit offsets"):
         red.aggregate(Huge())
     assert red.stats.packets_sent == 0

@@ -32,12 +32,12 @@ def controller():
 
 def test_create_join_allreduce_numpy_and_torch(controller):
     job = worker.create_job(controller, "api", workers=1, mode="dense")
-    assert job["name"] == "api" and job["workers"] == 1 and job["token"]
+    assert job["name"] == "api" and job["workers"] == 1 and job["credential"]
     with pytest.raises(JobApiError, match="exists"):
         worker.create_job(controller, "api", workers=2)
     with FakeSwitch() as sw:
         sw.add_job(job["job_id"], 1, job["slots"]["count"], wire_token=job["wire_token"])
-        agent = worker.init(controller, "api", token=job["token"], switch_addr=sw.addr, bind_ip="127.0.0.1")
+        agent = worker.init(controller, "api", credential=job["credential"], switch_addr=sw.addr, bind_ip="127.0.0.1")
         try:
             sw.add_worker(job["job_id"], 0, "127.0.0.1", agent.sock.getsockname()[1])
             ints = np.arange(-500, 500, dtype=np.int32)

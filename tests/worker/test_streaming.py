@@ -16,8 +16,9 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.job import JobParams
 from p4reduce.worker.reducer import AggregationError
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 from p4reduce.worker.streams import next_nonzero
 
 FAST = RetryPolicy(timeout=0.02, backoff=2.0, max_timeout=0.2, deadline=2.0)
@@ -193,7 +194,8 @@ def test_switch_gone_gives_a_clear_error():
     retry = RetryPolicy(timeout=0.02, max_timeout=0.1, deadline=0.8)
     sw = FakeSwitch().start()
     sw.stop()  # nothing listens at its address any more
-    red = UdpReducer(JobParams(1, 0, 1, 4, "127.0.0.1", sw.addr[1], name="gone"), bind=("127.0.0.1", 0), retry=retry)
+    red = UdpReducer(JobParams(1, 0, 1, 4, "127.0.0.1", sw.addr[1], name="gone", lanes=sw.layout.lanes,
+                               subblock=sw.layout.subblock), bind=("127.0.0.1", 0), retry=retry)
     t0 = time.monotonic()
     with pytest.raises(AggregationError, match=r"job gone \(id 1\) rank 0: slot \d .*switch is gone"):
         red.sum_int32(np.ones(100, np.int32))
@@ -214,7 +216,8 @@ def test_packets_follow_the_wire_format():
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.bind(("127.0.0.1", 0))
     sink.settimeout(2)
-    job = JobParams(9, 1, 2, 4, "127.0.0.1", sink.getsockname()[1], sparse=True, name="fmt")
+    job = JobParams(9, 1, 2, 4, "127.0.0.1", sink.getsockname()[1], sparse=True, name="fmt", lanes=C.LANES,
+                    subblock=C.SUBBLOCK)
     red = UdpReducer(job, bind=("127.0.0.1", 0), retry=RetryPolicy(timeout=0.3, deadline=0.2))
     L = C.LANES
     x = np.zeros(L * 10, np.int32)

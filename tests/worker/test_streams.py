@@ -8,7 +8,7 @@ from p4reduce.protocol.wire import Header, Layout, decode, encode
 from p4reduce.worker.reducer import AggregationError, IntSource
 from p4reduce.worker.streams import PRE_ROUND, StreamWindow
 
-LAYOUT = Layout()
+LAYOUT = Layout(C.LANES, C.SUBBLOCK)
 
 
 def result_for(contribution: bytes, lanes, **changes) -> bytes:

@@ -17,7 +17,8 @@ CHILD = r"""
 import sys, numpy as np, torch, torch.distributed as dist
 rank, world, store_port, switch_port, my_port = map(int, sys.argv[1:6])
 from p4reduce.worker.communicator import Communicator
-from p4reduce.worker.streaming import JobParams, RetryPolicy, UdpReducer
+from p4reduce.worker.job import JobParams
+from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 from p4reduce.worker.training.torch_hook import AsyncCommunicator, p4reduce_hook
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{store_port}", rank=rank, world_size=world)
 
@@ -37,7 +38,8 @@ def train(state):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
 
 builtin = train(None)
-red = UdpReducer(JobParams(4, rank, world, 8, "127.0.0.1", switch_port), bind=("127.0.0.1", my_port),
+red = UdpReducer(JobParams(4, rank, world, 8, "127.0.0.1", switch_port, lanes=256, subblock=16),  # FakeSwitch's
+                 bind=("127.0.0.1", my_port),
                  retry=RetryPolicy(timeout=0.05, deadline=10))
 state = AsyncCommunicator(Communicator(red))
 hooked = train(state)

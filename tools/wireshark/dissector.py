@@ -33,7 +33,7 @@ FIELD_TITLES = {
     "msg_type": "Message type", "flags": "Flags", "job_id": "Job id", "rank": "Rank",
     "count": "Count (workers summed in a result)", "offset": "Offset (element of the tensor)",
     "next_offset": "Next offset (of this stream)", "exponent": "Exponent (shared scale)",
-    "reserved": "Reserved", "bitmap": "Sub-block bitmap", "token": "Wire token (the job's secret)",
+    "reserved": "Reserved", "bitmap": "Sub-block bitmap", "wire_token": "Wire token (the job's secret)",
 }
 
 
@@ -70,7 +70,7 @@ def generate() -> str:
                             f'"{fname}", {bits}, nil, {value:#x})')
         elif name == "next_offset":
             decl.append(f'f.next_offset = ProtoField.uint{bits}("p4reduce.next_offset", "{title}", base.DEC)')
-        elif name in ("bitmap", "token"):
+        elif name in ("bitmap", "wire_token"):
             decl.append(f'f.{name} = ProtoField.uint{bits}("p4reduce.{name}", "{title}", base.HEX)')
         elif size in (1, 2, 4):
             decl.append(f'f.{name} = ProtoField.uint{bits}("p4reduce.{name}", "{title}", base.DEC)')

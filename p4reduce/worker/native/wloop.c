@@ -55,7 +55,7 @@ typedef struct {
     int32_t adaptive;
     /* the job */
     int32_t fd, connected, job_id, rank, sparse, float_mode, slot_count, lanes, subblock;
-    uint32_t token;
+    uint32_t wire_token;
     uint32_t dest_ip;    /* network order */
     uint16_t dest_port;  /* network order */
     int64_t n_blocks;
@@ -434,7 +434,7 @@ static int open_rounds(wl *w, int n) {
         put32(f + OFF_NEXT_OFFSET, nxt);
         f[OFF_EXPONENT] = (uint8_t)proposal;
         put16(f + OFF_BITMAP, bitmap);
-        put32(f + OFF_TOKEN, a->token);
+        put32(f + OFF_WIRE_TOKEN, a->wire_token);
         w->length[s] = w->H + __builtin_popcount(bitmap) * sbb;
         w->block[s] = b; w->agreed[s] = b >= 0 ? w->ready_exp[s] : 0;
         w->ver[s] = (uint8_t)v; w->offset[s] = off; w->key[s] = key;
@@ -466,7 +466,7 @@ static int take_results(wl *w, int count, int *n_answers) {
         uint32_t off = get32(p + OFF_OFFSET), nxt = get32(p + OFF_NEXT_OFFSET);
         if (p[OFF_MSG_TYPE] != MSG_RESULT || (int)get16(p + OFF_JOB_ID) != a->job_id || s >= w->S || !w->open[s]
             || v != w->ver[s] || off != w->offset[s]) continue;
-        if (get32(p + OFF_TOKEN) != a->token) { a->forged++; continue; }
+        if (get32(p + OFF_WIRE_TOKEN) != a->wire_token) { a->forged++; continue; }
         uint32_t bitmap = get16(p + OFF_BITMAP);
         if ((bitmap & ~(uint32_t)w->full) || n != w->H + __builtin_popcount(bitmap) * sb * 4) continue;
         int64_t b = w->block[s];

@@ -22,7 +22,7 @@
 #define OFF_RANK 4
 #define OFF_RESERVED 17
 #define OFF_SLOT_VER 6
-#define OFF_TOKEN 20
+#define OFF_WIRE_TOKEN 20
 #define SLOT_BITS 15
 #define WL_WIRE_CONSTANTS(X) \
     X(EXP_BIAS) \
@@ -45,7 +45,7 @@
     X(OFF_RANK) \
     X(OFF_RESERVED) \
     X(OFF_SLOT_VER) \
-    X(OFF_TOKEN) \
+    X(OFF_WIRE_TOKEN) \
     X(SLOT_BITS) \
 
 #endif

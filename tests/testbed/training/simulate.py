@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from p4reduce.protocol import constants as C
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
@@ -43,7 +44,7 @@ def run_simulated(compressor: str, cfg: TrainConfig, n_workers: int = 4, split: 
         return hist, reducer.bytes_sent
 
     t0 = time.perf_counter()
-    out = run_workers(n_workers, body, wire=WireCost(sparse=sparse))
+    out = run_workers(n_workers, body, WireCost(C.LANES, C.SUBBLOCK, sparse=sparse))   # the default build's layout
     seconds = time.perf_counter() - t0
     hists: list[History] = [h for h, _ in out]
     first = hists[0].params

@@ -43,6 +43,7 @@ SWITCHED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
 _JOB_KEY = "p4reduce/job"          # rank 0's word on the job, in the group's store
 _JOB_READ_KEY = "p4reduce/job-read"  # how many other ranks have read it
 READ_WAIT_S = 10.0
+_WORLD_INTERFACE: dict[str, str | None] = {}   # gloo's interface, chosen by the world group, for subgroups
 
 
 class DistributedSetupError(RuntimeError):
@@ -100,7 +101,8 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
             raise DistributedSetupError(f"p4reduce: job {o.job!r} has {self.agent.n_workers} workers, the group has "
                                         f"{size}: name another job (P4REDUCE_JOB), which rank 0 creates for the group")
         try:
-            self._gloo = _gloo_backend(store, rank, size, timeout, _own_interface(self.agent))
+            _WORLD_INTERFACE["name"] = _own_interface(self.agent)
+            self._gloo = _gloo_backend(store, rank, size, timeout, _WORLD_INTERFACE["name"])
         except BaseException:
             self.agent.close()
             raise
@@ -289,11 +291,18 @@ def _ensure_job(size: int, options: Settings) -> str | None:
     return None
 
 
-def _create(backend_options: Any, pg_options: Any) -> P4ReduceProcessGroup:
-    """The creator torch.distributed calls (extended API: pg_options may be our Options)."""
+def _create(backend_options: Any, pg_options: Any) -> Any:
+    """The creator torch.distributed calls (extended API: pg_options may be our Options). The
+    world group joins the switch job; a group made later (dist.new_group) is a subset of the
+    world's ranks, which the job does not sum on its own: it is a gloo backend."""
     if pg_options is not None and not isinstance(pg_options, Options):
         raise TypeError(f"pg_options for the p4reduce backend must be p4reduce.distributed.Options, got "
                         f"{type(pg_options).__name__}")
+    if dist.is_initialized():
+        log.info("p4reduce: group %s of %d ranks runs on gloo (the switch job is the world's)",
+                 getattr(backend_options, "group_id", "?"), backend_options.group_size)
+        return _gloo_backend(backend_options.store, backend_options.group_rank, backend_options.group_size,
+                             backend_options.timeout, _WORLD_INTERFACE.get("name"))
     return P4ReduceProcessGroup(backend_options.store, backend_options.group_rank, backend_options.group_size,
                                 backend_options.timeout, pg_options)
 

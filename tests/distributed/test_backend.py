@@ -53,6 +53,9 @@ if rank == 0:
     dist.send(torch.tensor([42.0]), 1)
 elif rank == 1:
     r = torch.zeros(1); dist.recv(r, 0); res["recv"] = r.item()
+sub = dist.new_group([0, 1])          # a subgroup: gloo, the switch job is the world's
+if rank in (0, 1):
+    x = torch.tensor([float(rank + 1)]); dist.all_reduce(x, group=sub); res["sub"] = x.item()
 dist.barrier()
 res["switch_calls"] = switch_calls; res["gloo_calls"] = pg.calls["gloo"]
 dist.destroy_process_group()
@@ -113,6 +116,7 @@ def test_allreduce_crosses_the_switch_and_every_other_collective_works(network, 
         assert r["a2a"] == [float(k) for k in range(world)]
     assert [r["rs"] for r in res] == [float(world * k) for k in range(world)]
     assert res[1]["recv"] == 42.0
+    assert res[0]["sub"] == res[1]["sub"] == 3.0 and "sub" not in res[2]
     assert res[0]["f32"] == res[1]["f32"] == res[2]["f32"]     # every rank the same result
 
 

@@ -219,7 +219,7 @@ class ThriftServer:
     """Serves StandardHandler on a TCP port (multiplexed as "standard", like BMv2); one thread
     per connection, as BMv2's Thrift server."""
 
-    def __init__(self, device: Device, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(self, device: Device, port: int, host: str = "127.0.0.1") -> None:
         (Standard, _ttypes, TBinaryProtocol, TServer, TMultiplexedProcessor, TSocket,
          TTransport) = _thrift_modules()
         processor = TMultiplexedProcessor()

@@ -78,12 +78,12 @@ def test_eight_idle_streams_do_not_lock_out_a_client_that_arbitrates(make_server
         answer = controller.arbitrate(10)
         assert not isinstance(answer, grpc.RpcError), answer
         assert answer.arbitration.status.code == code_pb2.OK            # primary
-        # it took the place of the oldest idle stream, which was told why
+        # it took the place of one idle stream (the oldest the server saw), which was told why
         deadline = time.monotonic() + 5
         while not idle.done() and time.monotonic() < deadline:
             time.sleep(0.02)
         (evicted,) = idle.done()
-        assert evicted is idle.calls[0] and evicted.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert evicted.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert evicted.details() == ("StreamChannel closed: the stream had not sent a MasterArbitrationUpdate "
                                      "and its place was needed")
         # and it can program the switch

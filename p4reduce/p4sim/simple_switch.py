@@ -234,9 +234,11 @@ def _start_thrift(device, port, log, host="127.0.0.1"):
         thrift.start()
     except OSError as exc:
         thrift.stop()
+        where = f"{host}:{port if explicit else 9090}"
         if explicit:
-            raise ServerError(f"--thrift-port {port}: cannot listen ({exc})") from None
-        log.warning("Thrift port 9090 is taken; no Thrift runtime API (%s)", exc)
+            raise ServerError(f"--thrift-port {port}: cannot listen on {where} ({exc})") from None
+        log.warning("cannot listen on %s (taken, or --thrift-ip is wrong); no Thrift runtime API (%s)",
+                    where, exc)
         return None
     return thrift
 

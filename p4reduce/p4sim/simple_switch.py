@@ -2,7 +2,28 @@
 
     p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] [--log-file F] [-L LEVEL]
                  [--pcap [DIR]] [--thrift-port N] [--backend native|python] (--no-p4 | PROGRAM.json)
-                 [-- --grpc-server-addr HOST:PORT --cpu-port N --drop-port N]
+                 [--thrift-ip ADDR]
+                 [-- --grpc-server-addr HOST:PORT --cpu-port N --drop-port N
+                     [--grpc-server-ssl --grpc-server-cert F --grpc-server-key F
+                      [--grpc-server-cacert F [--grpc-server-with-client-auth]]]
+                     [--arbitration-timeout SECONDS]]
+
+Where it listens: unlike simple_switch_grpc, whose gRPC server binds 0.0.0.0:9559 and whose
+Thrift server binds every interface, p4sim-switch listens on loopback unless told otherwise:
+gRPC on 127.0.0.1:9559 (--grpc-server-addr 0.0.0.0:9559 for every interface), Thrift on
+127.0.0.1 (--thrift-ip 0.0.0.0). Anyone who reaches either port can read and write the switch,
+so open them wider only behind TLS (P4Runtime) or a firewall (Thrift has no authentication).
+
+TLS takes simple_switch_grpc's options (p4sim/runtime/tls.py): with --grpc-server-ssl and a
+certificate and key the P4Runtime server speaks TLS only; with --grpc-server-cacert and
+--grpc-server-with-client-auth a client must present a certificate signed by that CA, or it can
+neither open a stream nor read nor write. Certificate files without --grpc-server-ssl are
+ignored with a warning, as simple_switch_grpc does.
+
+Streams: a StreamChannel that sends no accepted MasterArbitrationUpdate within
+--arbitration-timeout seconds (default 5) is closed with DEADLINE_EXCEEDED, and streams that have
+not arbitrated give their place to new ones when the per-host (8) or total (16) limit is reached,
+so idle streams cannot lock out a client that arbitrates.
 
 --backend: native (the default when a C compiler is installed) compiles each program to C and
 moves packets in a C thread (p4sim/ports/native_packet_loop.py); python runs the Python engine and the
@@ -83,6 +104,16 @@ def _non_negative(text):
     return value
 
 
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0..3600 seconds")
+    return value
+
+
 def _address(text):
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
@@ -93,8 +124,13 @@ def _address(text):
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main = _Parser(prog="p4sim-switch", description="BMv2-compatible v1model switch with a "
                    "P4Runtime server (simple_switch_grpc stand-in).",
-                   epilog="Target options go after '--': --grpc-server-addr HOST:PORT, "
-                          "--cpu-port N, --drop-port N.")
+                   epilog="Target options go after '--': --grpc-server-addr HOST:PORT (default "
+                          "127.0.0.1:9559: loopback only, where simple_switch_grpc binds 0.0.0.0:9559), "
+                          "--cpu-port N, --drop-port N, --grpc-server-ssl, --grpc-server-cert FILE, "
+                          "--grpc-server-key FILE, --grpc-server-cacert FILE, "
+                          "--grpc-server-with-client-auth (simple_switch_grpc's TLS options), "
+                          "--arbitration-timeout SECONDS (default 5: a stream that has not "
+                          "arbitrated by then is closed), --role NAME=OBJECTS.")
     main.add_argument("-i", "--interface", action="append", type=_port_binding, default=[],
                       metavar="PORT@IFACE", help="attach a Linux interface as a switch port")
     main.add_argument("--device-id", type=_non_negative, default=0)
@@ -107,6 +143,9 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("--thrift-port", type=_non_negative, default=None,
                       help="BMv2 Thrift runtime API port for simple_switch_CLI (registers and "
                            "counters only; default 9090, skipped with a warning if taken)")
+    main.add_argument("--thrift-ip", default="127.0.0.1", metavar="ADDR",
+                      help="address the Thrift server binds (default 127.0.0.1, loopback only; "
+                           "BMv2 binds every interface: 0.0.0.0 does the same)")
     main.add_argument("--backend", choices=("native", "python"), default=None,
                       help="packet path: native (generated C; the default when gcc is installed) or "
                            "python (the Python engine)")
@@ -118,13 +157,18 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("program", nargs="?", metavar="PROGRAM.json")
 
     target = _Parser(prog="p4sim-switch ... --", add_help=False)
-    target.add_argument("--grpc-server-addr", type=_address, default="0.0.0.0:9559")
+    target.add_argument("--grpc-server-addr", type=_address, default="127.0.0.1:9559")
     target.add_argument("--cpu-port", type=_port_number, default=None)
     target.add_argument("--drop-port", type=_port_number, default=511)
     target.add_argument("--role", action="append", default=[], metavar="NAME=OBJECT[,OBJECT...]",
                         help="a P4Runtime role besides the default one, confined to these P4Info "
                              "objects (and 'multicast', 'clone'); other roles are refused")
-    target.add_argument("--grpc-server-ssl", action="store_true", help=argparse.SUPPRESS)
+    target.add_argument("--grpc-server-ssl", action="store_true")
+    target.add_argument("--grpc-server-cacert", metavar="FILE")
+    target.add_argument("--grpc-server-cert", metavar="FILE")
+    target.add_argument("--grpc-server-key", metavar="FILE")
+    target.add_argument("--grpc-server-with-client-auth", action="store_true")
+    target.add_argument("--arbitration-timeout", type=_seconds, default=None, metavar="SECONDS")
     target.add_argument("--dp-grpc-server-addr", help=argparse.SUPPRESS)
     target.add_argument("--load-modules", help=argparse.SUPPRESS)
     return main, target
@@ -170,22 +214,31 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.Namesp
         target_options.roles = Roles(parse_role(text) for text in target_options.role)
     except RoleConfigError as exc:
         raise UsageError(str(exc)) from None
+    from p4reduce.p4sim.runtime.tls import TlsConfigError, tls_options
+    try:
+        target_options.tls, target_options.tls_warnings = tls_options(
+            target_options.grpc_server_ssl, target_options.grpc_server_cert, target_options.grpc_server_key,
+            target_options.grpc_server_cacert, target_options.grpc_server_with_client_auth)
+    except TlsConfigError as exc:
+        raise UsageError(str(exc)) from None
     return options, target_options
 
 
-def _start_thrift(device, port, log):
+def _start_thrift(device, port, log, host="127.0.0.1"):
     """The Thrift runtime API: fatal if the port was asked for and is taken, else a warning."""
     from p4reduce.p4sim.runtime import ServerError
     from p4reduce.p4sim.runtime.thrift_service import ThriftServer
     explicit = port is not None
-    thrift = ThriftServer(device, port if explicit else 9090)
+    thrift = ThriftServer(device, port if explicit else 9090, host=host)
     try:
         thrift.start()
     except OSError as exc:
         thrift.stop()
+        where = f"{host}:{port if explicit else 9090}"
         if explicit:
-            raise ServerError(f"--thrift-port {port}: cannot listen ({exc})") from None
-        log.warning("Thrift port 9090 is taken; no Thrift runtime API (%s)", exc)
+            raise ServerError(f"--thrift-port {port}: cannot listen on {where} ({exc})") from None
+        log.warning("cannot listen on %s (taken, or --thrift-ip is wrong); no Thrift runtime API (%s)",
+                    where, exc)
         return None
     return thrift
 
@@ -215,8 +268,14 @@ def run(options: argparse.Namespace, target: argparse.Namespace,
     stop_event = stop_event or threading.Event()
     backend = options.backend or default_backend()
     log.info("packets run on the %s", "native backend (generated C)" if backend == "native" else "Python engine")
+    for warning in getattr(target, "tls_warnings", ()):
+        log.warning("%s", warning)
+        print(f"p4sim-switch: warning: {warning}", file=sys.stderr, flush=True)
+    timeout = getattr(target, "arbitration_timeout", None)
     server = P4RuntimeServer(target.grpc_server_addr, options.device_id, target.cpu_port,
-                             target.drop_port, roles=getattr(target, "roles", None), backend=backend)
+                             target.drop_port, roles=getattr(target, "roles", None), backend=backend,
+                             tls=getattr(target, "tls", None),
+                             **({"arbitration_timeout": timeout} if timeout is not None else {}))
 
     announced: list[str] = []  # the startup program's line waits for "Server listening" (stdout's first line)
 
@@ -244,7 +303,7 @@ def run(options: argparse.Namespace, target: argparse.Namespace,
     thrift = None
     try:
         server.start()
-        thrift = _start_thrift(server.device, options.thrift_port, log)
+        thrift = _start_thrift(server.device, options.thrift_port, log, getattr(options, "thrift_ip", "127.0.0.1"))
         print(f"Server listening on {target.grpc_server_addr}", flush=True)
         for number, interface in sorted(options.ports.items()):
             print(f"Adding interface {interface} as port {number}", flush=True)
@@ -282,8 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"p4sim-switch: error: {exc}", file=sys.stderr)
         print("usage: p4sim-switch [-i PORT@IFACE]... [--device-id N] [--log-console] "
               "[--log-file F] [-L LEVEL] [--pcap [DIR]] [--thrift-port N] [--backend native|python] "
-              "(--no-p4 | PROGRAM.json) [-- --grpc-server-addr HOST:PORT --cpu-port N "
-              "--drop-port N]", file=sys.stderr)
+              "[--thrift-ip ADDR] (--no-p4 | PROGRAM.json) [-- --grpc-server-addr HOST:PORT --cpu-port N "
+              "--drop-port N --grpc-server-ssl --grpc-server-cert F --grpc-server-key F "
+              "--grpc-server-cacert F --grpc-server-with-client-auth --arbitration-timeout S]", file=sys.stderr)
         return 2
     stop_event = threading.Event()
 

@@ -67,7 +67,7 @@ def test_commit_without_saved_config_fails_and_verify_and_save_then_commit_works
     client = harness.client()
     with pytest.raises(grpc.RpcError) as info:
         client.set_pipeline(None, None, action=Set.COMMIT)
-    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND        # the P4Runtime spec's code
     client.set_pipeline(ref.p4info, ref.device_config, action=Set.VERIFY_AND_SAVE)
     assert harness.server.device.engine is None
     client.set_pipeline(None, None, action=Set.COMMIT)

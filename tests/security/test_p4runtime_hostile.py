@@ -145,8 +145,10 @@ def test_a_role_config_from_the_client_is_refused(switch):
 
 def test_idle_streams_cannot_starve_unary_rpcs(switch, program):
     """32 idle StreamChannels from one client (the controller's own stream is the 33rd): past the
-    per-client bound they end at once with RESOURCE_EXHAUSTED; the primary's Write still answers
-    within its deadline (before: the idle streams held all 32 server threads and it timed out)."""
+    per-client bound each new one takes the place of the oldest idle one, which ends at once with
+    RESOURCE_EXHAUSTED (the controller's arbitrated stream keeps its place); the primary's Write
+    still answers within its deadline (before: the idle streams held all 32 server threads and it
+    timed out)."""
     _, address, controller, _ = switch
     channel = grpc.insecure_channel(address)
     stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
@@ -164,7 +166,7 @@ def test_idle_streams_cannot_starve_unary_rpcs(switch, program):
             time.sleep(0.05)
         refused = [c for c in idle if c.done()]
         assert len(refused) == 25 and all(c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for c in refused)
-        assert "already has 8 open streams" in refused[0].details()
+        assert "had not sent a MasterArbitrationUpdate and its place was needed" in refused[0].details()
         request = p4runtime_pb2.WriteRequest(device_id=DEVICE)
         request.election_id.low = 10
         request.updates.append(update("INSERT", table_entry=route_entry(program[0], 0x0A000003, 1)))
@@ -175,7 +177,7 @@ def test_idle_streams_cannot_starve_unary_rpcs(switch, program):
         for call in idle:
             call.cancel()
         channel.close()
-    # the bound counts open streams: once the idle ones are gone, a new one is accepted again
+    # the bound counts open streams: a new one is accepted (in place of an idle one, or in a free place)
     deadline = time.monotonic() + 10
     while True:
         fresh = RawClient(address, device_id=DEVICE, arbitrate=False)

@@ -170,7 +170,7 @@ def test_simple_switch_grpc_command_lines_parse(tmp_path):
     assert (target.grpc_server_addr, target.cpu_port, target.drop_port) == ("0.0.0.0:50051", 255, 511)
     options, target = parse_args(["--log-console", "-L", "info", "--pcap", str(program)])
     assert options.program == str(program) and options.pcap == "."  # bare --pcap before the JSON
-    assert target.grpc_server_addr == "0.0.0.0:9559" and target.cpu_port is None
+    assert target.grpc_server_addr == "127.0.0.1:9559" and target.cpu_port is None   # loopback unless told
     options, _ = parse_args(["--pcap", str(tmp_path), str(program)])
     assert options.pcap == str(tmp_path) and options.program == str(program)
     assert parse_args(["--backend", "python", "--no-p4"])[0].backend == "python"

@@ -13,6 +13,22 @@ from .symbols import Scope, Sym
 from .types import BitsT, BoolT, EnumT, ErrorT, ExternT, HeaderT, IntT, ObjT, StackT, StringT, StructT, Type, VoidT
 
 
+def _contains(t: Type, target: StructT) -> bool:
+    """True if a value of type `t` holds a `target` somewhere inside (iteratively; each struct
+    type is looked at once, so even a cyclic type table costs its size)."""
+    stack, seen = [t], set()
+    while stack:
+        x = stack.pop()
+        if x is target:
+            return True
+        if isinstance(x, StackT):
+            stack.append(x.elem)
+        elif isinstance(x, (StructT, HeaderT)) and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(ft for _, ft, _ in x.fields)
+    return False
+
+
 class DeclChecker(CheckerBase):
     """Headers, structs, enums, constants and externs at top level, and type-reference resolution."""
 
@@ -36,7 +52,11 @@ class DeclChecker(CheckerBase):
             self._declare_type(d.name, st, d.pos)
             self._unique_fields(d, "struct")
             for f in d.fields:
-                st.fields.append((f.name, self.resolve_type(f.tref), f.annos))
+                ft = self.resolve_type(f.tref)
+                if _contains(ft, st):
+                    raise CompileError(f"struct '{d.name}' contains itself (field '{f.name}' of type {ft}); "
+                                       f"P4 types cannot be recursive", f.pos)
+                st.fields.append((f.name, ft, f.annos))
         elif isinstance(d, A.UnionDecl):
             raise Unsupported("header_union", d.pos)
         elif isinstance(d, A.TypedefDecl):
@@ -154,6 +174,8 @@ class DeclChecker(CheckerBase):
             w = self.const_int(tr.width, self.globals, "bit width")
             if w <= 0:
                 raise CompileError(f"bit width must be positive, got {w}", tr.pos)
+            if w == 1 and tr.signed:
+                raise CompileError("int<1>: Signed types cannot be 1-bit wide", tr.pos)
             if w > MAX_WIDTH:
                 raise CompileError(f"{'int' if tr.signed else 'bit'}<{w}> is wider than {MAX_WIDTH} bits "
                                    f"(p4c's limit)", tr.pos)

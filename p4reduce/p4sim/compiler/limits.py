@@ -15,3 +15,17 @@ MAX_STACK_SIZE = 4096
 # nesting of expressions and statements (a + b + c ... counts one level per operator): the
 # checker and the backends walk the tree recursively, on a thread with a stack sized for this
 MAX_DEPTH = 1000
+
+# The preprocessed program (cpp's output): p4src/p4reduce.p4 is 34 KB at 256 lanes, 63 KB at
+# 2048. cpp is stopped as soon as its output passes this (a macro that doubles itself 22 times
+# expands to 12 MB; cpp itself needs about 100 bytes of memory per byte it writes).
+MAX_PREPROCESSED_BYTES = 2 << 20
+# cpp's own address space and CPU time (ulimit -v in KiB, -t in seconds), and the wall clock
+CPP_MEMORY_KIB = 768 << 10
+CPP_CPU_SECONDS = 30
+CPP_WALL_SECONDS = 60.0
+
+# Tokens of the preprocessed program, counted before lark sees it: the parser and the tree
+# builder need about 30 us and 2 KB per token (p4reduce.p4: 8,000 tokens at 256 lanes, 20,000
+# at 2048), so this bounds a parse to a few seconds and a few hundred MB.
+MAX_TOKENS = 200_000

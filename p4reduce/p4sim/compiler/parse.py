@@ -8,6 +8,7 @@ directory (~/.cache/p4sim, or $XDG_CACHE_HOME/p4sim: created 0700, used only if 
 file belong to the user and nobody else can write them). Otherwise the parser is built without one.
 """
 import os
+import re
 import stat
 from typing import Any
 
@@ -17,7 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 from . import ast as A
 from .diagnostics import CompileError
 from .lexer import TypeNamePostLex, scan_type_names
-from .limits import MAX_DEPTH
+from .limits import MAX_DEPTH, MAX_TOKENS
 from .preprocess import Source
 from .tree_to_ast import ToAst
 
@@ -78,6 +79,7 @@ _TOKEN_NAMES = {
 
 def parse(source: Source) -> A.Program:
     """Parse a preprocess.Source into an ast.Program, raising CompileError on syntax errors."""
+    check_token_count(source)
     parser = _get_parser()
     parser.options.postlex.type_names = scan_type_names(source.text)
     try:
@@ -105,6 +107,24 @@ def parse(source: Source) -> A.Program:
     lines = source.text.rstrip().split("\n")
     prog.pos = source.pos(len(lines), 1)      # the end of the program (where 'main' belongs)
     return prog
+
+
+# P4's tokens as the grammar has them, closely enough to count them (cpp has removed comments)
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"?|[A-Za-z_]\w*+|\d\w*+|&&&|\|[+-]\||\+\+|\.\.|<<|<=|>=|==|!=|&&|\|\||\S')
+
+
+def check_token_count(source: Source, limit: int = MAX_TOKENS) -> None:
+    """Refuse a program of more than `limit` tokens before lark builds anything for it, located
+    at the first token past the limit."""
+    count = 0
+    for m in _TOKEN.finditer(source.text):
+        count += 1
+        if count > limit:
+            off = m.start()
+            line = source.text.count("\n", 0, off) + 1
+            col = off - (source.text.rfind("\n", 0, off) + 1) + 1
+            raise CompileError(f"the program has more than {limit} tokens after preprocessing "
+                               f"(p4sim-compile's limit; a macro that expands too much?)", source.pos(line, col))
 
 
 def check_depth(prog: A.Node) -> None:

@@ -5,8 +5,8 @@ JSON by name, engine creation), `match_keys`/`actions`/`tables` (TableEntry), `r
 `counters` (indirect and direct), `meters`, `value_sets`, `pre` (multicast groups, clone sessions), `arbitration`
 (primary/backup election), `packet_io` (packet path, PacketIn/PacketOut), `device` (pipeline and
 entity state), `rollback` (undo for atomic Write batches), `errors` (status codes), `service`
-(the gRPC servicer), `server` (the grpc.Server), `thrift_service` (BMv2 Thrift register/counter
-subset for simple_switch_CLI).
+(the gRPC servicer), `server` (the grpc.Server), `tls` (simple_switch_grpc's TLS options),
+`thrift_service` (BMv2 Thrift register/counter subset for simple_switch_CLI).
 """
 from .errors import P4RuntimeError
 from .server import P4RuntimeServer, ServerError

@@ -79,34 +79,63 @@ def client_of(peer: str) -> str:
 
 
 class StreamLimits:
-    """At most `per_client` open StreamChannels per client host and `total` in all; past either,
-    a new stream ends at once with RESOURCE_EXHAUSTED saying which limit."""
+    """At most `per_client` open StreamChannels per client host and `total` in all.
+
+    A stream that has not arbitrated yet (no MasterArbitrationUpdate accepted) is a candidate for
+    eviction: when a new stream would pass a limit, the oldest such stream (of the same host for
+    the per-host limit, of any host for the total) is closed with RESOURCE_EXHAUSTED to make room.
+    Only when every stream that counts is arbitrated is the new stream refused. So idle streams
+    can never lock out a client that arbitrates; they also end on their own after the server's
+    arbitration timeout (P4RuntimeService)."""
 
     def __init__(self, per_client: int, total: int):
         self.per_client, self.total = per_client, total
         self.lock = threading.Lock()
-        self.open: dict[str, int] = {}
+        self.streams: list[StreamSession] = []      # open streams, oldest first
 
-    def acquire(self, peer: str) -> None:
-        client = client_of(peer)
+    @property
+    def open(self) -> dict[str, int]:
+        """Open streams per client host."""
         with self.lock:
-            mine, everyone = self.open.get(client, 0), sum(self.open.values())
-            if mine >= self.per_client:
-                raise resource_exhausted(f"StreamChannel: client {client} already has {mine} open streams, "
-                                         f"the most one client may have; close one first")
-            if everyone >= self.total:
-                raise resource_exhausted(f"StreamChannel: the device already serves {everyone} streams, "
-                                         f"the most it keeps open at once")
-            self.open[client] = mine + 1
+            counts: dict[str, int] = {}
+            for s in self.streams:
+                counts[client_of(s.peer)] = counts.get(client_of(s.peer), 0) + 1
+            return counts
 
-    def release(self, peer: str) -> None:
-        client = client_of(peer)
+    def acquire(self, session: StreamSession) -> None:
+        """Count `session` in, evicting an unarbitrated stream if a limit is reached; raises
+        RESOURCE_EXHAUSTED (naming the limit) when nothing can be evicted."""
+        client = client_of(session.peer)
+        evicted: list[StreamSession] = []
         with self.lock:
-            left = self.open.get(client, 0) - 1
-            if left > 0:
-                self.open[client] = left
-            else:
-                self.open.pop(client, None)
+            mine = [s for s in self.streams if client_of(s.peer) == client]
+            if len(mine) >= self.per_client:
+                victim = next((s for s in mine if s.role is None), None)
+                if victim is None:
+                    raise resource_exhausted(f"StreamChannel: client {client} already has {len(mine)} "
+                                             f"open streams, the most one client may have; close one first")
+                self.streams.remove(victim)
+                evicted.append(victim)
+            if len(self.streams) >= self.total:
+                victim = next((s for s in self.streams if s.role is None), None)
+                if victim is None:
+                    for s in evicted:           # nothing admitted: the evicted stream stays
+                        self.streams.append(s)
+                    raise resource_exhausted(f"StreamChannel: the device already serves {len(self.streams)} "
+                                             f"streams, the most it keeps open at once")
+                self.streams.remove(victim)
+                evicted.append(victim)
+            self.streams.append(session)
+        for victim in evicted:
+            log.warning("stream %s (%s) closed: it had not arbitrated and a new stream from %s needed its place",
+                        victim.id, victim.peer, client)
+            victim.close(resource_exhausted("StreamChannel closed: the stream had not sent a "
+                                            "MasterArbitrationUpdate and its place was needed"))
+
+    def release(self, session: StreamSession) -> None:
+        with self.lock:
+            if session in self.streams:
+                self.streams.remove(session)
 
 
 class Arbitration:

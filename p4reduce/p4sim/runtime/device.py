@@ -15,7 +15,7 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from . import counters, meters, read_response_bytes, registers, rollback, value_sets
-from .errors import P4RuntimeError, aborted_error, failed_precondition, invalid, unimplemented
+from .errors import P4RuntimeError, aborted_error, failed_precondition, invalid, not_found, unimplemented
 from .pipeline import Pipeline
 from .pre import Replication
 from .tables import Tables
@@ -60,15 +60,16 @@ class Device:
             if action == SetRequest.UNSPECIFIED:
                 raise invalid("SetForwardingPipelineConfig: action is UNSPECIFIED")
             if action == SetRequest.COMMIT:
-                if request.HasField("config") and request.config.p4_device_config:
-                    pipeline = self._verify(request.config)
-                    cookie = request.config.cookie.cookie if request.config.HasField("cookie") else None
-                elif self._saved is not None:
-                    pipeline, cookie = self._saved, self._saved_cookie
-                else:
-                    raise failed_precondition("SetForwardingPipelineConfig COMMIT: no config was "
-                                              "saved by VERIFY_AND_SAVE")
-                self._commit(pipeline, cookie)
+                # P4Runtime spec, SetForwardingPipelineConfig: COMMIT realizes the config saved by
+                # a previous VERIFY_AND_SAVE; a config in the request is INVALID_ARGUMENT, no
+                # saved config NOT_FOUND
+                if request.HasField("config"):
+                    raise invalid("SetForwardingPipelineConfig COMMIT: config must not be provided "
+                                  "(COMMIT realizes the config saved by VERIFY_AND_SAVE)")
+                if self._saved is None:
+                    raise not_found("SetForwardingPipelineConfig COMMIT: no config was saved by "
+                                    "VERIFY_AND_SAVE")
+                self._commit(self._saved, self._saved_cookie)
                 return
             if not request.HasField("config"):
                 raise invalid("SetForwardingPipelineConfig: config is missing")

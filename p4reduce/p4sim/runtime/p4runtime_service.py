@@ -4,7 +4,9 @@ dispatch to the device, the arbitration state and the packet path. StreamChannel
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -33,13 +35,20 @@ API_VERSION = "1.4.1"
 READ_CHUNK = 1000  # entities per ReadResponse message
 
 
+# a StreamChannel that has not sent an accepted MasterArbitrationUpdate after this long is closed
+ARBITRATION_TIMEOUT = 5.0
+
+
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device: Device, packet_path: PacketPath, arbitration: Arbitration,
-                 stream_limits: StreamLimits | None = None) -> None:
+                 stream_limits: StreamLimits | None = None,
+                 arbitration_timeout: float = ARBITRATION_TIMEOUT) -> None:
+        """`arbitration_timeout`: seconds a stream may stay open without arbitrating."""
         self.device = device
         self.packet_path = packet_path
         self.arbitration = arbitration
         self.stream_limits = stream_limits or StreamLimits(per_client=8, total=16)
+        self.arbitration_timeout = arbitration_timeout
 
     # -- helpers -------------------------------------------------------------------------------
     def _check_device(self, device_id: int, what: str) -> None:
@@ -116,26 +125,41 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
                       context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         peer = context.peer()
+        session = StreamSession(peer)
         try:
-            self.stream_limits.acquire(peer)
+            self.stream_limits.acquire(session)
         except P4RuntimeError as error:
             log.warning("%s", error.message)
             self._abort(context, error)
             return
         try:
-            yield from self._stream(request_iterator, context, peer)
+            yield from self._stream(request_iterator, context, session)
         finally:
-            self.stream_limits.release(peer)
+            self.stream_limits.release(session)
 
-    def _stream(self, request_iterator, context, peer):
-        session = StreamSession(peer)
+    def _stream(self, request_iterator, context, session):
         reader = threading.Thread(target=self._read_stream, args=(session, request_iterator),
                                   name=f"p4rt-stream-{session.id}", daemon=True)
         reader.start()
         context.add_callback(session.close)
+        deadline = time.monotonic() + self.arbitration_timeout
         try:
             while True:
-                item = session.outbox.get()
+                if session.role is None:     # not arbitrated yet: only until the deadline
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        log.warning("stream %s (%s) closed: no MasterArbitrationUpdate within %g s",
+                                    session.id, session.peer, self.arbitration_timeout)
+                        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                      f"StreamChannel: no MasterArbitrationUpdate within "
+                                      f"{self.arbitration_timeout:g} s of opening the stream")
+                        return
+                    try:
+                        item = session.outbox.get(timeout=min(left, 0.5))
+                    except queue.Empty:
+                        continue
+                else:
+                    item = session.outbox.get()
                 if isinstance(item, tuple):  # ("close", error)
                     error = item[1]
                     if error is not None:

@@ -4,6 +4,13 @@ and write registers and counters of p4sim-switch as it does on simple_switch_grp
 Served: bm_get_config / bm_get_config_md5 (the CLI loads the program from them),
 bm_register_read / read_all / write / write_range / reset, bm_counter_read / write / reset_all,
 bm_mt_get_num_entries. Anything else answers a Thrift application error (not implemented).
+
+As on simple_switch (one context, id 0): a request for any other context id is answered with a
+Thrift application error of type UNKNOWN (BMv2 looks the context up with a checked access that
+throws, and its Thrift server turns the exception into an application error); the connection
+stays usable. A register write stores the value's low `width` bits, two's complement for a
+negative value (BMv2 masks the big integer with 2^width - 1): -5 into a bit<8> register reads
+back 251, 300 reads back 44. A negative index or one past the array is INVALID_INDEX.
 """
 from __future__ import annotations
 
@@ -33,12 +40,59 @@ def _thrift_modules():
     return Standard, ttypes, TBinaryProtocol, TServer, TMultiplexedProcessor, TSocket, TTransport
 
 
+# the one context of a simple_switch
+CONTEXT_ID = 0
+
+
+def _unknown_context_class() -> type:
+    from thrift.Thrift import TApplicationException
+
+    class UnknownContext(TApplicationException):
+        """A request for a context this switch does not have (answered as BMv2 does)."""
+
+        def __init__(self, cxt_id: int) -> None:
+            super().__init__(TApplicationException.UNKNOWN,
+                             f"unknown context id {cxt_id} (this switch has one context, {CONTEXT_ID})")
+    return UnknownContext
+
+
+class _QuietUnknownContext:
+    """A root-logger filter: the generated Thrift processors log every TApplicationException a
+    handler raises with its traceback (logging.exception); an unknown context id is a client's
+    mistake, logged by the handler as one line instead."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, self.cls)
+
+
+_UnknownContext: type | None = None
+
+
+def unknown_context_error() -> type:
+    """The exception class for unknown context ids (created once, with its log filter)."""
+    global _UnknownContext
+    if _UnknownContext is None:
+        _UnknownContext = _unknown_context_class()
+        logging.getLogger().addFilter(_QuietUnknownContext(_UnknownContext))
+    return _UnknownContext
+
+
 class StandardHandler:
     """Implements the served methods over the device's current engine."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
         _, self.ttypes, *_ = _thrift_modules()
+        self._unknown_context = unknown_context_error()
+
+    def _context(self, cxt_id: int) -> None:
+        if cxt_id != CONTEXT_ID:
+            log.warning("Thrift: request for unknown context id %s refused", cxt_id)
+            raise self._unknown_context(cxt_id)
 
     # -- program -------------------------------------------------------------------------------
     def _config(self) -> str:
@@ -62,7 +116,8 @@ class StandardHandler:
         return hashlib.md5(self._config().encode()).digest()
 
     # -- registers -----------------------------------------------------------------------------
-    def _register_call(self, fn: Callable[[Engine], Callable[..., Any]], *args: Any) -> Any:
+    def _register_call(self, fn: Callable[[Engine], Callable[..., Any]], cxt_id: int, *args: Any) -> Any:
+        self._context(cxt_id)
         codes = self.ttypes.RegisterOperationErrorCode
         engine = self.device.engine
         if engine is None:
@@ -76,13 +131,21 @@ class StandardHandler:
             raise self.ttypes.InvalidRegisterOperation(codes.INVALID_INDEX) from None
 
     def bm_register_read(self, cxt_id: int, name: str, index: int) -> int:
-        return self._register_call(lambda e: e.register_read, name, index)
+        return self._register_call(lambda e: e.register_read, cxt_id, name, index)
 
     def bm_register_read_all(self, cxt_id: int, name: str) -> list[int]:
-        return self._register_call(lambda e: e.register_read, name, None)
+        return self._register_call(lambda e: e.register_read, cxt_id, name, None)
+
+    @staticmethod
+    def _masked(engine: Engine, name: str, value: int) -> int:
+        """The value as BMv2 stores it: its low `width` bits (two's complement if negative)."""
+        return value & ((1 << engine.program.registers[name].width) - 1)
 
     def bm_register_write(self, cxt_id: int, name: str, index: int, value: int) -> None:
-        self._register_call(lambda e: e.register_write, name, index, value)
+        def write(engine):
+            return lambda name_, index_, value_: engine.register_write(name_, index_,
+                                                                     self._masked(engine, name_, value_))
+        self._register_call(write, cxt_id, name, index, value)
 
     def bm_register_write_range(self, cxt_id: int, name: str, start: int, end: int, value: int) -> None:
         def write_range(engine):
@@ -92,15 +155,16 @@ class StandardHandler:
                     raise ValueError(f"range {start_}..{end_} is invalid")
                 with engine.lock:
                     for index in range(start_, end_):
-                        engine.register_write(name_, index, value_)
+                        engine.register_write(name_, index, self._masked(engine, name_, value_))
             return run
-        self._register_call(write_range, name, start, end, value)
+        self._register_call(write_range, cxt_id, name, start, end, value)
 
     def bm_register_reset(self, cxt_id: int, name: str) -> None:
-        self._register_call(lambda e: e.register_write, name, None, 0)
+        self._register_call(lambda e: e.register_write, cxt_id, name, None, 0)
 
     # -- counters ------------------------------------------------------------------------------
-    def _counter_call(self, fn: Callable[[Engine], Callable[..., Any]], *args: Any) -> Any:
+    def _counter_call(self, fn: Callable[[Engine], Callable[..., Any]], cxt_id: int, *args: Any) -> Any:
+        self._context(cxt_id)
         codes = self.ttypes.CounterOperationErrorCode
         engine = self.device.engine
         if engine is None:
@@ -114,17 +178,18 @@ class StandardHandler:
             raise self.ttypes.InvalidCounterOperation(codes.INVALID_INDEX) from None
 
     def bm_counter_read(self, cxt_id: int, name: str, index: int) -> Any:
-        packets, octets = self._counter_call(lambda e: e.counter_read, name, index)
+        packets, octets = self._counter_call(lambda e: e.counter_read, cxt_id, name, index)
         return self.ttypes.BmCounterValue(bytes=octets, packets=packets)
 
     def bm_counter_write(self, cxt_id: int, name: str, index: int, value: Any) -> None:
-        self._counter_call(lambda e: e.counter_write, name, index, value.packets, value.bytes)
+        self._counter_call(lambda e: e.counter_write, cxt_id, name, index, value.packets, value.bytes)
 
     def bm_counter_reset_all(self, cxt_id: int, name: str) -> None:
-        self._counter_call(lambda e: e.counter_write, name, None, 0, 0)
+        self._counter_call(lambda e: e.counter_write, cxt_id, name, None, 0, 0)
 
     # -- tables --------------------------------------------------------------------------------
     def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
+        self._context(cxt_id)
         engine = self.device.engine
         if engine is None or table_name not in engine.program.tables:
             raise self.ttypes.InvalidTableOperation(self.ttypes.TableOperationErrorCode.INVALID_TABLE_NAME)
@@ -154,7 +219,7 @@ class ThriftServer:
     """Serves StandardHandler on a TCP port (multiplexed as "standard", like BMv2); one thread
     per connection, as BMv2's Thrift server."""
 
-    def __init__(self, device: Device, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(self, device: Device, port: int, host: str = "127.0.0.1") -> None:
         (Standard, _ttypes, TBinaryProtocol, TServer, TMultiplexedProcessor, TSocket,
          TTransport) = _thrift_modules()
         processor = TMultiplexedProcessor()

@@ -12,7 +12,8 @@ the C: native/wloop_wire.h is generated from protocol/wire.py and protocol/const
 `python -m p4reduce.worker.native_loop --write-header` (a test fails when it is stale), and the
 module carries the values it was built with, checked against the protocol's at load. The loop
 runs without the GIL; lanes come from the source through one callback per batch of rounds, or
-straight from an exact int32 source's array.
+straight from an exact int32 source's array, or (aggregate_float) quantized in C from a float32
+array whose results are dequantized in C into the float32 output.
 
 Which loop a reducer runs: ``UdpReducer(loop=...)`` or the environment's P4REDUCE_WORKER_LOOP,
 ``native`` (the default when the extension was built) or ``python``.

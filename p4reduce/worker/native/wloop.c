@@ -7,7 +7,9 @@
  * (worker/streaming.py), the same window (worker/window.py) and RTO estimator (worker/rto.py).
  * The Python modules stay the reference; tests/worker/test_native_loop.py runs both on the same
  * scenarios.  Lanes come from the source through a callback per batch of rounds (or straight from
- * an int32 array), so every BlockSource works unchanged.
+ * an int32 array), so every BlockSource works unchanged; fixed point of a float32 array
+ * (worker/quantize.py, round to nearest) runs here: quantized into the packets, each result
+ * dequantized into the float32 output, no callback.
  *
  * The header's field offsets and the protocol's constants are not written here: wloop_wire.h
  * is generated from protocol/wire.py and protocol/constants.py (worker/native_loop.py).
@@ -69,7 +71,8 @@ typedef struct {
     const int32_t *direct;           /* n_blocks * lanes: lanes read directly, or NULL */
     encode_fn encode;                /* otherwise: lanes through the source */
     /* the outcome: 0 done, 1 a slot made no progress (fail_*), 2 the switch named an impossible
-       next block (bad_*), 3 the encode callback failed, 4 out of memory */
+       next block (bad_*), 3 the encode callback failed, 4 out of memory, 6 a quantized value out
+       of range (fixed point below) */
     int32_t fail_slot, fail_ver, fail_retries;
     int64_t fail_block;
     double fail_waited;

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import native_loop
 from .compressors import Compressor, FixedPoint
 from .compressors.base import Context
 from .memory import ErrorFeedback, NoMemory
@@ -101,13 +102,14 @@ class Communicator:
         direct = (out is not None and out.dtype == np.float32 and out.flags.c_contiguous
                   and out.flags.writeable and not (keep_sent and np.may_share_memory(out, comp)))
         dest = out.reshape(-1) if direct and out is not None else np.empty(x.size, np.float32)
-        src = FloatSource(comp, self.reducer.lanes, self.n_workers, dest, average, fp._rng,
-                          native=getattr(self.reducer, "loop", None) == "native")
+        lanes = self.reducer.lanes
+        proposed = native_loop.propose(comp, lanes) if getattr(self.reducer, "loop", None) == "native" else None
+        src = FloatSource(comp, lanes, self.n_workers, dest, average, fp._rng, proposed)
         src.keep_sent = keep_sent
         exps = self.reducer.aggregate_float(src)
         if keep_sent:
             ctx = Context(size=x.size, n_workers=self.n_workers, exponents=exps)
-            sent = src.sent if src.sent is not None else np.zeros((src.n_blocks, self.reducer.lanes), np.int32)
+            sent = src.sent if src.sent is not None else np.zeros((src.n_blocks, lanes), np.int32)
             self.memory.update(comp, fp.contribution(sent, ctx, key), key)
         if direct and out is not None:
             return out if out.shape == a.shape else out.reshape(a.shape)

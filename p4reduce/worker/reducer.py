@@ -100,20 +100,20 @@ class FloatSource(QuantizedSource):
     tensor in between; the Python loop quantizes through :meth:`encode` and dequantizes at the
     end (quantize.dequantize_into), the reference the native loop is tested against.
 
-    ``native``: the exponent proposals come from the C pass (native_loop.propose, the same
-    values and errors as quantize.block_maxima and exponents_for)."""
+    ``proposed``: (exponent proposals, non-zero blocks) computed already, e.g. by the C pass
+    native_loop.propose (the same values and errors as quantize.block_maxima and exponents_for);
+    None computes them here with numpy."""
 
     def __init__(self, x: np.ndarray, lanes: int, n_workers: int, dest: np.ndarray, average: bool = False,
-                 rng: np.random.Generator | None = None, native: bool = False):
+                 rng: np.random.Generator | None = None, proposed: tuple[np.ndarray, np.ndarray] | None = None):
         self.x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
         if dest.dtype != np.float32 or dest.size != self.x.size or not dest.flags.c_contiguous:
             raise ValueError(f"dest must be a C-contiguous float32 array of {self.x.size} elements")
         self.lanes, self.n_workers, self.rng = lanes, n_workers, rng
         self.dest, self.average = dest.reshape(-1), average
         self.n_blocks = -(-self.x.size // lanes)
-        if native:
-            from .native_loop import propose
-            self.proposals, self.nonzero = propose(self.x, lanes)
+        if proposed is not None:
+            self.proposals, self.nonzero = proposed
         else:
             amax = qz.block_maxima(self.x, lanes)
             self.proposals, self.nonzero = qz.exponents_for(amax), amax > 0

@@ -214,7 +214,8 @@ def test_rounding_ties_and_the_extremes_of_the_range_are_the_references(loop):
         (red,) = loopback_reducers(sw, 7, 1, 4, name="ties", retry=RETRY)
         red.loop = loop
         dest = np.empty_like(x)
-        src = FloatSource(x, C.LANES, 1, dest, native=loop == "native")
+        proposed = native_loop.propose(x, C.LANES) if loop == "native" else None
+        src = FloatSource(x, C.LANES, 1, dest, proposed=proposed)
         exps = red.aggregate_float(src)
         red.close()
     want_lanes = qz.quantize(x, exps, 1, C.LANES)
@@ -259,7 +260,8 @@ def test_an_agreed_exponent_below_a_workers_own_is_the_same_error(loop):
     with FakeSwitch() as sw:
         (red,) = loopback_reducers(sw, 8, 1, 4, name="low", retry=RETRY)
         red.loop = loop
-        src = FloatSource(x, C.LANES, 1, np.empty_like(x), native=loop == "native")
+        proposed = native_loop.propose(x, C.LANES) if loop == "native" else None
+        src = FloatSource(x, C.LANES, 1, np.empty_like(x), proposed=proposed)
         assert src.proposals is not None
         src.proposals = (src.proposals - 2).astype(np.int8)
         with pytest.raises(QuantizationError, match="agreed exponent is smaller than a worker's own"):

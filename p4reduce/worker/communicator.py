@@ -13,13 +13,20 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import native_loop
 from .compressors import Compressor, FixedPoint
+from .compressors.base import Context
 from .memory import ErrorFeedback, NoMemory
-from .reducer import Reducer
+from .reducer import FloatSource, Reducer
 
 
 class Communicator:
     """Allreduce of float32 (compressed) and int32 (exact) arrays of any shape over a Reducer."""
+
+    #: FixedPoint's allreduce through Reducer.aggregate_float (the conversion in the reducer's
+    #: loop: in C on the native loop, no array the size of the tensor); False: the generic
+    #: compressor path below, the same bits (for comparisons: bench/float_path.py)
+    fused_fixed_point: bool = True
 
     def __init__(self, reducer: Reducer, compressor: Compressor | None = None,
                  memory: ErrorFeedback | NoMemory | None = None):
@@ -59,6 +66,8 @@ class Communicator:
             return total
         if not np.issubdtype(a.dtype, np.floating):
             raise TypeError(f"allreduce supports float32 and int32 arrays, got dtype {a.dtype}")
+        if self.fused_fixed_point and type(self.compressor) is FixedPoint:
+            return self._fixed_point(a, self.compressor, average, key, out)
         x = a.astype(np.float32, copy=False).reshape(-1)
         comp = self.memory.compensate(x, key)
         src, ctx = self.compressor.compress(comp, self.reducer, key)
@@ -75,6 +84,36 @@ class Communicator:
             mean = self.compressor.finish(total / n, ctx, key)
             out_f = mean if average else mean * n
         result = out_f.astype(a.dtype, copy=False).reshape(a.shape)
+        if out is None:
+            return result
+        shaped = out if out.shape == a.shape else out.reshape(a.shape)
+        shaped[...] = result
+        return shaped
+
+    def _fixed_point(self, a: np.ndarray, fp: FixedPoint, average: bool, key: str,
+                     out: np.ndarray | None) -> np.ndarray:
+        """allreduce of a float array with FixedPoint: what the generic path computes, bit for bit,
+        with the result written by the reducer straight into `out` (float32, contiguous: the
+        caller's buffer or the input itself) or one new array. Error feedback as there: the
+        compensated input, the lanes sent (kept by the source), the residual."""
+        x = a.astype(np.float32, copy=False).reshape(-1)
+        comp = self.memory.compensate(x, key)
+        keep_sent = fp.needs_contribution or not isinstance(self.memory, NoMemory)
+        direct = (out is not None and out.dtype == np.float32 and out.flags.c_contiguous
+                  and out.flags.writeable and not (keep_sent and np.may_share_memory(out, comp)))
+        dest = out.reshape(-1) if direct and out is not None else np.empty(x.size, np.float32)
+        lanes = self.reducer.lanes
+        proposed = native_loop.propose(comp, lanes) if getattr(self.reducer, "loop", None) == "native" else None
+        src = FloatSource(comp, lanes, self.n_workers, dest, average, fp._rng, proposed)
+        src.keep_sent = keep_sent
+        exps = self.reducer.aggregate_float(src)
+        if keep_sent:
+            ctx = Context(size=x.size, n_workers=self.n_workers, exponents=exps)
+            sent = src.sent if src.sent is not None else np.zeros((src.n_blocks, lanes), np.int32)
+            self.memory.update(comp, fp.contribution(sent, ctx, key), key)
+        if direct and out is not None:
+            return out if out.shape == a.shape else out.reshape(a.shape)
+        result = dest.astype(a.dtype, copy=False).reshape(a.shape)
         if out is None:
             return result
         shaped = out if out.shape == a.shape else out.reshape(a.shape)

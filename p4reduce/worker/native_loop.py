@@ -12,7 +12,8 @@ the C: native/wloop_wire.h is generated from protocol/wire.py and protocol/const
 `python -m p4reduce.worker.native_loop --write-header` (a test fails when it is stale), and the
 module carries the values it was built with, checked against the protocol's at load. The loop
 runs without the GIL; lanes come from the source through one callback per batch of rounds, or
-straight from an exact int32 source's array.
+straight from an exact int32 source's array, or (aggregate_float) quantized in C from a float32
+array whose results are dequantized in C into the float32 output.
 
 Which loop a reducer runs: ``UdpReducer(loop=...)`` or the environment's P4REDUCE_WORKER_LOOP,
 ``native`` (the default when the extension was built) or ``python``.
@@ -33,7 +34,7 @@ from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 
 from . import quantize as qz
-from .reducer import AggregationError, BlockSource, IntSource
+from .reducer import AggregationError, BlockSource, FloatSource, IntSource
 from .streams import call_sums, check_offsets, next_nonzero
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ class WlArgs(ctypes.Structure):
         ("direct", ctypes.POINTER(ctypes.c_int32)), ("encode", ENCODE),
         ("fail_slot", _i32), ("fail_ver", _i32), ("fail_retries", _i32), ("fail_block", _i64),
         ("fail_waited", _f64), ("bad_next", _i64), ("bad_offset", _i64),
+        ("fsrc", ctypes.POINTER(ctypes.c_float)), ("fdst", ctypes.POINTER(ctypes.c_float)),
+        ("sent", ctypes.POINTER(ctypes.c_int32)), ("nonzero", ctypes.POINTER(ctypes.c_uint8)), ("size", _i64),
+        ("headroom", _i32), ("n_workers", _i32), ("average", _i32),
     ]
 
 
@@ -87,7 +91,7 @@ def _defines() -> dict[str, int]:
     out.update(HEADER_BYTES=C.HEADER_BYTES, FRAME_HEADER_BYTES=C.FRAME_HEADER_BYTES, SLOT_BITS=wire.SLOT_BITS,
                MSG_CONTRIB=int(C.MsgType.CONTRIB), MSG_RESULT=int(C.MsgType.RESULT),
                FLAG_EOT=int(C.Flags.EOT), FLAG_RETX=int(C.Flags.RETX), NEXT_NONE=C.NEXT_NONE,
-               EXP_BIAS=C.EXP_BIAS, EXP_MIN=qz.EXP_MIN)
+               EXP_BIAS=C.EXP_BIAS, EXP_MIN=qz.EXP_MIN, EXP_MAX=qz.EXP_MAX)
     return out
 
 
@@ -137,7 +141,28 @@ def library() -> ctypes.CDLL:
     lib.wl_step.restype = ctypes.c_int
     lib.wl_close.argtypes = [ctypes.c_void_p]
     lib.wl_close.restype = None
+    lib.wl_propose.argtypes = [ctypes.c_void_p, _i64, _i32, ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.POINTER(_i64), ctypes.POINTER(ctypes.c_float)]
+    lib.wl_propose.restype = ctypes.c_int
     return lib
+
+
+def propose(x: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(exponent proposals int8, non-zero bool) per block of flat float32 `x`, in one pass in C:
+    what quantize.exponents_for(quantize.block_maxima(x, lanes)) and its `> 0` give, with the
+    same QuantizationError for NaN, inf or |x| >= 2**EXP_MAX."""
+    x = np.ascontiguousarray(x, np.float32).reshape(-1)
+    nb = -(-x.size // lanes)
+    props = np.empty(nb, np.int8)
+    nonzero = np.empty(nb, np.bool_)
+    bad, amax = _i64(), ctypes.c_float()
+    rc = library().wl_propose(x.ctypes.data, x.size, lanes, props.ctypes.data, nonzero.ctypes.data,
+                              ctypes.byref(bad), ctypes.byref(amax))
+    if rc == 1:
+        raise qz.nonfinite_error(bad.value, lanes)
+    if rc == 2:
+        raise qz.too_large_error(bad.value, float(np.float32(amax.value)))
+    return props, nonzero
 
 
 def choose(loop: str | None) -> str:
@@ -190,17 +215,35 @@ def _hand_back(red: UdpReducer, args: WlArgs, last_ver: np.ndarray) -> None:
     red._last_ver[:] = last_ver.tolist()
 
 
-def aggregate(red: UdpReducer, source: BlockSource, out: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray | None]:
-    """UdpReducer.aggregate on the native loop: same arguments, results, state and errors."""
+def aggregate_float(red: UdpReducer, source: FloatSource) -> np.ndarray:
+    """UdpReducer.aggregate_float on the native loop: the float32 input quantized (round to
+    nearest; stochastic rounding through the source) and the results dequantized into
+    source.dest by the C loop, no int32 sums; returns the agreed exponents."""
+    exps = aggregate(red, source, fused=source)[1]
+    assert exps is not None
+    return exps
+
+
+def aggregate(red: UdpReducer, source: BlockSource, out: np.ndarray | None = None,
+              fused: FloatSource | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """UdpReducer.aggregate on the native loop: same arguments, results, state and errors.
+    `fused` (aggregate_float): the results go to its float32 dest, the returned sums are empty."""
     job, L = red.job, red.lanes
     nb = source.n_blocks
     check_offsets(nb, L)
     float_mode = source.proposals is not None
-    sums = call_sums(source, L, job.sparse, out)
+    sums = call_sums(source, L, job.sparse, out) if fused is None else np.empty((0, L), np.int32)
     exps = np.full(nb, qz.EXP_MIN, np.int8) if float_mode else None
     if nb == 0:
         return sums, exps
+    fsrc = sent = nonzero = None
+    if fused is not None:
+        if fused.rng is None:            # round to nearest: quantized in C, no callback
+            fsrc = fused.x
+            if fused.keep_sent:
+                sent = fused.sent = np.zeros((nb, L), np.int32)
+        if job.sparse:
+            nonzero = np.ascontiguousarray(fused.nonzero, np.bool_).view(np.uint8)
     S = min(job.slot_count, nb)
     first = after = proposals = direct = None
     if job.sparse:
@@ -242,7 +285,11 @@ def aggregate(red: UdpReducer, source: BlockSource, out: np.ndarray | None = Non
         dest_ip=0 if red._connected else _net32(job.switch_ip), dest_port=_net16(job.switch_port), n_blocks=nb,
         last_ver=_ptr(last_ver, ctypes.c_uint8), sums=_ptr(sums, ctypes.c_int32), exps=_ptr(exps, ctypes.c_int8),
         proposals=_ptr(proposals, ctypes.c_int8), first_nz=_ptr(first, ctypes.c_int64),
-        after_nz=_ptr(after, ctypes.c_int64), direct=_ptr(direct, ctypes.c_int32), encode=callback)
+        after_nz=_ptr(after, ctypes.c_int64), direct=_ptr(direct, ctypes.c_int32), encode=callback,
+        fsrc=_ptr(fsrc, ctypes.c_float), fdst=_ptr(None if fused is None else fused.dest, ctypes.c_float),
+        sent=_ptr(sent, ctypes.c_int32), nonzero=_ptr(nonzero, ctypes.c_uint8),
+        size=0 if fused is None else fused.x.size, headroom=qz.headroom_bits(job.n_workers),
+        n_workers=job.n_workers, average=int(fused is not None and fused.average))
     lib = library()
     handle = lib.wl_open(ctypes.byref(args))
     if not handle:
@@ -267,6 +314,8 @@ def aggregate(red: UdpReducer, source: BlockSource, out: np.ndarray | None = Non
         raise failure[0] if failure else AggregationError("the native loop's encode callback failed")
     if rc == 4:
         raise MemoryError("the native worker loop ran out of memory")
+    if rc == 6:
+        raise qz.overflow_error()
     return sums, exps
 
 

@@ -30,6 +30,20 @@ class QuantizationError(ValueError):
     """The input cannot be turned into switch-summable integers (NaN, inf, too large)."""
 
 
+def nonfinite_error(bad: int, block: int) -> QuantizationError:
+    return QuantizationError(f"block {bad} (elements {bad * block}..{bad * block + block - 1}) "
+                             "contains NaN or inf: cannot quantize")
+
+
+def too_large_error(bad: int, amax: float) -> QuantizationError:
+    return QuantizationError(f"block {bad} has |x| = {amax:g} >= 2**{EXP_MAX}: too large to quantize")
+
+
+def overflow_error() -> QuantizationError:
+    return QuantizationError("agreed exponent is smaller than a worker's own: values exceed the "
+                             "overflow-free range (the exponent must be the max over workers)")
+
+
 def headroom_bits(n_workers: int) -> int:
     """Largest k with n_workers * 2**k <= 2**31 - 1: bits each worker may use without overflow."""
     if int(n_workers) < 1:
@@ -61,8 +75,7 @@ def block_maxima(x: np.ndarray, block: int) -> np.ndarray:
         np.abs(chunk, out=buf[:len(chunk)]).max(axis=1, out=amax[i:i + rows])
     if not np.all(np.isfinite(amax)):
         bad = int(np.flatnonzero(~np.isfinite(amax))[0])
-        raise QuantizationError(f"block {bad} (elements {bad * block}..{bad * block + block - 1}) "
-                                "contains NaN or inf: cannot quantize")
+        raise nonfinite_error(bad, block)
     return amax
 
 
@@ -72,7 +85,7 @@ def exponents_for(amax: np.ndarray) -> np.ndarray:
     e = np.where(amax == 0, EXP_MIN, e)
     if e.size and e.max() > EXP_MAX:
         bad = int(np.argmax(e))
-        raise QuantizationError(f"block {bad} has |x| = {float(amax[bad]):g} >= 2**{EXP_MAX}: too large to quantize")
+        raise too_large_error(bad, float(amax[bad]))
     return np.clip(e, EXP_MIN, EXP_MAX).astype(np.int8)
 
 
@@ -106,8 +119,7 @@ def quantize_blocks(xb: np.ndarray, exponents: np.ndarray, n_workers: int,
         q = np.floor(v)
         q += rng.random(v.shape, dtype=np.float32) < (v - q)
     if q.size and max(q.max(), -q.min()) > 2.0 ** headroom_bits(n_workers):
-        raise QuantizationError("agreed exponent is smaller than a worker's own: values exceed the "
-                                "overflow-free range (the exponent must be the max over workers)")
+        raise overflow_error()
     return q.astype(np.int32)
 
 
@@ -126,6 +138,30 @@ def dequantize(q: np.ndarray, exponents: np.ndarray, n_workers: int, block: int)
     s = shift_for(exponents, n_workers)
     inv = np.ldexp(np.float32(1), -s).astype(np.float32)
     return (qb * inv[:, None]).reshape(-1)[:n]
+
+
+def dequantize_into(sums: np.ndarray, exponents: np.ndarray, n_workers: int, average: bool,
+                    dest: np.ndarray) -> np.ndarray:
+    """The switch's int32 sums (n_blocks, block) -> flat float32 ``dest`` (the tensor's size, may be
+    the input itself), scaled back with the agreed exponents and divided by ``n_workers`` when
+    ``average``: ``dequantize(sums) / n`` bit for bit, in chunks of ~1 MiB instead of arrays the
+    size of the tensor. The native loop (worker/native/wloop.c) does the same per result."""
+    sums = np.asarray(sums)
+    nb, block = sums.shape
+    inv = np.ldexp(np.float32(1), -shift_for(exponents, n_workers)).astype(np.float32)
+    n = np.float32(n_workers)
+    rows = max(1, (1 << 18) // max(block, 1))
+    buf = np.empty((min(rows, nb), block), np.float32)
+    for i in range(0, nb, rows):
+        chunk = buf[:min(rows, nb - i)]
+        chunk[...] = sums[i:i + rows]
+        chunk *= inv[i:i + rows, None]
+        if average:
+            chunk /= n
+        start = i * block
+        stop = min(start + chunk.size, dest.size)
+        dest[start:stop] = chunk.reshape(-1)[:stop - start]
+    return dest
 
 
 def error_bound(exponents: np.ndarray, n_workers: int, block: int, size: int,

@@ -88,6 +88,43 @@ class QuantizedSource(BlockSource):
         return qz.quantize_blocks(self.blocks[blocks], exponents, self.n_workers, self.rng)
 
 
+class FloatSource(QuantizedSource):
+    """float32 data in fixed point (round to nearest, or stochastic with ``rng``) whose result is
+    float32 too: :meth:`Reducer.aggregate_float` writes the dequantized sums, divided by the
+    number of workers when ``average``, straight into ``dest`` (flat float32 of x's size,
+    C-contiguous; it may be ``x`` itself). Why: on the native loop the conversion then runs in C
+    as each block is sent and each result arrives (worker/native/wloop.c), so a bucket is read
+    once into the packets and written once from the results, with no array the size of the
+    tensor in between; the Python loop quantizes through :meth:`encode` and dequantizes at the
+    end (quantize.dequantize_into), the reference the native loop is tested against.
+
+    ``proposed``: (exponent proposals, non-zero blocks) computed already, e.g. by the C pass
+    native_loop.propose (the same values and errors as quantize.block_maxima and exponents_for);
+    None computes them here with numpy."""
+
+    def __init__(self, x: np.ndarray, lanes: int, n_workers: int, dest: np.ndarray, average: bool = False,
+                 rng: np.random.Generator | None = None, proposed: tuple[np.ndarray, np.ndarray] | None = None):
+        self.x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        if dest.dtype != np.float32 or dest.size != self.x.size or not dest.flags.c_contiguous:
+            raise ValueError(f"dest must be a C-contiguous float32 array of {self.x.size} elements")
+        self.lanes, self.n_workers, self.rng = lanes, n_workers, rng
+        self.dest, self.average = dest.reshape(-1), average
+        self.n_blocks = -(-self.x.size // lanes)
+        if proposed is not None:
+            self.proposals, self.nonzero = proposed
+        else:
+            amax = qz.block_maxima(self.x, lanes)
+            self.proposals, self.nonzero = qz.exponents_for(amax), amax > 0
+        self._padded: np.ndarray | None = None
+
+    def encode(self, blocks: np.ndarray, exponents: np.ndarray | None) -> np.ndarray:
+        if exponents is None:
+            raise ValueError("fixed-point blocks are encoded with agreed exponents")
+        if self._padded is None:      # only the Python loop (or stochastic rounding) reads blocks here
+            self._padded = qz.blocks_of(self.x, self.lanes)
+        return qz.quantize_blocks(self._padded[blocks], exponents, self.n_workers, self.rng)
+
+
 class Reducer(abc.ABC):
     """One worker's handle on the switch."""
 
@@ -123,6 +160,16 @@ class Reducer(abc.ABC):
         else:   # the last block is padded: sum into a buffer of whole blocks, then copy
             flat[:] = self.aggregate(source)[0].reshape(-1)[: values.size]
         return flat
+
+    def aggregate_float(self, source: FloatSource) -> np.ndarray:
+        """Aggregate `source` and write its float32 result into `source.dest`; returns the agreed
+        exponents. This is the reference: the sums, then quantize.dequantize_into (reducers
+        that convert as they go, UdpReducer's native loop, give the same bits)."""
+        sums, exps = self.aggregate(source)
+        if exps is None:
+            raise AggregationError("a fixed-point aggregation returned no agreed exponents")
+        qz.dequantize_into(sums, exps, self.n_workers, source.average, source.dest)
+        return exps
 
     def sum_fixed_point(self, x: np.ndarray, rng: np.random.Generator | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:

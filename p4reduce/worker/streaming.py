@@ -45,7 +45,7 @@ from p4reduce.protocol.wire import Layout
 
 from . import native_loop
 from .job import JobParams
-from .reducer import AggregationError, BlockSource, Reducer
+from .reducer import AggregationError, BlockSource, FloatSource, Reducer
 from .rto import RtoEstimator
 from .streams import Answer, StreamWindow
 from .window import CongestionWindow
@@ -380,6 +380,14 @@ class UdpReducer(Reducer):
             if answers:      # the probe is due PROBE_SRTTS after this batch if nothing else comes
                 deadline = min(deadline, timers.probe_due())
         return win.sums, win.exps
+
+    def aggregate_float(self, source: FloatSource) -> np.ndarray:
+        """Reducer.aggregate_float; on the native loop the float32 input is quantized and the
+        results dequantized inside the C loop (stochastic rounding's lanes still come from the
+        source), on the Python loop as the reference does."""
+        if self.loop == "native":
+            return native_loop.aggregate_float(self, source)
+        return super().aggregate_float(source)
 
     def _open_ready(self, win: StreamWindow, timers: RoundTimers, now: float) -> None:
         """Open the rounds the window allows, one encode for all, and send them."""

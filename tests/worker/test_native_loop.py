@@ -24,11 +24,13 @@ from testbed.loopback import loopback_reducers
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
 from p4reduce.worker import native_loop
+from p4reduce.worker import quantize as qz
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import FixedPoint
 from p4reduce.worker.job import JobParams
+from p4reduce.worker.memory import ErrorFeedback
 from p4reduce.worker.quantize import QuantizationError
-from p4reduce.worker.reducer import AggregationError, IntSource, QuantizedSource
+from p4reduce.worker.reducer import AggregationError, FloatSource, IntSource, QuantizedSource
 from p4reduce.worker.streaming import RetryPolicy, UdpReducer
 
 RETRY = RetryPolicy(timeout=0.5, max_timeout=1.0, deadline=5.0)
@@ -48,9 +50,12 @@ class RecordingSwitch(FakeSwitch):
         self.model.receive = recording   # type: ignore[method-assign]
 
 
-def _job(loop: str, tensors: list[np.ndarray], sparse: bool, slots: int, calls: int = 2):
+def _job(loop: str, tensors: list[np.ndarray], sparse: bool, slots: int, calls: int = 2, fused: bool = True,
+         average: bool = False, in_place: bool = False, memory: bool = False, residuals: dict | None = None):
     """Run `calls` allreduces of `tensors` (one per rank) on `loop`; -> (results per call and rank,
-    contributions per rank in the order sent, the reducers)."""
+    contributions per rank in the order sent, the reducers). `fused`: Communicator.fused_fixed_point;
+    `in_place`: out= the input (torch.distributed's call); `memory`: error feedback (its residuals
+    per call and rank into `residuals`)."""
     n = len(tensors)
     with RecordingSwitch() as sw:
         reds = loopback_reducers(sw, 5, n, slots, sparse=sparse, name="twin", retry=RETRY)
@@ -61,9 +66,13 @@ def _job(loop: str, tensors: list[np.ndarray], sparse: bool, slots: int, calls: 
 
         def body(red):
             try:
-                comm = Communicator(red, FixedPoint())
+                comm = Communicator(red, FixedPoint(), ErrorFeedback() if memory else None)
+                comm.fused_fixed_point = fused
                 for c in range(calls):
-                    out[c, red.rank] = comm.allreduce(tensors[red.rank] * (c + 1))
+                    x = tensors[red.rank] * (c + 1)
+                    out[c, red.rank] = comm.allreduce(x, average=average, out=x if in_place else None)
+                    if residuals is not None and memory:
+                        residuals[c, red.rank] = comm.memory.residuals[""].copy()  # type: ignore[union-attr]
             except BaseException as e:
                 errors.append(e)
         threads = [threading.Thread(target=body, args=(red,)) for red in reds]
@@ -131,6 +140,158 @@ def test_both_loops_send_the_same_packets_and_return_the_same_sums(dtype, sparse
     if dtype == np.int32:
         want = tensors[0].astype(np.int64) + tensors[1]
         assert np.array_equal(results["native"][0, 0], want)
+
+
+def _tensors(ranks: int, seed: int = 11) -> list[np.ndarray]:
+    """float32 tensors of 40 blocks less 3 elements on `ranks` ranks: magnitudes over six decades,
+    blocks zero everywhere, on one worker only, one zero sub-block per rank, and -0.0."""
+    rng = np.random.default_rng(seed)
+    size = 40 * C.LANES - 3
+    tensors = []
+    for r in range(ranks):
+        x = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 3, size)).astype(np.float32)
+        x[C.LANES * 3:C.LANES * 12] = 0
+        x[C.LANES * 5:C.LANES * 6] = -0.0
+        x[C.LANES * 20 + r * C.SUBBLOCK: C.LANES * 20 + (r + 1) * C.SUBBLOCK] = 0
+        if r:
+            x[C.LANES * 30:C.LANES * 33] = 0
+        x[C.LANES * 36 + 7] = np.float32(2.0 ** -120)                 # below 2**EXP_MIN
+        tensors.append(x)
+    return tensors
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("average", [False, True], ids=["sum", "average"])
+@pytest.mark.parametrize("memory", [False, True], ids=["plain", "error-feedback"])
+def test_float_in_the_native_loop_is_the_python_loop_bit_for_bit(sparse, average, memory):
+    """FixedPoint's allreduce with the conversion in the C loop (float32 read from the input,
+    quantized, and each result dequantized, averaged, into the float32 output, in place) sends
+    the same packets as the Python loop (quantize.py, dequantize_into) and returns the same bits;
+    both return the bits of the generic compressor path (numpy, lanes through a callback), and
+    error feedback's residuals are the same on every path."""
+    tensors = _tensors(3)
+    results, sent, reds, residuals = {}, {}, {}, {}
+    for loop, fused in (("python", True), ("native", True), ("native", False)):
+        residuals[loop, fused] = {}
+        results[loop, fused], sent[loop, fused], reds[loop, fused] = _job(
+            loop, tensors, sparse, slots=8, fused=fused, average=average, in_place=True, memory=memory,
+            residuals=residuals[loop, fused])
+    want = results["python", True]
+    for path in results:
+        for key, value in want.items():
+            got = results[path][key]
+            assert got.dtype == np.float32 and got.shape == value.shape
+            assert np.array_equal(_bits(got), _bits(value)), (path, key)
+            if memory:
+                assert np.array_equal(_bits(residuals[path][key]), _bits(residuals["python", True][key])), (path, key)
+    for r in range(3):
+        rounds = {path: _rounds_per_slot(sent[path][r]) for path in sent}
+        assert rounds["native", True] == rounds["python", True], f"rank {r}: the contributions differ"
+        assert rounds["native", False] == rounds["python", True]
+    n = np.float32(3)
+    exact = (tensors[0].astype(np.float64) + tensors[1] + tensors[2]) / (3 if average else 1)
+    bound = float(np.abs(exact).max()) * 2.0 ** -24 + 3 * 2.0 ** -(qz.headroom_bits(3) - 3)
+    assert np.abs(results["native", True][0, 0] - exact).max() <= bound * (1 if average else n)
+
+
+@pytest.mark.parametrize("loop", ["native", "python"])
+def test_rounding_ties_and_the_extremes_of_the_range_are_the_references(loop):
+    """One worker, values that land on .5 after scaling (ties go to even), on the range's edge
+    (2**headroom), subnormal and tiny ones: the lanes sent and the result are those of
+    quantize.quantize_blocks and dequantize (one worker: the sum is what it sent)."""
+    k = qz.headroom_bits(1)
+    e = 3                                               # the block's max below is 2**3: shift k - 3
+    ties = (np.arange(-40, 40, dtype=np.float32) + np.float32(0.5)) * np.float32(2.0 ** (e - k))
+    block = np.zeros(C.LANES, np.float32)
+    block[:ties.size] = ties
+    block[100], block[101], block[102] = 7.5, -7.75, np.float32(2.0 ** e) * np.float32(0.99999994)  # max < 2**e
+    block[103], block[104] = np.float32(1e-45), -np.float32(3e-39)
+    x = np.concatenate([block, block[::-1] * np.float32(2.0 ** -60), block[:77]])
+    with FakeSwitch() as sw:
+        (red,) = loopback_reducers(sw, 7, 1, 4, name="ties", retry=RETRY)
+        red.loop = loop
+        dest = np.empty_like(x)
+        proposed = native_loop.propose(x, C.LANES) if loop == "native" else None
+        src = FloatSource(x, C.LANES, 1, dest, proposed=proposed)
+        exps = red.aggregate_float(src)
+        red.close()
+    want_lanes = qz.quantize(x, exps, 1, C.LANES)
+    assert src.sent is not None and np.array_equal(src.sent.reshape(-1)[:x.size], want_lanes)
+    assert np.array_equal(_bits(dest), _bits(qz.dequantize(want_lanes, exps, 1, C.LANES)))
+    assert list(exps) == list(src.proposals) and exps[0] == e and exps[1] == e - 60
+
+
+def test_the_c_proposals_are_numpys_with_the_same_errors():
+    """native_loop.propose (one C pass) gives quantize.exponents_for(block_maxima(x)) and its
+    non-zero blocks for every kind of value and size, and raises the same QuantizationError."""
+    rng = np.random.default_rng(5)
+    specials = np.array([0.0, -0.0, 1e-45, -1e-40, 2.0 ** -97, 2.0 ** -96, 0.75, 1.0, -1.0, 1.7e38, -2.0 ** 126],
+                        np.float32)
+    for size in (0, 1, 255, 256, 257, 40 * C.LANES - 3):
+        x = (rng.standard_normal(size) * 10.0 ** rng.integers(-40, 36, size)).astype(np.float32)
+        x[rng.random(size) < 0.3] = 0
+        x[:min(size, specials.size)] = specials[:size]
+        for lanes in (C.LANES, 32):
+            props, nonzero = native_loop.propose(x, lanes)
+            amax = qz.block_maxima(x, lanes)
+            assert np.array_equal(props, qz.exponents_for(amax)) and np.array_equal(nonzero, amax > 0)
+    x = np.ones(10 * C.LANES, np.float32)
+    for bad in ([(300, np.inf), (2000, np.nan)], [(700, -np.inf)],
+                [(300, np.float32(2.0 ** 127)), (900, np.float32(3.3e38)), (1900, -np.float32(3.3e38))]):
+        y = x.copy()
+        for at, v in bad:
+            y[at] = v
+        with pytest.raises(QuantizationError) as want:
+            qz.exponents_for(qz.block_maxima(y, C.LANES))
+        with pytest.raises(QuantizationError) as got:
+            native_loop.propose(y, C.LANES)
+        assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("loop", ["native", "python"])
+def test_an_agreed_exponent_below_a_workers_own_is_the_same_error(loop):
+    """A worker whose values exceed the overflow-free range under the agreed exponent (here its
+    proposals lowered by hand, so the switch's max is too small) fails with quantize's error on
+    both loops, and the reducer's next call works."""
+    x = np.linspace(-3, 3, 6 * C.LANES, dtype=np.float32)
+    with FakeSwitch() as sw:
+        (red,) = loopback_reducers(sw, 8, 1, 4, name="low", retry=RETRY)
+        red.loop = loop
+        proposed = native_loop.propose(x, C.LANES) if loop == "native" else None
+        src = FloatSource(x, C.LANES, 1, np.empty_like(x), proposed=proposed)
+        assert src.proposals is not None
+        src.proposals = (src.proposals - 2).astype(np.int8)
+        with pytest.raises(QuantizationError, match="agreed exponent is smaller than a worker's own"):
+            red.aggregate_float(src)
+        assert np.array_equal(red.sum_int32(np.arange(99, dtype=np.int32)), np.arange(99))
+        red.close()
+
+
+def test_stochastic_rounding_keeps_its_python_lanes_on_the_native_loop():
+    """FixedPoint(stochastic=True): its lanes still come from the source (numpy's generator, one
+    callback per batch), the results are dequantized in C: unbiased rounding within the bound."""
+    x = np.random.default_rng(2).standard_normal(9 * C.LANES + 5).astype(np.float32)
+    with FakeSwitch() as sw:
+        reds = loopback_reducers(sw, 9, 2, 4, name="sr", retry=RETRY)
+        outs: dict[int, np.ndarray] = {}
+
+        def body(red):
+            red.loop = "native"
+            outs[red.rank] = Communicator(red, FixedPoint(stochastic=True, seed=red.rank)).allreduce(x, average=True)
+        threads = [threading.Thread(target=body, args=(red,)) for red in reds]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for red in reds:
+            red.close()
+    assert np.array_equal(_bits(outs[0]), _bits(outs[1]))
+    assert np.abs(outs[0] - x).max() <= 2.0 ** -(qz.headroom_bits(2) - 2)
+    assert not np.array_equal(outs[0], x)
 
 
 def test_the_native_loop_reads_exact_int32_lanes_in_place_and_others_through_the_source():

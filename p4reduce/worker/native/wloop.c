@@ -7,7 +7,9 @@
  * (worker/streaming.py), the same window (worker/window.py) and RTO estimator (worker/rto.py).
  * The Python modules stay the reference; tests/worker/test_native_loop.py runs both on the same
  * scenarios.  Lanes come from the source through a callback per batch of rounds (or straight from
- * an int32 array), so every BlockSource works unchanged.
+ * an int32 array), so every BlockSource works unchanged; fixed point of a float32 array
+ * (worker/quantize.py, round to nearest) runs here: quantized into the packets, each result
+ * dequantized into the float32 output, no callback.
  *
  * The header's field offsets and the protocol's constants are not written here: wloop_wire.h
  * is generated from protocol/wire.py and protocol/constants.py (worker/native_loop.py).
@@ -69,11 +71,23 @@ typedef struct {
     const int32_t *direct;           /* n_blocks * lanes: lanes read directly, or NULL */
     encode_fn encode;                /* otherwise: lanes through the source */
     /* the outcome: 0 done, 1 a slot made no progress (fail_*), 2 the switch named an impossible
-       next block (bad_*), 3 the encode callback failed, 4 out of memory */
+       next block (bad_*), 3 the encode callback failed, 4 out of memory, 6 a quantized value out
+       of range (fixed point below) */
     int32_t fail_slot, fail_ver, fail_retries;
     int64_t fail_block;
     double fail_waited;
     int64_t bad_next, bad_offset;
+    /* fixed point in the loop (float mode; worker/quantize.py's quantize_blocks and
+       dequantize_into): with `fsrc` the lanes are quantized here from the float32 input (round
+       to nearest; 6 when a value exceeds the overflow-free range, fail_block), not through
+       `encode`; with `fdst` the results are dequantized here into the float32 result (divided
+       by n_workers when `average`), not written to `sums` */
+    const float *fsrc;               /* `size` elements, or NULL */
+    float *fdst;                     /* `size` elements, or NULL */
+    int32_t *sent;                   /* n_blocks * lanes: what fsrc's lanes were (error feedback), or NULL */
+    const uint8_t *nonzero;          /* n_blocks (sparse, fdst): blocks no result reaches are zeroed */
+    int64_t size;
+    int32_t headroom, n_workers, average;
 } wl_args;
 
 /* ---- one call's state ------------------------------------------------------------------------ */
@@ -373,6 +387,55 @@ static int to_open(wl *w, int window) {
     return n;
 }
 
+/* ---- fixed point (worker/quantize.py) --------------------------------------------------------------- */
+/* rint() in the default rounding mode (to nearest, ties to even), without a libm call: adding and
+ * taking away 2**23 leaves no fraction bits; from 2**23 on every float32 is an integer already */
+static inline float round_even(float v) {
+    float big = copysignf(0x1p23f, v);
+    return fabsf(v) < 0x1p23f ? (v + big) - big : v;
+}
+
+/* quantize_blocks for block b of fsrc (zero-padded past `size`) with the agreed exponent e, round to
+ * nearest, into `out` (and `sent`); nonzero when a value exceeds 2**headroom (the exponent is not
+ * the max over workers) */
+static int quantize_block(wl *w, int64_t b, int e, int32_t *out) {
+    wl_args *a = w->a;
+    int L = w->L;
+    int64_t start = b * L, lim = a->size - start < L ? a->size - start : L;
+    float scale = ldexpf(1.0f, a->headroom - e), top = ldexpf(1.0f, a->headroom);
+    const float *x = a->fsrc + start;
+    int bad = 0;
+    for (int64_t l = 0; l < lim; l++) {
+        float q = round_even(x[l] * scale);
+        bad |= !(fabsf(q) <= top);
+        q = q > top ? top : (q < -top ? -top : q);    /* in range of int32 whatever happens (NaN is excluded before) */
+        out[l] = (int32_t)q;
+    }
+    for (int64_t l = lim; l < L; l++) out[l] = 0;
+    if (a->sent) memcpy(a->sent + start, out, (size_t)L * sizeof *out);
+    return bad;
+}
+
+/* dequantize_into for the result of block b (lanes big-endian at q, sub-blocks of `bitmap`; absent
+ * ones are zero) with the agreed exponent e, into fdst */
+static void dequantize_result(wl *w, int64_t b, int e, uint32_t bitmap, const uint8_t *q) {
+    wl_args *a = w->a;
+    int L = w->L, sb = w->sb;
+    int64_t start = b * L, lim = a->size - start < L ? a->size - start : L;
+    float inv = ldexpf(1.0f, e - a->headroom), n = (float)a->n_workers;
+    float *dst = a->fdst + start;
+    int avg = a->average;
+    for (int k = 0; k < w->nsb && (int64_t)k * sb < lim; k++) {
+        int hi = (int64_t)(k + 1) * sb < lim ? (k + 1) * sb : (int)lim;
+        if (!(bitmap >> k & 1)) { for (int l = k * sb; l < hi; l++) dst[l] = 0.0f; continue; }
+        for (int l = k * sb; l < hi; l++) {
+            float v = (float)(int32_t)get32(q + 4 * (l - k * sb)) * inv;
+            dst[l] = avg ? v / n : v;
+        }
+        q += sb * 4;
+    }
+}
+
 /* ---- building packets (streams.py StreamWindow.open_rounds) -------------------------------------- */
 static int open_rounds(wl *w, int n) {
     wl_args *a = w->a;
@@ -382,7 +445,13 @@ static int open_rounds(wl *w, int n) {
         int s = w->pick[i];
         if (w->ready_block[s] >= 0) { w->enc_blocks[nblk] = w->ready_block[s]; w->enc_exps[nblk] = (int8_t)w->ready_exp[s]; nblk++; }
     }
-    if (nblk && !a->direct) {
+    if (nblk && a->fsrc) {
+        for (int i = 0; i < nblk; i++)
+            if (quantize_block(w, w->enc_blocks[i], w->enc_exps[i], w->lanes_buf + (int64_t)i * L)) {
+                a->fail_block = w->enc_blocks[i];
+                return -6;
+            }
+    } else if (nblk && !a->direct) {
         if (a->encode(nblk, w->enc_blocks, a->float_mode ? w->enc_exps : NULL, w->lanes_buf)) return -3;
     }
     int j = 0;
@@ -471,7 +540,10 @@ static int take_results(wl *w, int count, int *n_answers) {
         if ((bitmap & ~(uint32_t)w->full) || n != w->H + __builtin_popcount(bitmap) * sb * 4) continue;
         int64_t b = w->block[s];
         w->open[s] = 0; w->n_open--;
-        if (b >= 0) {
+        if (b >= 0 && a->fdst) {
+            dequantize_result(w, b, w->agreed[s], bitmap, p + w->H);
+            a->exps[b] = (int8_t)w->agreed[s];
+        } else if (b >= 0) {
             int32_t *dst = a->sums + b * L;
             const uint8_t *q = p + w->H;
             if (bitmap == (uint32_t)w->full) {
@@ -616,6 +688,12 @@ static int retransmit_expired(wl *w, double now) {
 static int start(wl *w) {
     wl_args *a = w->a;
     drain(w);
+    if (a->fdst && a->sparse)            /* no result comes for the blocks zero on every worker */
+        for (int64_t b = 0; b < w->nb; b++)
+            if (!a->nonzero[b]) {
+                int64_t start = b * w->L, lim = a->size - start < w->L ? a->size - start : w->L;
+                for (int64_t l = 0; l < lim; l++) a->fdst[start + l] = 0.0f;
+            }
     for (int s = 0; s < w->S; s++) {     /* StreamWindow.start */
         w->ready[s] = 1;
         w->ready_key[s] = a->float_mode ? s - w->S : s;
@@ -727,7 +805,37 @@ EXPORT int wl_step(void *h, double slice) {
         if ((r = start(w))) return r < 0 ? -r : r;
     }
     r = step(w, slice);
-    return r < 0 ? -r : r;    /* -3 encode, -4 memory */
+    return r < 0 ? -r : r;    /* -3 encode, -4 memory, -6 quantization */
+}
+
+/* worker/quantize.py's propose_exponents and nonzero blocks, in one pass over float32 x (`n`
+ * elements, blocks of `lanes`, the last zero-padded): per block the exponent e with
+ * max|x| <= 2**e (EXP_MIN for zero and tiny blocks) and whether max|x| > 0. Returns 0; 1: NaN or
+ * inf in block *bad (the first); 2: a block's exponent beyond EXP_MAX (*bad: the first block of
+ * the largest, *bad_amax its max|x|) */
+EXPORT int wl_propose(const float *x, int64_t n, int32_t lanes, int8_t *props, uint8_t *nonzero, int64_t *bad,
+                      float *bad_amax) {
+    int64_t nb = (n + lanes - 1) / lanes, first_bad = -1, top_block = -1;
+    int top_e = EXP_MIN - 1;
+    float top_amax = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint32_t *u = (const uint32_t *)(x + b * lanes);
+        int64_t lim = n - b * lanes < lanes ? n - b * lanes : lanes;
+        uint32_t m = 0;          /* max |x| as bits: for non-negative floats the order of the bits, NaN above inf */
+        for (int64_t l = 0; l < lim; l++) { uint32_t v = u[l] & 0x7fffffffu; m = v > m ? v : m; }
+        if (m >= 0x7f800000u) { if (first_bad < 0) first_bad = b; props[b] = EXP_MIN; nonzero[b] = 1; continue; }
+        nonzero[b] = m != 0;
+        if (!m) { props[b] = EXP_MIN; continue; }
+        float amax;
+        memcpy(&amax, &m, sizeof amax);
+        int e;
+        frexpf(amax, &e);        /* amax = f * 2**e with 0.5 <= f < 1, so amax < 2**e */
+        if (e > top_e) { top_e = e; top_block = b; top_amax = amax; }
+        props[b] = (int8_t)(e < EXP_MIN ? EXP_MIN : (e > EXP_MAX ? EXP_MAX : e));
+    }
+    if (first_bad >= 0) { *bad = first_bad; return 1; }
+    if (top_e > EXP_MAX) { *bad = top_block; *bad_amax = top_amax; return 2; }
+    return 0;
 }
 
 EXPORT void wl_close(void *h) { if (h) wl_free(h); }

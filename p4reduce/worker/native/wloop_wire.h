@@ -3,6 +3,7 @@
 #ifndef WLOOP_WIRE_H
 #define WLOOP_WIRE_H
 #define EXP_BIAS 128
+#define EXP_MAX 127
 #define EXP_MIN (-96)
 #define FLAG_EOT 1
 #define FLAG_RETX 2
@@ -26,6 +27,7 @@
 #define SLOT_BITS 15
 #define WL_WIRE_CONSTANTS(X) \
     X(EXP_BIAS) \
+    X(EXP_MAX) \
     X(EXP_MIN) \
     X(FLAG_EOT) \
     X(FLAG_RETX) \

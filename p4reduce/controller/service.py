@@ -126,6 +126,7 @@ class Controller:
                     f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
         self.manager = manager = JobManager(SlotPool(slot_pool_size(conn.pipeline)), programmer, self.topology,
                                             log=self.report, layout=layout, **self.manager_args)
+        manager.progress = programmer.progress_mark     # liveness from the data plane (jobs.py)
         self.resumed = resume_jobs(manager, programmer, self.state)
         manager.on_change = lambda: self.state.save(manager)
         self.reaper = LeaseReaper(manager).start()

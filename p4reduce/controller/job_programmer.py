@@ -146,6 +146,22 @@ class JobProgrammer:
             updates.append(update(Update.INSERT, self._group(job, job.members.values())))
         self.conn.write(updates)
 
+    def restore_job(self, job: Job) -> None:
+        """Make the switch hold the job's entries and group as this controller wrote them, whatever
+        another client changed (missing ones inserted, changed ones modified back)."""
+        entities = [self._job_entity(job)]
+        for m in job.members.values():
+            entities += self._member_entities(job, m)
+        if job.members:
+            entities.append(self._group(job, job.members.values()))
+        for ent in entities:
+            try:
+                self.conn.write([update(Update.INSERT, ent)])
+            except SwitchError as e:
+                if "ALREADY_EXISTS" not in e.message:
+                    raise
+                self.conn.write([update(Update.MODIFY, ent)])
+
     def _delete_quietly(self, entities: Iterable[Any]) -> None:
         """Delete one by one so one missing entry does not keep the others installed."""
         for ent in entities:

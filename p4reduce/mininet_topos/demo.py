@@ -204,7 +204,8 @@ def compare_on_shaped_links(args: argparse.Namespace, quiet: bool, failures: lis
     with Session(topo=args.topo, workers=args.workers, link=link, program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
-                 pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
+                 pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level,
+                 tls=not args.no_tls) as session:
         runs, seconds = run_phase(session, phase, args, quiet)
         if not phase_ok(phase, runs):
             failures.append(f"dense at {args.compare_bw:g} Mbit/s")
@@ -225,7 +226,8 @@ def main(args: argparse.Namespace) -> int:
     with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
-                 pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
+                 pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level,
+                 tls=not args.no_tls) as session:
         switches = ", ".join(s.label() for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):

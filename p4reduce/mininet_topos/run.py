@@ -53,7 +53,8 @@ def main(args: argparse.Namespace) -> int:
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
-                      pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level)
+                      pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level,
+                      tls=not args.no_tls)
     with session:
         if args.no_controller:
             print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,

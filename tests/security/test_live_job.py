@@ -109,3 +109,84 @@ def test_job_kept_alive_by_its_progress_when_no_heartbeat_arrives(live):
     results = live.run("silent", ROUNDS, SIZE)
     _exact(live, results, "silent", time.monotonic() - start)
     assert any("switch shows the job progressing" in line for line in live.logs), live.logs[-10:]
+
+
+class Intruder:
+    """A second P4Runtime client on a switch without TLS: every `period` s it arbitrates with an
+    election id above the last one it saw, and, as primary, deletes the job's jobs-table entry
+    and changes its wire token... everything it can to stop the job."""
+
+    def __init__(self, live, name, times=4, period=1.0):
+        import grpc
+        from p4.v1 import p4runtime_pb2_grpc
+        self.live, self.name, self.times, self.period = live, name, times, period
+        self.channel = grpc.insecure_channel(live.grpc_addr)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.took_over = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import queue
+
+        from p4.v1 import p4runtime_pb2
+
+        from p4reduce.controller.connection import Update, update
+        from p4reduce.controller.job_entries import job_entry
+        requests: queue.Queue = queue.Queue()
+        stream = self.stub.StreamChannel(iter(requests.get, None))
+        election = 1000
+        programmer = self.live.manager.programmer
+        job = self.live.manager.jobs[self.name]
+        for _ in range(self.times):
+            election = max(election, self._primary_id() + 1)
+            req = p4runtime_pb2.StreamMessageRequest()
+            req.arbitration.device_id = 0
+            req.arbitration.election_id.low = election
+            requests.put(req)
+            answer = next(stream)
+            if answer.arbitration.status.code != 0:
+                continue
+            self.took_over += 1
+            write = p4runtime_pb2.WriteRequest(device_id=0)
+            write.election_id.low = election
+            write.updates.append(update(Update.DELETE, programmer._entity(job_entry(job.spec).key())))
+            try:
+                self.stub.Write(write)
+            except Exception:
+                pass
+            time.sleep(self.period)
+        requests.put(None)
+
+    def _primary_id(self):
+        eid = self.live.manager.programmer.conn.election_id
+        return (eid[0] << 64) | eid[1]
+
+    def start(self):
+        self.thread.start()
+
+    def join(self):
+        self.thread.join(60)
+        self.channel.close()
+
+
+def test_a_second_p4runtime_client_cannot_stop_the_job(live):
+    """Without TLS, another local client arbitrates with a higher election id and deletes the job's
+    entry, four times: the controller takes the switch back each time, restores the job, logs who
+    displaced it, and the job completes exact."""
+    intruders = []
+
+    def intrude():
+        intruder = Intruder(live, "contested")
+        intruder.start()
+        intruders.append(intruder)
+
+    start = time.monotonic()
+    results = live.run("contested", ROUNDS, SIZE, on_running=intrude)
+    took = time.monotonic() - start
+    intruders[0].join()
+    assert intruders[0].took_over >= 2, live.logs[-10:]
+    _exact(live, results, "contested", took)
+    contests = [line for line in live.logs if "made itself primary; took the switch back" in line]
+    assert len(contests) >= 2 and "election id 10" in contests[0], live.logs[-10:]
+    assert any("job(s) restored after the takeover" in line for line in live.logs)
+    assert live.controller.connections["s1"].primary

@@ -45,7 +45,12 @@ class Agent:
         except BaseException:
             self.sock.close()
             raise
-        self.params = self.session.params(switch_addr)
+        try:
+            self.params = self.session.params(switch_addr)
+        except BaseException:      # an unusable job description or --switch: leave, do not linger
+            self.session.close()
+            self.sock.close()
+            raise
         if retry is None:  # give up well before the controller would reclaim the job
             retry = RetryPolicy(deadline=max(1.0, self.session.lease_s))
         try:

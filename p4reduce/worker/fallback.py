@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .communicator import deliver
 from .netif import interface_of
 
 log = logging.getLogger("p4reduce.worker")
@@ -131,12 +132,7 @@ class HostFallback:
                 np.floor_divide(work, np.int32(self.n), out=work)
             else:
                 work /= np.float32(self.n)
-        result = work.reshape(a.shape).astype(np.asarray(array).dtype, copy=False)
-        if out is None:
-            return result
-        shaped = out if out.shape == result.shape else out.reshape(result.shape)
-        shaped[...] = result
-        return shaped
+        return deliver(work.reshape(a.shape).astype(np.asarray(array).dtype, copy=False), out)
 
     # ---- agreeing on the redo ------------------------------------------------------------------------
     def agree(self, call: int) -> int:

@@ -220,7 +220,8 @@ def test_switch_rate_and_encode_sections(quick_run):
 def test_charts_written(quick_run):
     _, doc, _ = quick_run
     charts = doc["charts"]
-    for name in ("allreduce-time.png", "allreduce-bytes.png", "jumbo-time.png", "sparsity.png", "switch-rate.png"):
+    for name in ("allreduce-time.png", "allreduce-bytes.png", "jumbo-time.png", "sparsity.png", "switch-rate.png",
+                 "training.png"):
         assert any(p.endswith(name) for p in charts), (name, charts)
     for p in charts:
         with open(p, "rb") as fh:

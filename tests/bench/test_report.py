@@ -81,7 +81,8 @@ def test_markdown_summary_quotes_command_machine_and_tables(doc):
 def test_charts_are_pngs_and_skip_empty_sections(doc, tmp_path):
     written = charts.write_all(doc, tmp_path, "t")
     names = sorted(p.rsplit("/", 1)[-1] for p in written)
-    assert names == ["t-allreduce-bytes.png", "t-allreduce-time.png", "t-sparsity.png", "t-switch-rate.png"]
+    assert names == ["t-allreduce-bytes.png", "t-allreduce-time.png", "t-sparsity.png", "t-switch-rate.png",
+                     "t-training.png"]
     for p in written:
         assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     doc["sections"]["sparsity"]["cells"] = []

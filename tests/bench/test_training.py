@@ -3,7 +3,7 @@ ratios to gloo DDP, issue 27's targets and the report rows (bench/training.py, t
 import numpy as np
 import pytest
 
-from p4reduce.bench import cli, grid, markdown, report, train_models, training
+from p4reduce.bench import charts, cli, grid, markdown, report, train_models, training
 
 
 def record(rank, system="gloo", model="mlp", it=0.1, comp=0.02, curve=None, tx=4_000_000, final=None):
@@ -157,3 +157,13 @@ def test_report_rows_and_markdown_state_ratios_and_targets():
     assert "`wide-mlp`: 64-4096-2560-10 MLP on digits; 3 timed iterations per run" in md
     text = report.render(doc)
     assert "NOT MET: 1.1M MLP" in text and "MET: sparse-gradient model" in text
+
+
+def test_training_chart_has_a_panel_per_network(tmp_path):
+    cells = grid_cells()
+    cells.append({"section": "training", "system": "p4reduce-hook", "model": "mlp", "workers": 4,
+                  "link": "unshaped", "status": "failed", "error": "switch gone"})
+    written = charts.write_all({"sections": {"training": {"cells": cells}}}, tmp_path, "t")
+    assert [p.rsplit("/", 1)[-1] for p in written] == ["t-training.png"]
+    assert open(written[0], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert charts.training_chart([], tmp_path / "none.png") is None

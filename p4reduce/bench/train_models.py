@@ -3,12 +3,12 @@
 Three models, each with its data, its metric and the target the report times ("time to target"):
 
 - ``mlp``: 64-1024-1024-10 ReLU MLP on scikit-learn's digits (1,126,410 parameters, 4.5 MB of
-  gradients in one DDP bucket); metric: test accuracy.
-- ``wide-mlp``: 64-4096-2560-10 on the same data (10,780,170 parameters, 43 MB of gradients: two
-  DDP buckets at the default 25 MB cap); metric: test accuracy.
+  gradients); metric: test accuracy.
+- ``wide-mlp``: 64-4096-2560-10 on the same data (10,780,170 parameters, 43 MB of gradients);
+  metric: test accuracy.
 - ``embedding``: a click-style classifier with sparse gradients: an ``nn.EmbeddingBag`` of
   1,048,576 rows x 16 (sum of a bag's rows) and a 16-2 linear head (16,777,250 parameters). The
-  data set is generated here, deterministically from the seed: 4,096 "hot" ids (spread over the
+  data set is generated here, deterministically from the seed: 256 "hot" ids (spread over the
   table) carry a hidden weight each, a sample is 4 hot ids and 8 ids drawn uniformly from the
   whole table, its label whether the hot ids' weights sum above zero. A step of 32 samples touches
   at most 384 of the 1M rows, so the gradient (dense, ``sparse=False``: what DDP and every backend

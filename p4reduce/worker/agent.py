@@ -45,7 +45,8 @@ class Agent:
                  udp_port: int = 0, advertise_ip: str | None = None, switch_addr: tuple[str, int] | None = None,
                  retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None,
                  loop: str | None = None, fallback: bool | None = None, fallback_port: int | None = None,
-                 switch_timeout_s: float = SWITCH_TIMEOUT_S, fallback_agree_timeout_s: float = 30.0, **join: Any):
+                 switch_timeout_s: float = SWITCH_TIMEOUT_S, fallback_agree_timeout_s: float | None = None,
+                 **join: Any):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((bind_ip, udp_port))
@@ -105,7 +106,7 @@ class Agent:
         a = np.array(array, copy=True) if out is None else np.asarray(array)
         return self._pool.submit(self._allreduce, a, average, key, out)
 
-    def _make_fallback(self, wanted: bool | None, port: int | None, agree_s: float) -> HostFallback | None:
+    def _make_fallback(self, wanted: bool | None, port: int | None, agree_s: float | None) -> HostFallback | None:
         if wanted is False:
             return None
         why = torch_missing()
@@ -116,6 +117,8 @@ class Agent:
             return None
         members = {int(m["rank"]): str(m["ip"]) for m in self.session.job.get("members", [])
                    if isinstance(m, dict) and "rank" in m and "ip" in m}
+        if agree_s is None:   # a rank that has not arrived by twice its lease is one the controller expired
+            agree_s = min(30.0, max(5.0, 2 * self.session.lease_s))
         return HostFallback(self.params.job_id, self.rank, self.n_workers, members, port=port,
                             timeout_s=max(60.0, self.session.lease_s), agree_timeout_s=agree_s)
 
@@ -163,7 +166,7 @@ class Agent:
         log.warning("job %s rank %d: call %d moves to the host fallback: %s", self.session.name, self.rank,
                     call, error)
         try:
-            first = self.fallback.agree(call)
+            first = self.fallback.agree(call, gone=lambda: self.session.ended)
             if first == call - 1:     # this rank completed that call; the others need it redone
                 prev = self._kept.get(call - 1)
                 if prev is None:

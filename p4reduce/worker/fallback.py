@@ -19,6 +19,7 @@ import datetime
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,9 +136,10 @@ class HostFallback:
         return deliver(work.reshape(a.shape).astype(np.asarray(array).dtype, copy=False), out)
 
     # ---- agreeing on the redo ------------------------------------------------------------------------
-    def agree(self, call: int) -> int:
+    def agree(self, call: int, gone: Callable[[], str | None] = lambda: None) -> int:
         """Tell the others this rank is in `call` (0-based); return the smallest call any rank is in
-        (the one every rank redoes first). FallbackError naming the ranks that never told."""
+        (the one every rank redoes first). FallbackError naming the ranks that never told, at the
+        timeout or as soon as `gone()` gives a reason to stop waiting (the controller ended the job)."""
         self._store_client()
         self._store.set(f"p4reduce-fallback/{self.job_id}/at/{self.rank}", json.dumps({"call": call}))
         deadline = time.monotonic() + self.agree_timeout_s
@@ -154,6 +156,9 @@ class HostFallback:
                     from None
             if len(calls) < self.n and time.monotonic() > deadline:
                 raise FallbackError(self._missing(calls, f"within {self.agree_timeout_s:g} s"))
+            reason = gone() if len(calls) < self.n else None
+            if reason:
+                raise FallbackError(self._missing(calls, f"(the controller says: {reason})"))
             time.sleep(0.02)
         low = min(calls.values())
         if max(calls.values()) > low + 1:     # cannot happen: no call completes without every rank

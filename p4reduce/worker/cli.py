@@ -27,6 +27,7 @@ import numpy as np
 
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient
 
+from . import name_the_stopped_peer
 from .agent import Agent
 from .checks import AllreduceCheck
 from .compressors import COMPRESSORS, make_compressor
@@ -313,7 +314,10 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
                 tensor_start[:] = [i, stats.results]
                 x = tensor_for(args.seed, r, i, args.size, args.dtype, args.density, lanes)
                 t0 = time.perf_counter()
-                got = agent.allreduce(x)
+                try:
+                    got = agent.allreduce(x)
+                except AggregationError as e:
+                    raise name_the_stopped_peer(agent, e) from None
                 secs += time.perf_counter() - t0
                 if checker is not None:      # outside the clock: the report gives both times
                     t1 = time.perf_counter()
@@ -369,7 +373,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         calls = [0]
 
         def allreduce(g, key):
-            mean = agent.allreduce(g, average=True, key=key)
+            try:
+                mean = agent.allreduce(g, average=True, key=key)
+            except AggregationError as e:
+                raise name_the_stopped_peer(agent, e) from None
             calls[0] += 1
             progress.advance_to(calls[0])
             return mean

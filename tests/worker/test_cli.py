@@ -301,3 +301,30 @@ def test_options_the_jobs_mode_cannot_honour_are_said():
     assert w and "saves bytes only in a sparse job" in w[0]
     w = cli.mode_warnings(parse(["allreduce", "--compressor", "topk"]), False, "d")
     assert w and "int32 data is summed exactly" in w[0]
+
+
+def test_survivors_error_names_the_rank_that_stopped(controller):
+    """A worker killed mid-run: the survivor's error names its rank (the controller's view of
+    who stopped sending heartbeats), not only that the aggregation timed out."""
+    import re
+    import signal
+    import time
+    credential = JobApiClient(controller).create("dies", 2, "dense")["credential"]
+    with FakeSwitch() as sw:
+        cmd = ["allreduce", "--controller", controller, "--job", "dies", "--bind", "127.0.0.1",
+               "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "100000", "--size", "2000", "--quiet"]
+        env = dict(os.environ, P4REDUCE_JOB_CREDENTIAL=credential)
+        procs = [subprocess.Popen([sys.executable, "-m", "p4reduce.worker", *cmd], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        job_desc = JobApiClient(controller, credential=credential).wait_running("dies", timeout=30)
+        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], wire_token=job_desc["wire_token"])
+        for m in job_desc["members"]:
+            sw.add_worker(job_desc["job_id"], m["rank"], m["ip"], m["udp_port"])
+        time.sleep(1.5)
+        procs[1].send_signal(signal.SIGKILL)          # the process this test started, by its own handle
+        _, dead_err = procs[1].communicate(timeout=30)
+        out, err = procs[0].communicate(timeout=60)
+    dead_rank = int(re.search(r"as rank (\d)", dead_err).group(1))
+    assert procs[0].returncode == 2, err
+    assert f"rank {dead_rank} stopped: no heartbeat for" in err, err
+    assert "Traceback" not in err

@@ -337,7 +337,7 @@ def run_on_hosts(hosts: Sequence[Any], argv: list[str], out: TextIO,
 def summary_table(reports: dict[str, dict[str, Any] | str]) -> str:
     """One line per host: rank, check, seconds of allreduce (and of the check, apart),
     elements/s, retransmissions (or its error); the checks' problems after the table."""
-    lines = [f"{'host':<6} {'rank':>4} {'check':<10} {'seconds':>8} {'check s':>8} {'elements/s':>12} {'retx':>6}"]
+    lines = [f"{'host':<6} {'rank':>4} {'check':<10} {'seconds':>8} {'check s':>8} {'elements/s':>12} {'retx':>6} path"]
     problems = []
     for name, r in reports.items():
         if isinstance(r, str):
@@ -351,8 +351,19 @@ def summary_table(reports: dict[str, dict[str, Any] | str]) -> str:
         cs = r.get("check_seconds")
         lines.append(f"{name:<6} {r.get('rank', '?'):>4} {verdict:<10} "
                      f"{r.get('seconds', 0):>8.2f} {'-' if cs is None else f'{cs:.2f}':>8} "
-                     f"{r.get('elements_per_s', 0):>12,} {r.get('retransmissions', 0):>6}")
+                     f"{r.get('elements_per_s', 0):>12,} {r.get('retransmissions', 0):>6} {_path(r)}")
+        if r.get("path_reason"):
+            problems.append(f"{name}: host fallback since: {r['path_reason']}")
     return "\n".join(lines + problems)
+
+
+def _path(report: dict[str, Any]) -> str:
+    """Where a worker's calls ran: `switch`, or `fallback (2 of 5 calls)`."""
+    by = report.get("calls_by_path") or {}
+    done = sum(by.values()) if isinstance(by, dict) else 0
+    if not by.get("fallback"):
+        return str(report.get("path", "switch"))
+    return f"fallback ({by['fallback']} of {done} calls)"
 
 
 def jobs_table(jobs: list[dict[str, Any]]) -> str:

@@ -49,27 +49,14 @@ def allreduce(array: Any, average: bool = False, key: str = "", out: Any = None)
     comes back as a tensor of its dtype and device. ``out``: where the result goes (returned), an
     array (or CPU tensor) of the input's size and dtype kept across calls, or the input itself."""
     agent = _agent()
-    try:
-        if _is_torch(array):
-            if out is None:
-                return array.new_tensor(agent.allreduce(array.detach().cpu().numpy(), average, key))
-            if not _is_torch(out) or out.device.type != "cpu":
-                raise ValueError("out for a torch tensor must be a CPU torch tensor")
-            agent.allreduce(array.detach().cpu().numpy(), average, key, out=out.detach().numpy())
-            return out
-        return agent.allreduce(array, average, key, out=out)
-    except Exception as e:
-        raise name_the_stopped_peer(agent, e) from None
-
-
-def name_the_stopped_peer(agent: Agent, error: Exception) -> Exception:
-    """An AggregationError completed with the peer that stopped (the controller's view:
-    JobSession.who_stopped), when the error does not already say; any other error unchanged."""
-    from .reducer import AggregationError
-    if not isinstance(error, AggregationError) or "the controller says" in str(error):
-        return error
-    who = agent.session.who_stopped()
-    return AggregationError(f"{error}; {who}") if who else error
+    if _is_torch(array):
+        if out is None:
+            return array.new_tensor(agent.allreduce(array.detach().cpu().numpy(), average, key))
+        if not _is_torch(out) or out.device.type != "cpu":
+            raise ValueError("out for a torch tensor must be a CPU torch tensor")
+        agent.allreduce(array.detach().cpu().numpy(), average, key, out=out.detach().numpy())
+        return out
+    return agent.allreduce(array, average, key, out=out)
 
 
 def _is_torch(value: Any) -> bool:

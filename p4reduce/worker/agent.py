@@ -135,12 +135,18 @@ class Agent:
             result = self.communicator.allreduce(a, average=average, key=key, out=out)
         except AggregationError as e:
             if self.fallback is None:
-                if self.session.ended:  # the controller's word on why is the most useful part
-                    raise AggregationError(f"{e} (the controller says: {self.session.ended})") from None
-                raise
+                raise self._naming_the_stopped_peer(e) from None
             return self._recover(call, e, out)
         self._done(call, "switch")
         return result
+
+    def _naming_the_stopped_peer(self, error: AggregationError) -> AggregationError:
+        """The error completed with the peer that stopped, as the controller knows it (its reason
+        once it has ended the job, else the ranks that left or stopped beating)."""
+        if "the controller says" in str(error):
+            return error
+        who = self.session.who_stopped()
+        return AggregationError(f"{error}; {who}") if who else error
 
     def _keep(self, call: int, a: np.ndarray, average: bool) -> None:
         """Copy the call's input into one of two buffers kept across calls (no fresh pages per call)."""
@@ -175,8 +181,9 @@ class Agent:
             mine = self._kept[call]
             result = self.fallback.allreduce(mine.array.reshape(mine.shape), mine.average, out=out)
         except FallbackError as e:
-            raise AggregationError(f"{self.params.describe()}: call {call}: the switch failed ({error}) and the "
-                                   f"host fallback could not take over: {e}") from None
+            raise self._naming_the_stopped_peer(AggregationError(
+                f"{self.params.describe()}: call {call}: the switch failed ({error}) and the host fallback could "
+                f"not take over: {e}")) from None
         self._done(call, "fallback")
         return result
 

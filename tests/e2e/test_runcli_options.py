@@ -160,3 +160,15 @@ def test_shell_slots_show_what_the_controller_allocated():
     ShellCommands(Insp(), Api(), out=out).slots()
     text = out.getvalue()
     assert "default (allocated, not on the switch)" in text and "old" in text
+
+
+def test_summary_says_which_path_the_calls_took():
+    text = summary_table({
+        "h1": {"rank": 0, "check": "ok", "seconds": 1.0, "path": "switch", "calls_by_path": {"switch": 5, "fallback": 0}},
+        "h2": {"rank": 1, "check": "ok", "seconds": 3.0, "path": "fallback", "calls_by_path": {"switch": 2, "fallback": 3},
+               "path_reason": "the switch stopped answering in call 2: ..."}})
+    lines = text.splitlines()
+    assert lines[0].split()[-1] == "path"
+    assert lines[1].split()[-1] == "switch"
+    assert lines[2].endswith("fallback (3 of 5 calls)")
+    assert "h2: host fallback since: the switch stopped answering in call 2" in text

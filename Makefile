@@ -1,7 +1,7 @@
 # p4reduce: in-network gradient aggregation on P4 switches.
 # Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
 # The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
-# Options: make run TOPO=two-tier WORKERS=6 ARGS="--bw 100 --loss 1"; make shell SWITCH=leaf1
+# Options: make run TOPO=two-tier WORKERS=6 PCAP=1 ARGS="--bw 100 --loss 1"; make shell SWITCH=leaf1
 # P4 build settings (p4src/config.p4 has the defaults and the supported range):
 #   make build LANES=256 SUBBLOCK=16 [SLOTS=4096] [MAX_WORKERS=32]
 # Jumbo frames: MTU is both the program's IPV4_MTU and the links' MTU (make run/demo pass --mtu):
@@ -35,6 +35,8 @@ $(foreach s,$(P4_SETTINGS),$(if $(filter-out undefined,$(origin $(s))),$(if $(or
 P4_DEFINES := $(strip $(foreach s,$(filter-out MTU,$(P4_SETTINGS)),$(if $($(s)),-D$(s)=$($(s)))) \
 	$(if $(MTU),-DIPV4_MTU=$(MTU)))
 LINK_ARGS := $(if $(MTU),--mtu $(MTU))
+# Captures of every switch port (pcaps/), off unless asked: make run PCAP=1
+PCAP_ARGS := $(if $(filter-out 0,$(PCAP)),--pcap)
 
 .PHONY: all setup build run demo shell wireshark test lint bench bench-quick stop clean FORCE
 
@@ -61,7 +63,7 @@ build: setup $(BUILD)/$(PROG).json
 	@cat $(BUILD)/$(PROG).layout
 
 run: build
-	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(ARGS)
+	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(PCAP_ARGS) $(ARGS)
 
 demo: build
 	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json \

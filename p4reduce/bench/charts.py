@@ -231,6 +231,63 @@ def _label_key(rows: list[dict], preferred) -> str:
     return next(iter(rows[0])) if rows else "name"
 
 
+TRAINING_COLORS = {"gloo": "tab:blue", "p4reduce": "tab:red", "p4reduce-hook": "tab:orange"}
+
+
+def training_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None:
+    """One panel per (workers, link): per model, each system's time per iteration over gloo DDP's
+    on the same network (below the dashed line: faster), split into compute (hatched) and
+    communication; the absolute time on top of each bar; cells not measured say so."""
+    if not cells:
+        return None
+    nets = sorted({(c["workers"], c["link"]) for c in cells}, key=lambda n: (n[1] != "unshaped", n[0]))
+    models = list(dict.fromkeys(c.get("model", "mlp") for c in cells))
+    systems = list(dict.fromkeys(c["system"] for c in cells))
+    cols = min(2, len(nets))
+    rows = (len(nets) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows), squeeze=False)
+    width = 0.8 / max(1, len(systems))
+    for ax, (workers, link) in zip(axes.flat, nets):
+        here = {(c.get("model", "mlp"), c["system"]): c for c in cells if (c["workers"], c["link"]) == (workers, link)}
+        for mi, model in enumerate(models):
+            base = here.get((model, "gloo"))
+            ref = base["iteration_s"] if base and base.get("status") == "ok" else None
+            for si, system in enumerate(systems):
+                x = mi + (si - (len(systems) - 1) / 2) * width
+                c = here.get((model, system))
+                if c is None:
+                    continue
+                if c.get("status") != "ok" or not ref:
+                    ax.text(x, 0.02, c.get("status", "?") if c.get("status") != "ok" else "no gloo",
+                            rotation=90, ha="center", va="bottom", fontsize=7)
+                    continue
+                comp = min(c["compute_s"], c["iteration_s"]) / ref
+                total = c["iteration_s"] / ref
+                color = TRAINING_COLORS.get(system, "tab:gray")
+                ax.bar(x, comp, width, color=color, alpha=0.45, hatch="//", edgecolor=color)
+                ax.bar(x, total - comp, width, bottom=comp, color=color,
+                       label=system if mi == 0 else None)
+                ax.text(x, total, _short_time(c["iteration_s"]), ha="center", va="bottom", fontsize=7, rotation=90)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+        ax.set_xticks(range(len(models)), models)
+        ax.set_ylabel("time per iteration / gloo DDP's")
+        ax.set_title(f"{workers} workers, {link}", fontsize=10)
+        ax.set_ylim(0, max(1.3, ax.get_ylim()[1] * 1.3))
+        ax.legend(fontsize=8, loc="upper left", ncols=len(systems))
+    for ax in list(axes.flat)[len(nets):]:
+        ax.axis("off")
+    fig.suptitle(_wrap("Training: time per iteration over gloo DDP's (hatched: compute; above it: "
+                       "communication not hidden by backward)", 55 * cols), fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _short_time(s: float) -> str:
+    return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.0f} ms"
+
+
 def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     """Every chart the document has data for; returns the written paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -243,6 +300,7 @@ def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     jumbo = sections.get("jumbo", {}).get("cells", [])
     written.append(allreduce_chart(jumbo, out_dir / f"{stem}-jumbo-time.png", "time", section="jumbo"))
     written.append(sparsity_chart(sp, out_dir / f"{stem}-sparsity.png"))
+    written.append(training_chart(sections.get("training", {}).get("cells", []), out_dir / f"{stem}-training.png"))
     rate_rows = []
     for name, part in sections.get("switch-rate", {}).items():
         if isinstance(part, dict) and isinstance(part.get("rows"), list):

@@ -48,6 +48,17 @@ def _float_list(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"not a list of densities: {text!r} (e.g. 1,0.5,10%)") from None
 
 
+def _iterations(text: str) -> dict[str, int]:
+    """'20' (every model) or 'mlp=60,embedding=12' -> {model: iterations}."""
+    try:
+        if "=" not in text:
+            return {m: int(text) for m in gridmod.TRAINING_MODELS}
+        pairs = [v.split("=", 1) for v in text.split(",") if v.strip()]
+        return {k.strip(): int(n) for k, n in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not iterations: {text!r} (e.g. 20 or mlp=60,embedding=12)") from None
+
+
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
     p = argparse.ArgumentParser(
         prog="python -m p4reduce.bench",
@@ -65,6 +76,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
     p.add_argument("--systems", type=_str_list, help=f"comma list of {', '.join(gridmod.SYSTEMS)}")
     p.add_argument("--densities", type=_float_list, help="sparsity densities, e.g. 1,0.5,0.25 or 100%%,10%%")
     p.add_argument("--sparsity-size", type=_parse_count, help="tensor elements for the sparsity sweep")
+    p.add_argument("--training-models", type=_str_list,
+                   help=f"comma list of {', '.join(gridmod.TRAINING_MODELS)} (the training section)")
+    p.add_argument("--training-systems", type=_str_list,
+                   help=f"comma list of {', '.join(gridmod.TRAINING_SYSTEMS)} (the training section)")
+    p.add_argument("--training-iterations", type=_iterations,
+                   help="timed iterations per training run: N for every model, or MODEL=N,... "
+                        f"(default {','.join(f'{k}={v}' for k, v in gridmod.FULL_TRAINING_ITERATIONS.items())}; "
+                        f"--quick {','.join(f'{k}={v}' for k, v in gridmod.QUICK_TRAINING_ITERATIONS.items())})")
     p.add_argument("--reps", type=int, help="timed repetitions per cell")
     p.add_argument("--warmup", type=int, help="untimed repetitions per cell")
     p.add_argument("--budget", type=float, help="skip a cell predicted to take longer (s)")
@@ -93,9 +112,17 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
         grid.jumbo_links = tuple(l for l in args.links if l in LINKS and LINKS[l].mtu is not None)
         grid.links = tuple(l for l in args.links if l not in grid.jumbo_links)
         grid.sparsity_links = tuple(l for l in grid.sparsity_links if l in grid.links) or grid.links[:1]
+        grid.training_links = grid.links
     if args.workers:
         grid.jumbo_workers = args.workers
-        grid.sparsity_workers = grid.loss_workers = grid.training_workers = args.workers[0]
+        grid.sparsity_workers = grid.loss_workers = args.workers[0]
+        grid.training_workers = args.workers
+    if args.training_models:
+        grid.training_models = args.training_models
+    if args.training_systems:
+        grid.training_systems = args.training_systems
+    if args.training_iterations:
+        grid.training_iterations = {**grid.training_iterations, **args.training_iterations}
     if args.sizes:
         grid.jumbo_sizes = args.sizes
     if args.systems:

@@ -1,7 +1,7 @@
 """What a benchmark run measures: the full grid of `make bench` and the quick one for CI."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from p4reduce.bench.aggregation_program import DEFAULT as DEFAULT_PROGRAM
 from p4reduce.bench.links import GRID_LINKS, JUMBO_LINKS, JUMBO_MTU, LINKS, LOSS_LINKS
@@ -15,6 +15,12 @@ SECTIONS = ("allreduce", "jumbo", "sparsity", "loss", "training", "switch-rate",
 # MTU 9000 (docs/protocol.md, "Wider packets on links with a larger MTU")
 JUMBO_DEFINES = ("LANES=1024", "SUBBLOCK=64", f"IPV4_MTU={JUMBO_MTU}")
 JUMBO_SYSTEMS = ("p4reduce", "gloo")
+TRAINING_MODELS = ("mlp", "wide-mlp", "embedding")          # bench/train_models.py
+TRAINING_SYSTEMS = ("gloo", "p4reduce", "p4reduce-hook")   # bench/train_worker.py
+# timed iterations per model and run: the 10M-parameter and the embedding model move 43 and 67 MB
+# of gradients per iteration (seconds each at 100 Mbit/s), so they run few (docs/benchmarks.md)
+FULL_TRAINING_ITERATIONS = {"mlp": 40, "wide-mlp": 6, "embedding": 10}
+QUICK_TRAINING_ITERATIONS = {"mlp": 10, "wide-mlp": 2, "embedding": 3}
 
 
 @dataclass
@@ -35,8 +41,13 @@ class Grid:
     loss_links: tuple[str, ...] = LOSS_LINKS   # p4reduce dense under loss, against the first (loss-free)
     loss_workers: int = 4
     loss_size: int = 1 * MI
-    training_workers: int = 4                   # the training section: gloo DDP vs p4reduce's hook
-    training_epochs: int = 8
+    # the training section (bench/training.py): every model x system on every (workers, link)
+    training_workers: tuple[int, ...] = (4, 8)
+    training_links: tuple[str, ...] = GRID_LINKS
+    training_models: tuple[str, ...] = TRAINING_MODELS
+    training_systems: tuple[str, ...] = TRAINING_SYSTEMS
+    training_iterations: dict[str, int] = field(default_factory=lambda: dict(FULL_TRAINING_ITERATIONS))
+    training_timeout_s: float = 900.0   # one system's run of one model on one network
     # the allreduce comparison again on jumbo-frame links, with the program built for them
     jumbo_workers: tuple[int, ...] = (4, 8)
     jumbo_sizes: tuple[int, ...] = FULL_SIZES
@@ -66,6 +77,15 @@ class Grid:
         problems += [f"unknown section {s!r} (known: {', '.join(SECTIONS)})"
                      for s in self.sections if s not in SECTIONS]
         problems += [f"density {d} outside (0, 1]" for d in self.densities if not 0 < d <= 1]
+        problems += [f"unknown training link setting {l!r}" for l in self.training_links if l not in LINKS]
+        problems += [f"unknown training model {m!r} (known: {', '.join(TRAINING_MODELS)})"
+                     for m in self.training_models if m not in TRAINING_MODELS]
+        problems += [f"unknown training system {s!r} (known: {', '.join(TRAINING_SYSTEMS)})"
+                     for s in self.training_systems if s not in TRAINING_SYSTEMS]
+        problems += [f"training iterations for {m!r} missing or < 1" for m in self.training_models
+                     if self.training_iterations.get(m, 0) < 1]
+        if any(w < 2 for w in self.training_workers):
+            problems.append(f"training workers must be >= 2: {self.training_workers}")
         if self.reps < 1:
             problems.append(f"reps must be >= 1: {self.reps}")
         if self.warmup < 0:
@@ -86,4 +106,6 @@ def quick_grid() -> Grid:
                 reps=2, warmup=1, densities=(1.0, 0.25, 0.01), sparsity_size=64 * KI,
                 sparsity_workers=4, sparsity_links=("unshaped",), cell_budget_s=60.0,
                 cell_timeout_s=60.0, loss_links=("unshaped", "loss-5pct"), loss_size=64 * KI,
-                training_epochs=1, jumbo_workers=(4,), jumbo_sizes=(64 * KI,), jumbo_links=JUMBO_LINKS[:1])
+                training_workers=(4,), training_links=("unshaped",),
+                training_iterations=dict(QUICK_TRAINING_ITERATIONS), training_timeout_s=240.0,
+                jumbo_workers=(4,), jumbo_sizes=(64 * KI,), jumbo_links=JUMBO_LINKS[:1])

@@ -19,6 +19,7 @@ from p4reduce.bench.report import (
     human_size,
     human_time,
     loss_rows,
+    target_lines,
     time_ratio,
     training_rows,
 )
@@ -69,6 +70,37 @@ def comparison(ar: dict) -> list[str]:
     return lines
 
 
+def training_summary(doc: dict) -> list[str]:
+    """The training section: what was trained and how, the table, the targets."""
+    section = doc["sections"].get("training", {})
+    train = section.get("cells", [])
+    if not train:
+        return [f"Training section: {section['status']}: {section.get('error', '')}", ""] \
+            if section.get("status") not in (None, "ok") else []
+    from p4reduce.bench.train_models import MODELS
+    models = list(dict.fromkeys(c.get("model", "mlp") for c in train))
+    iterations = section.get("iterations", {})
+    lines = ["Training (is my training faster?): torch DDP as PyTorch ships it on gloo (default bucket size, "
+             "no hook) vs the same DDP program on `backend=\"p4reduce\"` (fixed point, no lossy compressor) "
+             "vs DDP with p4reduce's comm hook; same model, batches, data, seed and torch thread count (1); "
+             "32 samples per worker per iteration. Per iteration: slowest worker's medians; compute measured "
+             "with gradient averaging off, communication = the rest (what averaging adds that backward "
+             "does not hide); bytes from the interface counters; time to target = training time of the "
+             "slowest worker until the first evaluation meeting the target. Models:", ""]
+    for m in models:
+        spec = MODELS[m]
+        n = iterations.get(m, next(c.get("iterations") for c in train if c.get("model") == m))
+        mode = " (p4reduce on a sparse job: zero blocks skipped)" if m == "embedding" else ""
+        lines.append(f"- `{m}`: {spec.description}; {n} timed iterations per run; "
+                     f"target {spec.target_text()}{mode}")
+    lines.append("")
+    lines += _table(TRAINING_HEADERS, training_rows(train)) + [""]
+    tl = target_lines(section.get("targets", []))
+    if tl:
+        lines += ["Targets (issue 27, the backend's default path):", ""] + [f"- {t}" for t in tl] + [""]
+    return lines
+
+
 def render(doc: dict) -> str:
     m = doc["machine"]
     lines = [f"Measured {doc['created']} with `{doc['command']}` on {m['cpu_model']} "
@@ -105,13 +137,7 @@ def render(doc: dict) -> str:
         lines += [f"p4reduce dense under random loss on every link, each direction ({loss[0]['workers']} "
                   f"workers; 'retransmitted': retransmissions / packets sent, whole run):", ""]
         lines += _table(LOSS_HEADERS, loss_rows(loss)) + [""]
-    train = sections.get("training", {}).get("cells", [])
-    if train:
-        lines += [f"Training a {train[0].get('parameters', 0):,}-parameter MLP on digits, {train[0].get('workers')} "
-                  "workers, unshaped links: torch DDP with gloo's allreduce vs DDP with p4reduce's comm hook "
-                  "(fixed point through the switch); per iteration, slowest worker's medians; compute measured "
-                  "with gradient averaging off:", ""]
-        lines += _table(TRAINING_HEADERS, training_rows(train)) + [""]
+    lines += training_summary(doc)
     rate_rows = []
     for part in sections.get("switch-rate", {}).values():
         if isinstance(part, dict):

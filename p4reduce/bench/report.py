@@ -107,21 +107,54 @@ def loss_rows(cells: list[dict]) -> list[list[str]]:
     return rows
 
 
+def _metric_text(c: dict) -> str:
+    if c.get("metric") == "loss":
+        return f"loss {c['final_metric']:.3f}"
+    return f"{c['final_metric'] * 100:.2f} %"
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}x" if value is not None else "-"
+
+
 def training_rows(cells: list[dict]) -> list[list[str]]:
-    """Training through the switch next to gloo DDP: time per iteration split, accuracy, bytes."""
+    """Each training cell: time per iteration split, its ratio to gloo DDP on the same network and
+    model, bytes sent per worker per iteration, the final metric, time to the model's target."""
     rows = []
     for c in cells:
+        head = [c["system"], c.get("model", "mlp"), str(c.get("workers", "-")), c.get("link", "-")]
         if c.get("status") != "ok":
-            rows.append([c["system"], "-", "-", "-", "-", "-", "-", "-", _status(c)])
+            rows.append(head + ["-"] * 10 + [_status(c)])
             continue
-        rows.append([c["system"], f"{c['parameters']:,}", f"{c['iterations']}",
+        if c["time_to_target_s"] is not None:
+            ttt = f"{human_time(c['time_to_target_s'])} ({c['time_to_target_iterations']} it)"
+        else:
+            ttt = f"not in {c['iterations']} it"
+        system = c["system"] + (" (sparse job)" if c.get("job_mode") == "sparse" else "")
+        rows.append([system, *head[1:], f"{c['parameters']:,}", f"{c['iterations']}",
                      human_time(c["iteration_s"]), human_time(c["compute_s"]), human_time(c["communication_s"]),
-                     f"{c['accuracy'] * 100:.2f} %", human_bytes(c["wire_tx_bytes_per_iteration"]), "ok"])
+                     _ratio(c.get("iteration_over_gloo")), human_bytes(c["wire_tx_bytes_per_iteration"]),
+                     _metric_text(c), ttt, _ratio(c.get("time_to_target_over_gloo")), "ok"])
     return rows
 
 
-TRAINING_HEADERS = ["system", "parameters", "iterations", "time/iteration", "compute", "communication",
-                    "test accuracy", "sent/worker/iteration", "result"]
+TRAINING_HEADERS = ["system", "model", "workers", "link", "parameters", "iterations", "time/iteration", "compute",
+                    "communication", "time/gloo", "sent/worker/iteration", "final metric", "time to target",
+                    "to target/gloo", "result"]
+
+
+def target_lines(targets: list[dict]) -> list[str]:
+    """Issue 27's targets: met / not met / not measured, with the values judged."""
+    out = []
+    for t in targets:
+        verdict = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[t["met"]]
+        values = "; ".join(", ".join(f"{v[k]:.2f}" if isinstance(v[k], float) else str(v[k])
+                                     for k in v if k not in ("workers", "link", "model"))
+                           + f" ({v['model']}, {v['workers']} workers, {v['link']})" for v in t["values"])
+        out.append(f"{verdict}: {t['text']}" + (f": {values}" if values else f" ({t.get('why', '')})"))
+    return out
+
+
 LOSS_HEADERS = ["link", "elements", "time/allreduce", "vs loss-free", "retransmitted", "result"]
 
 
@@ -176,6 +209,8 @@ def render(doc: dict) -> str:
             out.append(sparsity_table(result["cells"]))
         elif section == "training" and "cells" in result:
             out.append(format_table(TRAINING_HEADERS, training_rows(result["cells"])))
+            out.append("targets (p4reduce backend vs gloo DDP):")
+            out += [f"  {line}" for line in target_lines(result.get("targets", []))]
         elif section == "loss" and "cells" in result:
             out.append(format_table(LOSS_HEADERS, loss_rows(result["cells"])))
         elif section == "switch-rate":

@@ -59,7 +59,7 @@ def _network_plan(grid: Grid) -> list[tuple]:
     if "loss" in grid.sections:
         plan += [(grid.loss_workers, l, grid.program) for l in grid.loss_links]
     if "training" in grid.sections:
-        plan += [(grid.training_workers, "unshaped", grid.program)]
+        plan += [(w, l, grid.program) for w in grid.training_workers for l in grid.training_links]
     return list(dict.fromkeys(plan))
 
 
@@ -101,13 +101,10 @@ def _cells_on_network(bn: BenchNet, grid: Grid, out: dict[str, dict], tick) -> N
                                     density=density, section="sparsity")
             out["sparsity"]["cells"].append(cell)
             tick(cell)
-    if "training" in out and workers == grid.training_workers and link == "unshaped":
+    if "training" in out and workers in grid.training_workers and link in grid.training_links:
         out["training"]["networks"].append(bn.describe())
-        for cell in training.run(bn, grid.training_epochs, grid.cell_timeout_s):
-            cell.update(section="training", workers=workers, link=link, size=cell.get("parameters", 0),
-                        density=1.0)
-            out["training"]["cells"].append(cell)
-            tick(cell)
+        out["training"]["cells"] += training.run(bn, grid.training_models, grid.training_systems,
+                                                 grid.training_iterations, grid.training_timeout_s, tick)
     if "loss" in out and workers == grid.loss_workers and link in grid.loss_links:
         out["loss"]["networks"].append(bn.describe())
         p4reduce = SYSTEMS["p4reduce"]
@@ -153,7 +150,8 @@ def run_mininet_sections(grid: Grid, progress: bool, jumbo_error: str | None = N
     if "loss" in out:
         total += len(grid.loss_links)
     if "training" in out:
-        total += len(training.SYSTEMS_TRAINED)
+        total += (len(grid.training_workers) * len(grid.training_links) * len(grid.training_models)
+                  * len(grid.training_systems))
     try:
         with _progress(total, "benchmarks", progress) as bar:
             tick = _tick(bar)
@@ -176,6 +174,10 @@ def run_mininet_sections(grid: Grid, progress: bool, jumbo_error: str | None = N
         for result in out.values():
             result["status"] = "interrupted"
             result["error"] = "interrupted by the user (Ctrl-C); cells so far are kept"
+    if "training" in out:
+        training.compare_to_baseline(out["training"]["cells"])
+        out["training"]["targets"] = training.targets(out["training"]["cells"])
+        out["training"]["iterations"] = dict(grid.training_iterations)
     for result in out.values():
         if result.get("errors") and result.get("status") != "interrupted":
             result["status"] = "failed"

@@ -1,132 +1,151 @@
-"""Data-parallel training of a 1.1M-parameter MLP on digits, one process per Mininet worker host,
-with DDP's gradient averaging done by gloo (its ring allreduce) or by the switch (p4reduce's DDP
-communication hook, fixed point). The bench's `training` section runs both on the same network.
+"""Data-parallel training of one of the bench's models (bench/train_models.py), one process per
+Mininet worker host, with torch DistributedDataParallel on one of three systems. The bench's
+`training` section runs every system on the same network, model, batches, data, seed and torch
+thread count (1).
 
-    python -m p4reduce.bench.train_worker --system gloo|p4reduce --rank R --world N --master HOST:PORT
-        --iface IFACE [--controller HOST:PORT --job NAME --ip IP] [--epochs 8] [--batch 32]
+    python -m p4reduce.bench.train_worker --system gloo|p4reduce|p4reduce-hook --model mlp|wide-mlp|embedding
+        --rank R --world N --master HOST:PORT --iface IFACE --iterations K
+        [--controller HOST:PORT --job NAME --ip IP] [--batch 32] [--eval-every E]
 
-Both runs are torch DistributedDataParallel over a gloo process group (which also broadcasts the
-initial parameters); the p4reduce run registers ``worker.training.torch_hook.p4reduce_hook``, so
-every gradient bucket (the whole 4.5 MB of gradients, in one bucket) is averaged through the
-switch. Time per iteration is split into compute and communication: compute is measured on the
-same model and batches with gradient averaging off (``no_sync``, no step), before training;
-communication is the rest of a training iteration (DDP averages the one bucket after backward,
-so there is no overlap to hide). Prints one JSON record (the last line of stdout).
+- ``gloo``: DDP as PyTorch ships it on a gloo process group (default bucket size, no comm hook).
+- ``p4reduce``: the same DDP program on ``backend="p4reduce"`` (``import p4reduce.distributed``;
+  the job named by ``--job``, created and granted to the hosts by the bench, in the mode it chose:
+  sparse for the embedding model; default fixed point, no lossy compressor). No
+  ``GLOO_SOCKET_IFNAME``: the backend picks its gloo interface itself.
+- ``p4reduce-hook``: DDP on a gloo group with ``worker.training.torch_hook.p4reduce_hook``
+  registered (an Agent of its own in the same job mode).
+
+Time per iteration is split into compute and communication: compute is measured on the same
+model and batches with gradient averaging off (``no_sync``, no step) before training;
+communication is the rest of a training iteration, i.e. what the averaging adds that the backward
+pass does not hide. Every ``--eval-every`` iterations (and after the last) each worker evaluates
+the test metric outside the timed step, for time to target. Bytes are the host interface's
+counters over the timed loop. Prints one JSON record (the last line of stdout).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
 import sys
 import time
-from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from p4reduce.bench import interface_counters
+from p4reduce.bench.train_models import MODELS
 
-HIDDEN = 1024
-
-
-def build_model(torch: ModuleType, seed: int) -> Any:
-    """64 -> 1024 -> 1024 -> 10 ReLU MLP: 1,126,410 parameters, the same initial weights everywhere."""
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, HIDDEN),
-                               torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10))
+SYSTEMS = ("gloo", "p4reduce", "p4reduce-hook")
+COMPUTE_SAMPLES = 5
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m p4reduce.bench.train_worker", description=__doc__.split("\n\n")[0])
-    p.add_argument("--system", choices=("gloo", "p4reduce"), required=True)
+    p.add_argument("--system", choices=SYSTEMS, required=True)
+    p.add_argument("--model", choices=tuple(MODELS), default="mlp")
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--world", type=int, required=True)
-    p.add_argument("--master", required=True, help="HOST:PORT of rank 0's gloo rendezvous")
-    p.add_argument("--iface", required=True)
-    p.add_argument("--controller", help="job API HOST:PORT (p4reduce)")
-    p.add_argument("--job", help="job name (p4reduce)")
-    p.add_argument("--ip", help="this host's data IP, told to the controller")
-    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--master", required=True, help="HOST:PORT of rank 0's rendezvous")
+    p.add_argument("--iface", required=True, help="the host's data interface (counters; gloo's socket)")
+    p.add_argument("--controller", help="job API HOST:PORT (p4reduce, p4reduce-hook)")
+    p.add_argument("--job", help="job name (p4reduce, p4reduce-hook)")
+    p.add_argument("--ip", help="this host's data IP, told to the controller (p4reduce-hook)")
+    p.add_argument("--iterations", type=int, default=80)
+    p.add_argument("--eval-every", type=int, default=0, help="iterations between evaluations (0: about 20 per run)")
     p.add_argument("--batch", type=int, default=32, help="samples per worker per iteration")
-    p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300.0)
     args = p.parse_args(argv)
-    if args.system == "p4reduce" and not (args.controller and args.job):
-        p.error("--system p4reduce needs --controller and --job")
+    if args.system != "gloo" and not (args.controller and args.job):
+        p.error(f"--system {args.system} needs --controller and --job")
+    if args.iterations < 1:
+        p.error("--iterations must be >= 1")
     return args
+
+
+def _switch_stats(agent: Any, pg: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if pg is not None and isinstance(getattr(pg, "calls", None), dict):
+        out["allreduce_calls"] = dict(pg.calls)
+        agent = getattr(pg, "agent", None) or agent
+    if agent is not None:
+        stats = agent.reducer.stats
+        out["retransmissions"] = stats.retransmissions
+        out["packets_sent"] = stats.packets_sent
+        out["job_mode"] = "sparse" if agent.params.sparse else "dense"
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    import datetime
-
     import torch
     import torch.distributed as dist
 
-    from p4reduce.worker.training.data import load_digits_split
+    from p4reduce.bench.train_models import Task, build_model
     torch.set_num_threads(1)
-    os.environ["GLOO_SOCKET_IFNAME"] = args.iface
+    spec = MODELS[args.model]
     host, port = args.master.rsplit(":", 1)
-    dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank, world_size=args.world,
-                            timeout=datetime.timedelta(seconds=args.timeout))
+    timeout = datetime.timedelta(seconds=args.timeout)
+    init = f"tcp://{host}:{port}"
+    if args.system == "p4reduce":
+        import p4reduce.distributed  # noqa: F401  (registers the backend)
+        from p4reduce.distributed import Options
+        dist.init_process_group("p4reduce", init_method=init, rank=args.rank, world_size=args.world,
+                                timeout=timeout, pg_options=Options(controller=args.controller, job=args.job))
+    else:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.iface
+        dist.init_process_group("gloo", init_method=init, rank=args.rank, world_size=args.world, timeout=timeout)
     agent = None
     try:
-        model = build_model(torch, args.seed)
+        model = build_model(torch, args.model, args.seed)
         ddp = torch.nn.parallel.DistributedDataParallel(model)
-        if args.system == "p4reduce":
+        if args.system == "p4reduce-hook":
             from p4reduce.worker.agent import Agent
             from p4reduce.worker.training.torch_hook import p4reduce_hook
-            agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world, mode="dense",
+            agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world,
                           advertise_ip=args.ip, wait_timeout=args.timeout)
             ddp.register_comm_hook(agent, p4reduce_hook)
-        split = load_digits_split()
-        x, y = split.shard(args.rank, args.world)
-        xs, ys = torch.from_numpy(x), torch.from_numpy(y)
-        steps = len(y) // args.batch
-        opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+        task = Task(torch, args.model, args.rank, args.world, args.batch, args.seed)
+        opt = torch.optim.SGD(ddp.parameters(), lr=spec.lr, momentum=spec.momentum)
         loss_fn = torch.nn.CrossEntropyLoss()
-
-        def batch(i):
-            lo = (i % steps) * args.batch
-            return xs[lo:lo + args.batch], ys[lo:lo + args.batch]
+        eval_every = args.eval_every or max(1, args.iterations // 20)
 
         compute = []
-        for i in range(min(steps, 10)):   # compute alone: forward and backward, no averaging, no step
-            bx, by = batch(i)
+        for i in range(min(args.iterations, COMPUTE_SAMPLES)):   # compute alone: no averaging, no step
+            bx, by = task.batch(i)
             t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
             with ddp.no_sync():
                 loss_fn(ddp(bx), by).backward()
             compute.append(time.perf_counter() - t0)
-            opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)
         dist.barrier()
         before = interface_counters.read_proc(args.iface)
-        iterations = []
-        for _epoch in range(args.epochs):
-            for i in range(steps):
-                bx, by = batch(i)
-                t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=True)
-                loss_fn(ddp(bx), by).backward()   # DDP averages the gradient bucket here
-                opt.step()
-                iterations.append(time.perf_counter() - t0)
+        iterations: list[float] = []
+        curve: list[list[float]] = []          # [iterations done, training seconds so far, metric]
+        for i in range(args.iterations):
+            bx, by = task.batch(i)
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            loss_fn(ddp(bx), by).backward()       # DDP averages the gradient buckets here
+            opt.step()
+            iterations.append(time.perf_counter() - t0)
+            if (i + 1) % eval_every == 0 or i + 1 == args.iterations:
+                curve.append([i + 1, sum(iterations), task.evaluate(model)])
         dist.barrier()
         after = interface_counters.read_proc(args.iface)
-        with torch.no_grad():
-            pred = model(torch.from_numpy(split.x_test)).argmax(1).numpy()
-        accuracy = float(np.mean(pred == split.y_test))
         it, comp = statistics.median(iterations), statistics.median(compute)
-        record = {"system": args.system, "rank": args.rank, "world": args.world,
+        default_pg = dist.distributed_c10d._get_default_group()
+        record = {"system": args.system, "model": args.model, "rank": args.rank, "world": args.world,
                   "parameters": int(sum(p.numel() for p in model.parameters())),
-                  "iterations": len(iterations), "epochs": args.epochs, "batch_per_worker": args.batch,
+                  "iterations": len(iterations), "batch_per_worker": args.batch, "metric": spec.metric,
                   "iteration_s": it, "compute_s": comp, "communication_s": max(0.0, it - comp),
-                  "training_s": sum(iterations), "accuracy": accuracy,
-                  "wire_tx_bytes": (after - before).tx_bytes, "wire_rx_bytes": (after - before).rx_bytes}
-        if agent is not None:
-            record["retransmissions"] = agent.reducer.stats.retransmissions
-            record["packets_sent"] = agent.reducer.stats.packets_sent
+                  "iteration_samples_s": iterations, "compute_samples_s": compute,
+                  "training_s": sum(iterations), "final_metric": curve[-1][2], "curve": curve,
+                  "wire_tx_bytes": (after - before).tx_bytes, "wire_rx_bytes": (after - before).rx_bytes,
+                  "backend": dist.get_backend()}
+        record.update(_switch_stats(agent, default_pg if args.system == "p4reduce" else None))
     finally:
         if agent is not None:
             agent.close()

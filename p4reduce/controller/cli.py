@@ -243,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     _target_args(sh)
     sh.add_argument("--election-id", default="0,1", help="shell's election id (HIGH,LOW; lower than the "
                                                           "controller's so it stays a backup)")
-    sh.add_argument("--api-addr", type=_addr, default=None, help="controller job API, for live job state")
+    sh.add_argument("--api-addr", type=_addr, default=f"127.0.0.1:{DEFAULT_PORT}",
+                    help="controller job API, for the jobs and their slots as the controller allocated them "
+                         "(default %(default)s, `make run`'s; the switch's tables alone when nothing answers)")
 
     j = sub.add_parser("jobs", help="list jobs")
     _target_args(j)
@@ -423,6 +425,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 def cmd_shell(args: argparse.Namespace) -> None:
     target, inspector = open_target(args)
+    if args.api_addr:
+        try:
+            JobApiClient(args.api_addr, timeout=2.0).health()
+        except JobApiError:
+            print(f"note: no controller answers at {args.api_addr}: jobs() and slots() show the switch's tables only")
+            args.api_addr = None
     run_shell(args, target, inspector)
 
 

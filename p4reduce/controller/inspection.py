@@ -59,10 +59,11 @@ class SwitchInspector:
             return []
         return sorted(JobProgrammer(self.conn).read_back(), key=lambda j: j["slots"]["base"])
 
-    def slot_map(self) -> list[dict[str, Any]]:
-        """[{base, count, job}] covering the whole slot space (job None = free)."""
+    def slot_map(self, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """[{base, count, job}] covering the whole slot space (job None = free); `extra`: more
+        allocations ({name, slots: {base, count}}), e.g. the controller's jobs not on the switch."""
         total = slot_pool_size(self.index)
-        used = sorted((j["slots"]["base"], j["slots"]["count"], j["name"]) for j in self.jobs())
+        used = sorted((j["slots"]["base"], j["slots"]["count"], j["name"]) for j in [*self.jobs(), *(extra or [])])
         out, cursor = [], 0
         for base, count, name in used:
             if base > cursor:

@@ -229,6 +229,7 @@ class JobManager:
                 raise BadRequest("field 'workers': required (the controller has no --default-workers)",
                                  field="workers")
         mode = self.default_mode if mode is None else mode
+        asked_slots = slots is not None
         if slots is None:
             slots = self.default_slots or defaults.default_job_slots(self.pool.total, self.layout)
         lease_s = self.default_lease_s if lease_s is None else lease_s
@@ -239,13 +240,17 @@ class JobManager:
                 if not caller.may_change(existing.credential_digest):
                     raise Conflict(f"job {name!r} exists (creating it again needs its job credential)",
                                    code="job_exists")
-                if (existing.workers, existing.mode, existing.slots.count, existing.lease_s) != \
-                        (workers, mode, slots, lease_s):
+                if (existing.workers, existing.mode, existing.lease_s) != (workers, mode, lease_s) or \
+                        (asked_slots and existing.slots.count != slots):
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
                         f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
                 return existing.to_json(self.clock(), self.switch_info, self.layout, members_only=True), False, None
             job_id = self._free_job_id()
+            largest = self.pool.largest_free()
+            if not asked_slots and 0 < largest < slots:   # the default is a wish: a smaller window, not none
+                self.log(f"job {name}: {largest} slots free of the {slots} it would get by default: takes {largest}")
+                slots = largest
             rng = self.pool.allocate(name, slots)
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())

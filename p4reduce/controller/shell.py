@@ -59,7 +59,18 @@ class ShellCommands:
         self._print(report.jobs_text(data))
 
     def slots(self) -> None:
-        self._print(report.slot_map_text(self.insp.slot_map()))
+        """The slot map: what the controller allocated (with the job API) and what the switch's
+        tables hold; a job allocated but not (yet) on the switch is said."""
+        self._print(report.slot_map_text(self._slot_map()))
+
+    def _slot_map(self) -> list[dict[str, Any]]:
+        if self.api is None:
+            return self.insp.slot_map()
+        on_switch = {j["name"] for j in self.insp.jobs()}
+        allocated = [j for j in self.api.jobs() if isinstance(j.get("slots"), dict)]
+        return self.insp.slot_map(extra=[
+            {"name": j["name"] if j["name"] in on_switch else f"{j['name']} (allocated, not on the switch)",
+             "slots": j["slots"]} for j in allocated if j["name"] not in on_switch])
 
     slotmap = slots
 

@@ -32,7 +32,7 @@ from torch._C._distributed_c10d import ProcessGroupGloo
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
 from p4reduce.worker.agent import Agent
 from p4reduce.worker.job import CREDENTIAL_ENV
-from p4reduce.worker.training.torch_hook import interface_of
+from p4reduce.worker.netif import interface_of
 
 from .options import Options, Settings
 

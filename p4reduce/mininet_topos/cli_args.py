@@ -24,7 +24,11 @@ def add_network_arguments(parser: argparse.ArgumentParser, default_topo: str = "
     parser.add_argument("--run-dir", default="run",
                         help="where the topology description and the PID record go (default %(default)s)")
     parser.add_argument("--log-dir", default="logs", help="switch and controller logs (default %(default)s)")
-    parser.add_argument("--pcap-dir", default="pcaps", help="per-port pcaps (default %(default)s)")
+    parser.add_argument("--pcap", action="store_true",
+                        help="capture every switch port into per-port pcaps (default off: a busy run writes "
+                             "hundreds of MB a minute; `make run PCAP=1`)")
+    parser.add_argument("--pcap-dir", default=None, metavar="DIR",
+                        help="where the captures go; implies --pcap (default pcaps/ when --pcap, else none)")
     parser.add_argument("--switch-log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "error", "off"],
                         help="switch log level; trace logs every packet (slow, large) (default %(default)s)")
@@ -33,3 +37,10 @@ def add_network_arguments(parser: argparse.ArgumentParser, default_topo: str = "
                              "RUN_DIR/tls, so that only the controller can reach the switches)")
     parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)   # node-name prefix (tests)
     links.add_arguments(parser)
+
+
+def pcap_dir(args: argparse.Namespace) -> str | None:
+    """The capture directory the options ask for: none unless --pcap or --pcap-dir."""
+    if args.pcap_dir:
+        return str(args.pcap_dir)
+    return "pcaps" if args.pcap else None

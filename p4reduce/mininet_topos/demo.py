@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from p4reduce.mininet_topos import cli_args
 from p4reduce.mininet_topos.hostproc import HostRun, follow, start_on_hosts
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
@@ -226,8 +227,8 @@ def main(args: argparse.Namespace) -> int:
     with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
-                 pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level,
-                 tls=not args.no_tls) as session:
+                 pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix,
+                 switch_log_level=args.switch_log_level, tls=not args.no_tls) as session:
         switches = ", ".join(s.label() for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):

@@ -7,6 +7,7 @@ import sys
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
+from p4reduce.mininet_topos import cli_args
 from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.runcli import RunCLI
 from p4reduce.mininet_topos.session import Session
@@ -20,9 +21,9 @@ p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
 In this CLI:
   workers                 run the worker agent on h1 .. h{workers} at once (job {job!r}: --count 4 --size
                           100000 --check); each host's progress and JSON report, then a summary
-  workers {job} --count 10 --size 1000000 --density 0.1     the same with other options
-  job NAME [N] [MODE]     a new job (or {job!r} again: a job ends when its workers leave;
-                          `workers` re-creates it by itself)          jobs   the jobs and their state
+  workers {job} --count 10 --size 1000000     the same with other options (added to those)
+  job NAME [N] [MODE] [--slots S] [--lease S]   a new job (or {job!r} again: a job ends when its
+                          workers leave; `workers NAME` re-creates it as it was)   jobs   the jobs
   example ddp_torch       an example of examples/ on every host: PyTorch DDP through the switch
   h1 ping -c1 h2          any host command, as in Mininet; one worker by hand:
   h1 p4reduce-worker allreduce --controller {api} --job {job} --check
@@ -53,8 +54,9 @@ def main(args: argparse.Namespace) -> int:
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
-                      pcap_dir=args.pcap_dir, prefix=args.prefix, switch_log_level=args.switch_log_level,
-                      tls=not args.no_tls)
+                      pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix, switch_log_level=args.switch_log_level,
+                      controller_args=["--join-timeout", f"{args.join_timeout:g}"], tls=not args.no_tls)
+    session.join_timeout_s = args.join_timeout
     with session:
         if args.no_controller:
             print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,
@@ -80,10 +82,22 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 1 <= v <= 86400:
+        raise argparse.ArgumentTypeError(f"must be in [1, 86400] seconds, got {text}")
+    return v
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", default="default", help="name of the job created at start (default %(default)s)")
     parser.add_argument("--mode", default="dense", choices=["dense", "sparse"],
                         help="aggregation mode of the default job (default %(default)s)")
     parser.add_argument("--no-controller", action="store_true",
                         help="only the topology: switches without a program, no controller, no job")
+    parser.add_argument("--join-timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                        help="a job no worker has joined is reclaimed after this long (default %(default)g)")
     parser.add_argument("--cli", action="store_true", help="start the Mininet CLI even without a terminal")

@@ -51,6 +51,8 @@ def _check_fits(program: str, link: LinkOptions) -> None:
 
 
 class Session:
+    #: seconds the controller keeps a job no worker has joined (its --join-timeout; run.py sets it)
+    join_timeout_s: float = 120.0
     def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
                  program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
                  grpc_base: int = 9559, thrift_base: int = 9090, prefix: str = "", log_dir: str = "logs",
@@ -119,12 +121,12 @@ class Session:
         return read_credential_file(self.admin_credential_path)
 
     def create_job(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
-                   hosts: Iterable[Any] | None = None) -> dict[str, Any]:
+                   hosts: Iterable[Any] | None = None, lease_s: float | None = None) -> dict[str, Any]:
         """Create a job and grant it to `hosts` (Mininet hosts; default: every host): workers
         started there join with only the job's name, the relay adds the job credential (apirelay.py).
         Returns the Job, with its `credential`."""
         try:
-            job = JobApiClient(self.api_addr).create(name, workers, mode, slots=slots)
+            job = JobApiClient(self.api_addr).create(name, workers, mode, slots=slots, lease_s=lease_s)
         except JobApiError as e:
             raise SessionError(f"cannot create job {name!r}: {e}") from None
         if self.relay is not None:

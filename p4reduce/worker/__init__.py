@@ -48,14 +48,15 @@ def allreduce(array: Any, average: bool = False, key: str = "", out: Any = None)
     """Sum (or mean) of ``array`` over the job's workers, through the switch; a torch tensor
     comes back as a tensor of its dtype and device. ``out``: where the result goes (returned), an
     array (or CPU tensor) of the input's size and dtype kept across calls, or the input itself."""
+    agent = _agent()
     if _is_torch(array):
         if out is None:
-            return array.new_tensor(_agent().allreduce(array.detach().cpu().numpy(), average, key))
+            return array.new_tensor(agent.allreduce(array.detach().cpu().numpy(), average, key))
         if not _is_torch(out) or out.device.type != "cpu":
             raise ValueError("out for a torch tensor must be a CPU torch tensor")
-        _agent().allreduce(array.detach().cpu().numpy(), average, key, out=out.detach().numpy())
+        agent.allreduce(array.detach().cpu().numpy(), average, key, out=out.detach().numpy())
         return out
-    return _agent().allreduce(array, average, key, out=out)
+    return agent.allreduce(array, average, key, out=out)
 
 
 def _is_torch(value: Any) -> bool:

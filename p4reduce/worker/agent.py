@@ -7,10 +7,17 @@
 
 Calls run one at a time, in submission order, on one background thread (every worker must issue
 the same sequence of allreduces).
+
+When the switch stops answering within a call (no progress for ``switch_timeout_s``), every
+worker of the job moves to the host fallback (worker/fallback.py: gloo over the job's members),
+they agree there on the first call to redo, and the calls go on on gloo; ``path``/``path_reason``
+and ``calls_by_path`` say where each call ran. The fallback needs torch; without it a worker says so
+once at join, and a switch failure is an AggregationError as before.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import socket
 from typing import Any
 
@@ -19,20 +26,27 @@ from numpy.typing import ArrayLike
 
 from .communicator import Communicator
 from .compressors import make_compressor
+from .fallback import FallbackError, HostFallback, KeptInput, torch_missing
 from .job import JobSession
 from .memory import ErrorFeedback, NoMemory
 from .reducer import AggregationError
 from .streaming import RetryPolicy, UdpReducer
 
+log = logging.getLogger("p4reduce.worker")
+
+SWITCH_TIMEOUT_S = 1.5   # no progress on any round for this long: the switch is gone, take the fallback
+
 
 class Agent:
-    """A joined worker with a UDP reducer and a compressor pipeline."""
+    """A joined worker with a UDP reducer, a compressor pipeline and a host fallback."""
 
     def __init__(self, controller: str, job: str, compressor: str = "fixedpoint",
                  error_feedback: bool | None = None, seed: int | None = None, bind_ip: str = "0.0.0.0",
                  udp_port: int = 0, advertise_ip: str | None = None, switch_addr: tuple[str, int] | None = None,
                  retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None,
-                 loop: str | None = None, **join: Any):
+                 loop: str | None = None, fallback: bool | None = None, fallback_port: int | None = None,
+                 switch_timeout_s: float = SWITCH_TIMEOUT_S, fallback_agree_timeout_s: float | None = None,
+                 **join: Any):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((bind_ip, udp_port))
@@ -51,8 +65,14 @@ class Agent:
             self.session.close()
             self.sock.close()
             raise
-        if retry is None:  # give up well before the controller would reclaim the job
-            retry = RetryPolicy(deadline=max(1.0, self.session.lease_s))
+        self.path, self.path_reason = "switch", ""
+        self.calls_by_path = {"switch": 0, "fallback": 0}
+        self._call = 0                               # index of the next call, as every rank counts them
+        self._kept: dict[int, KeptInput] = {}        # inputs of the current and the previous call
+        self.fallback = self._make_fallback(fallback, fallback_port, fallback_agree_timeout_s)
+        if retry is None:  # with a fallback, give up on the switch soon; without, before the lease ends
+            deadline = switch_timeout_s if self.fallback is not None else max(1.0, self.session.lease_s)
+            retry = RetryPolicy(deadline=deadline)
         try:
             self.reducer = UdpReducer(self.params, sock=self.sock, retry=retry, loop=loop)
         except BaseException:
@@ -91,16 +111,91 @@ class Agent:
         a = np.array(array, copy=True) if out is None else np.asarray(array)
         return self._pool.submit(self._allreduce, a, average, key, out)
 
+    def _make_fallback(self, wanted: bool | None, port: int | None, agree_s: float | None) -> HostFallback | None:
+        if wanted is False:
+            return None
+        why = torch_missing()
+        if why:
+            if wanted:
+                raise ValueError(f"fallback=True: {why}")
+            log.warning("job %s rank %d: no host fallback: %s", self.session.name, self.rank, why)
+            return None
+        members = {int(m["rank"]): str(m["ip"]) for m in self.session.job.get("members", [])
+                   if isinstance(m, dict) and "rank" in m and "ip" in m}
+        if agree_s is None:   # a rank that has not arrived by twice its lease is one the controller expired
+            agree_s = min(30.0, max(5.0, 2 * self.session.lease_s))
+        return HostFallback(self.params.job_id, self.rank, self.n_workers, members, port=port,
+                            timeout_s=max(60.0, self.session.lease_s), agree_timeout_s=agree_s)
+
     def _allreduce(self, a: np.ndarray, average: bool, key: str, out: np.ndarray | None = None) -> np.ndarray:
+        call = self._call
+        if self.path == "fallback":
+            assert self.fallback is not None
+            result = self.fallback.allreduce(a, average, out=out)
+            self._done(call, "fallback")
+            return result
+        if self.fallback is not None:   # the input as it is now: a redo must not read a half-written out=a
+            self._keep(call, a, average)
         try:
-            return self.communicator.allreduce(a, average=average, key=key, out=out)
+            result = self.communicator.allreduce(a, average=average, key=key, out=out)
         except AggregationError as e:
-            if self.session.ended:  # the controller's word on why is the most useful part
-                raise AggregationError(f"{e} (the controller says: {self.session.ended})") from None
-            raise
+            if self.fallback is None:
+                raise self._naming_the_stopped_peer(e) from None
+            return self._recover(call, e, out)
+        self._done(call, "switch")
+        return result
+
+    def _naming_the_stopped_peer(self, error: AggregationError) -> AggregationError:
+        """The error completed with the peer that stopped, as the controller knows it (its reason
+        once it has ended the job, else the ranks that left or stopped beating)."""
+        if "the controller says" in str(error):
+            return error
+        who = self.session.who_stopped()
+        return AggregationError(f"{error}; {who}") if who else error
+
+    def _keep(self, call: int, a: np.ndarray, average: bool) -> None:
+        """Copy the call's input into one of two buffers kept across calls (no fresh pages per call)."""
+        old = self._kept.get(call - 2)
+        if old is not None and old.array.dtype == a.dtype and old.array.size == a.size:
+            buf = old.array
+        else:
+            buf = np.empty(a.size, a.dtype)
+        np.copyto(buf, a.reshape(-1))
+        self._kept.pop(call - 2, None)
+        self._kept[call] = KeptInput(buf, average, a.shape)
+
+    def _done(self, call: int, path: str) -> None:
+        self._call = call + 1
+        self.calls_by_path[path] += 1
+
+    def _recover(self, call: int, error: AggregationError, out: np.ndarray | None) -> np.ndarray:
+        """The switch failed in `call`: agree with the other ranks on the first call to redo, redo it
+        (and this one) on the fallback; every later call stays there."""
+        assert self.fallback is not None
+        self.path = "fallback"
+        self.path_reason = f"the switch stopped answering in call {call}: {error}"
+        log.warning("job %s rank %d: call %d moves to the host fallback: %s", self.session.name, self.rank,
+                    call, error)
+        try:
+            first = self.fallback.agree(call, gone=lambda: self.session.ended)
+            if first == call - 1:     # this rank completed that call; the others need it redone
+                prev = self._kept.get(call - 1)
+                if prev is None:
+                    raise FallbackError(f"call {call - 1}'s input was not kept")
+                self.fallback.allreduce(prev.array, prev.average)
+            mine = self._kept[call]
+            result = self.fallback.allreduce(mine.array.reshape(mine.shape), mine.average, out=out)
+        except FallbackError as e:
+            raise self._naming_the_stopped_peer(AggregationError(
+                f"{self.params.describe()}: call {call}: the switch failed ({error}) and the host fallback could "
+                f"not take over: {e}")) from None
+        self._done(call, "fallback")
+        return result
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self.fallback is not None:
+            self.fallback.close()
         self.session.close()
         self.reducer.close()
         self.sock.close()

@@ -27,8 +27,8 @@ import numpy as np
 
 from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE, JobApiClient
 
-from . import quantize as qz
 from .agent import Agent
+from .checks import AllreduceCheck
 from .compressors import COMPRESSORS, make_compressor
 from .job import CREDENTIAL_ENV, JobJoinError
 from .quantize import QuantizationError
@@ -195,6 +195,21 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compressor", default="fixedpoint", choices=sorted(COMPRESSORS), metavar="NAME",
                    help="how float32 data becomes integers the switch can add: " + ", ".join(sorted(COMPRESSORS))
                         + " (default %(default)s; int32 data is always exact)")
+    g.add_argument("--error-feedback", choices=["on", "off"], default=None,
+                   help="error-feedback memory for float32 data (default: the compressor's recommendation, "
+                        "see `p4reduce-worker compressors`)")
+    o = p.add_argument_group("compressor options (docs/compressors.md; each only for the compressors that take it)")
+    o.add_argument("--k", type=_number(float, 0, low_open=True), metavar="K",
+                   help="topk, randomk: blocks to send, a count (>= 1) or a ratio (< 1) (default 0.1)")
+    o.add_argument("--rescale", action="store_true",
+                   help="randomk: multiply the kept blocks by blocks/k, unbiased without error feedback "
+                        "(default off)")
+    o.add_argument("--threshold", type=_number(float, 0, 1), metavar="T",
+                   help="threshold: zero the blocks whose norm is below T times the largest (default 0.1)")
+    o.add_argument("--alpha", type=_number(float, 0, 1, low_open=True), metavar="A",
+                   help="diana: step of the shifts (default 0.05)")
+    o.add_argument("--sparsity-multiplier", type=_number(float, 1, 2), metavar="M",
+                   help="3lc: 1 <= M < 2, larger rounds more values to zero (default 1.0)")
     g.add_argument("--credential", default=None, metavar="CREDENTIAL",
                    help=f"the job's credential (default: ${CREDENTIAL_ENV}, which other users cannot see in ps; inside "
                         "`make run` hosts the relay adds it)")
@@ -204,12 +219,69 @@ def _join_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress display on stderr")
 
 
+#: the compressors this module knows the options of (one registered later gets every option given)
+BUILTIN_COMPRESSORS = frozenset(COMPRESSORS)
+
+#: compressor option -> (keyword of the compressor's factory, the compressors that take it)
+COMPRESSOR_OPTIONS = {
+    "k": ("k", ("topk", "randomk")),
+    "rescale": ("rescale", ("randomk",)),
+    "threshold": ("threshold", ("threshold",)),
+    "alpha": ("alpha", ("diana",)),
+    "sparsity_multiplier": ("sparsity_multiplier", ("3lc",)),
+}
+
+
+def compressor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The compressor's keyword options from the command line; ValueError naming the option
+    given to a compressor that does not take it."""
+    options: dict[str, Any] = {}
+    for dest, (keyword, takers) in COMPRESSOR_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if value is None or value is False:
+            continue
+        if args.compressor in BUILTIN_COMPRESSORS and args.compressor not in takers:
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(f"argument {flag}: compressor {args.compressor!r} takes no such option "
+                             f"(it is for {', '.join(takers)})")
+        options[keyword] = value
+    if options.get("sparsity_multiplier", 1.0) >= 2.0:
+        raise ValueError(f"argument --sparsity-multiplier: must be < 2, got {options['sparsity_multiplier']}")
+    return options
+
+
 def _agent(args: argparse.Namespace) -> Agent:
     retry = RetryPolicy(deadline=args.deadline) if args.deadline else None
+    ef = None if args.error_feedback is None else args.error_feedback == "on"
     return Agent(args.controller, args.job, compressor=args.compressor, bind_ip=args.bind, udp_port=args.port,
                  advertise_ip=args.advertise_ip, switch_addr=args.switch, retry=retry, rank=args.rank,
                  workers=args.workers, mode=args.mode, wait_timeout=args.wait, credential=args.credential,
-                 loop=args.loop)
+                 loop=args.loop, error_feedback=ef, compressor_options=compressor_options(args))
+
+
+#: compressors whose savings are blocks left at zero, which only a sparse job leaves off the wire
+SPARSE_ONLY = ("threshold",)
+
+
+def mode_warnings(args: argparse.Namespace, sparse: bool, job: str) -> list[str]:
+    """What the options ask for that this job's mode cannot give (said, not silently ignored)."""
+    out = []
+    if not sparse and getattr(args, "density", 1.0) < 1.0:
+        out.append(f"job {job!r} is dense: every block is sent, zero or not, so --density "
+                   f"{args.density:g} saves no bytes; a sparse job skips the zero blocks (`job NAME N sparse` "
+                   "in `make run`'s CLI, or --mode sparse when this join creates the job)")
+    if getattr(args, "dtype", "float32") == "int32" and args.compressor != "fixedpoint":
+        out.append(f"--compressor {args.compressor} does nothing here: int32 data is summed exactly, "
+                   "compressors apply to float32 (--dtype float32)")
+    elif args.compressor in SPARSE_ONLY and not sparse:
+        out.append(f"--compressor {args.compressor} zeroes blocks, which saves bytes only in a sparse job; "
+                   f"job {job!r} is dense")
+    return out
+
+
+def _warn_mode(args: argparse.Namespace, agent: Agent) -> None:
+    for w in mode_warnings(args, agent.params.sparse, args.job):
+        print(f"worker: warning: {w}", file=sys.stderr, flush=True)
 
 
 def _joined(args: argparse.Namespace, agent: Agent) -> None:
@@ -220,56 +292,72 @@ def _joined(args: argparse.Namespace, agent: Agent) -> None:
           file=sys.stderr, flush=True)
 
 
-def _check(args: argparse.Namespace, agent: Agent, index: int, got: np.ndarray) -> bool:
-    n, lanes = agent.n_workers, agent.params.lanes
-    xs = [tensor_for(args.seed, k, index, args.size, args.dtype, args.density, lanes) for k in range(n)]
-    if args.dtype == "int32":
-        return bool(np.array_equal(got, np.sum([v.astype(np.int64) for v in xs], axis=0)))
-    if args.compressor != "fixedpoint":
-        return True     # lossy compressors have no per-element bound to check against
-    exact = np.sum([v.astype(np.float64) for v in xs], axis=0)
-    exps = np.max([qz.propose_exponents(v, lanes) for v in xs], axis=0)
-    bound = qz.error_bound(exps, n, lanes, args.size) + np.abs(exact) * 2.0**-23
-    return bool(np.all(np.abs(got - exact) <= bound))
-
-
 def cmd_allreduce(args: argparse.Namespace) -> int:
     with _agent(args) as agent:
         _joined(args, agent)
         n, r, lanes = agent.n_workers, agent.rank, agent.params.lanes
+        _warn_mode(args, agent)
         stats = agent.reducer.stats
         tensor_start = [0, stats.results]    # (tensor index, results count when it started)
+        checker = AllreduceCheck(agent.communicator, args.dtype) if args.check else None
 
         def estimate() -> int:               # elements done inside the current tensor, roughly
             i, results0 = tensor_start
             return i * args.size + min(args.size, (stats.results - results0) * lanes)
 
         progress = Progress(args.count * args.size, "element", f"worker rank {r}", estimate, args.quiet)
-        t0 = time.perf_counter()
-        bad = 0
+        secs = check_secs = 0.0
+        bad: list[str] = []
         try:
             for i in range(args.count):
                 tensor_start[:] = [i, stats.results]
                 x = tensor_for(args.seed, r, i, args.size, args.dtype, args.density, lanes)
-                got = agent.allreduce(x)
-                if args.check:
-                    bad += not _check(args, agent, i, got)
+                t0 = time.perf_counter()
+                got = agent.allreduce(x)        # a failure names the peer that stopped (Agent)
+                secs += time.perf_counter() - t0
+                if checker is not None:      # outside the clock: the report gives both times
+                    t1 = time.perf_counter()
+                    xs = [tensor_for(args.seed, k, i, args.size, args.dtype, args.density, lanes)
+                          for k in range(n)]
+                    bad += [f"tensor {i}: {p}" for p in checker.check(xs, got)]
+                    check_secs += time.perf_counter() - t1
                 progress.advance_to((i + 1) * args.size)
         finally:
             progress.close()
-        secs = time.perf_counter() - t0
         report = {"rank": r, "workers": n, "tensors": args.count, "size": args.size, "dtype": args.dtype,
-                  "density": args.density, "seconds": round(secs, 3),
-                  "elements_per_s": round(args.count * args.size / secs),
+                  "density": args.density, "compressor": args.compressor if args.dtype == "float32" else None,
+                  "seconds": round(secs, 3),
+                  "elements_per_s": round(args.count * args.size / max(secs, 1e-9)),
                   "bytes_sent": agent.reducer.bytes_sent, "packets_sent": stats.packets_sent,
                   "retransmissions": stats.retransmissions, "ignored": stats.ignored,
                   "rto_ms": round(agent.reducer.rto_estimator.rto * 1e3, 2),
                   "srtt_ms": None if agent.reducer.rto_estimator.srtt is None
-                  else round(agent.reducer.rto_estimator.srtt * 1e3, 2)}
-        if args.check:
-            report["check"] = "ok" if not bad else f"{bad} of {args.count} tensors wrong"
+                  else round(agent.reducer.rto_estimator.srtt * 1e3, 2),
+                  # where the calls ran: the switch, or the host fallback (and why)
+                  "path": agent.path, "calls_by_path": dict(agent.calls_by_path),
+                  "path_reason": agent.path_reason or None}
+        failed = False
+        if checker is not None:
+            t1 = time.perf_counter()
+            overall, summary = checker.verdict()
+            check_secs += time.perf_counter() - t1
+            failed = bool(bad or overall)
+            wrong = len({p.split(":", 1)[0] for p in bad})
+            if summary["contract"] == "none known":
+                report["check"] = f"unchecked: no documented contract for compressor {args.compressor!r}"
+            elif not failed:
+                report["check"] = "ok"
+            else:
+                report["check"] = "; ".join(([f"{wrong} of {args.count} tensors wrong"] if wrong else []) + overall)
+                report["check_problems"] = (bad + overall)[:5]
+            report["check_contract"] = summary["contract"]
+            if "unbiased" in summary:
+                report["check_unbiased"] = summary["unbiased"]
+            report["check_seconds"] = round(check_secs, 3)
+            for p in (bad + overall)[:5]:
+                print(f"worker: check: {p}", file=sys.stderr, flush=True)
         print(json.dumps(report), flush=True)
-        return 1 if bad else 0
+        return 1 if failed else 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -277,6 +365,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     split = load_digits_split()
     with _agent(args) as agent:
         _joined(args, agent)
+        _warn_mode(args, agent)
         n = agent.n_workers
         steps = min(len(range(k, split.x_train.shape[0], n)) for k in range(n)) // cfg.batch
         progress = Progress(max(1, steps * cfg.epochs), "step", f"worker rank {agent.rank}", quiet=args.quiet)
@@ -327,8 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "blocks that are zero on every worker (default %(default)s: dense data)")
     d.add_argument("--seed", type=_number(int, 0), default=0, metavar="S",
                    help="seed of the generated tensors; every worker must use the same (default %(default)s)")
-    d.add_argument("--check", action="store_true",
-                   help="verify every result against the sum of all ranks' tensors (exact for int32)")
+    d.add_argument("--check", action=argparse.BooleanOptionalAction, default=False,
+                   help="verify every result against what the compressor's docs promise, from every rank's "
+                        "tensors (int32 exact; float32 per compressor, docs/compressors.md), outside the timed "
+                        "calls: the report gives both times (default off)")
     a.set_defaults(fn=cmd_allreduce)
     t = sub.add_parser("train", help="join a job and train on the digits data set through the switch",
                        description="Data-parallel SGD on scikit-learn's digits, gradients averaged through the "

@@ -20,6 +20,16 @@ from .memory import ErrorFeedback, NoMemory
 from .reducer import FloatSource, Reducer
 
 
+def deliver(result: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """`result` itself, or copied into the caller's `out` (any shape of the same size), which is
+    returned shaped like `result`."""
+    if out is None:
+        return result
+    shaped = out if out.shape == result.shape else out.reshape(result.shape)
+    shaped[...] = result
+    return shaped
+
+
 class Communicator:
     """Allreduce of float32 (compressed) and int32 (exact) arrays of any shape over a Reducer."""
 
@@ -83,12 +93,7 @@ class Communicator:
         else:
             mean = self.compressor.finish(total / n, ctx, key)
             out_f = mean if average else mean * n
-        result = out_f.astype(a.dtype, copy=False).reshape(a.shape)
-        if out is None:
-            return result
-        shaped = out if out.shape == a.shape else out.reshape(a.shape)
-        shaped[...] = result
-        return shaped
+        return deliver(out_f.astype(a.dtype, copy=False).reshape(a.shape), out)
 
     def _fixed_point(self, a: np.ndarray, fp: FixedPoint, average: bool, key: str,
                      out: np.ndarray | None) -> np.ndarray:
@@ -113,9 +118,4 @@ class Communicator:
             self.memory.update(comp, fp.contribution(sent, ctx, key), key)
         if direct and out is not None:
             return out if out.shape == a.shape else out.reshape(a.shape)
-        result = dest.astype(a.dtype, copy=False).reshape(a.shape)
-        if out is None:
-            return result
-        shaped = out if out.shape == a.shape else out.reshape(a.shape)
-        shaped[...] = result
-        return shaped
+        return deliver(dest.astype(a.dtype, copy=False).reshape(a.shape), out)

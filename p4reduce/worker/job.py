@@ -230,6 +230,36 @@ class JobSession:
                     return
                 # unreachable controller: keep trying; the lease decides
 
+    def who_stopped(self) -> str | None:
+        """After a failed aggregation: which peer stopped, as the controller knows it. The
+        controller's reason when it has ended the job (it names the ranks whose lease expired),
+        else the ranks that left the job or whose heartbeats stopped (silent for over a third of
+        the lease: a live worker beats three times per lease); None when every peer is alive or
+        the controller cannot be asked."""
+        if self.ended:
+            return f"the controller says: {self.ended}"
+        try:
+            job = self.client.job(self.name)
+        except JobApiError as e:
+            if e.code in ("job_ended", "no_such_job"):
+                return f"the controller says: {e.code}: {e.message}"
+            return None
+        try:
+            lease = float(job.get("lease_s", self.lease_s))
+            members = {int(m["rank"]): float(m.get("last_seen_s", 0.0)) for m in job.get("members", [])}
+            workers = int(job.get("workers", 0))
+        except (TypeError, ValueError, KeyError):
+            return None
+        missing = [r for r in range(workers) if r not in members and r != self.rank]
+        silent = sorted((r, age) for r, age in members.items() if r != self.rank and age > max(lease / 3, 0.2))
+        parts = []
+        if missing:
+            parts.append(f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} left the job")
+        if silent:
+            parts.append("; ".join(f"rank {r} stopped: no heartbeat for {age:.1f} s (the controller ends the "
+                                   f"job after {lease:g} s)" for r, age in silent))
+        return "; ".join(parts) or None
+
     def close(self, leave: bool = True) -> None:
         self._stop.set()
         if leave and self.ended is None:

@@ -19,7 +19,7 @@ def quick_run(tmp_path_factory, p4reduce_program, jumbo_program):
     proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", "--quick", "--no-progress", "--out", str(out),
                            "--name", "quick", "--switch", "p4", "--program", str(p4reduce_program),
                            "--jumbo-program", str(jumbo_program)],
-                          capture_output=True, text=True, timeout=720)
+                          capture_output=True, text=True, timeout=900)
     doc_path = out / "quick.json"
     assert doc_path.exists(), f"no result JSON; stderr:\n{proc.stderr[-3000:]}"
     return proc, results.load(doc_path), out
@@ -159,18 +159,39 @@ def test_loss_section_is_exact_and_retransmits(quick_run):
     assert cells["loss-5pct"]["retransmitted_fraction"] > 0
 
 
-def test_training_through_the_switch_next_to_gloo_ddp(quick_run):
-    _, doc, _ = quick_run
-    cells = {c["system"]: c for c in doc["sections"]["training"]["cells"]}
-    assert set(cells) == {"gloo", "p4reduce"}
-    for c in cells.values():
-        assert c["status"] == "ok", c.get("error")
-        assert c["parameters"] > 1_000_000 and c["iterations"] > 0
-        assert 0 < c["compute_s"] <= c["iteration_s"]
-        # every iteration moves the gradients: at least the model's float32 bytes per worker
-        assert c["wire_tx_bytes_per_iteration"] >= 4 * c["parameters"]
+def test_training_every_model_on_every_system(quick_run):
+    """The quick grid's training cells: 3 models x gloo DDP, the backend and the hook, 4 workers,
+    unshaped links; every number the report shows is measured and plausible."""
+    proc, doc, out = quick_run
+    section = doc["sections"]["training"]
+    cells = {(c["model"], c["system"]): c for c in section["cells"]}
+    assert set(cells) == {(m, s) for m in ("mlp", "wide-mlp", "embedding")
+                          for s in ("gloo", "p4reduce", "p4reduce-hook")}
+    params = {"mlp": 1_126_410, "wide-mlp": 10_780_170, "embedding": 16_777_250}
+    for (model, system), c in cells.items():
+        assert c["status"] == "ok", (model, system, c.get("error"))
+        assert c["workers"] == 4 and c["link"] == "unshaped" and c["parameters"] == params[model]
+        assert c["iterations"] == doc["grid"]["training_iterations"][model] and c["replicas_agree"]
+        assert 0 < c["compute_s"] <= c["iteration_s"] and c["communication_s"] >= 0
+        assert c["iteration_over_gloo"] > 0 and len(c["curve"]) >= 1
+        assert c["backend"] == ("p4reduce" if system == "p4reduce" else "gloo")
+        if system == "gloo" or model != "embedding":
+            # dense: every iteration moves the gradients, at least the model's float32 bytes per worker
+            assert c["wire_tx_bytes_per_iteration"] >= 4 * c["parameters"], (model, system)
+    for system in ("p4reduce", "p4reduce-hook"):
+        emb = cells[("embedding", system)]
+        # a sparse job skips the zero blocks of the 64 MB gradient: under 2 % of gloo's bytes
+        assert emb["job_mode"] == "sparse" and cells[("mlp", system)]["job_mode"] == "dense"
+        assert emb["wire_tx_bytes_per_iteration"] < 0.02 * cells[("embedding", "gloo")]["wire_tx_bytes_per_iteration"]
+    # the backend's allreduces went through the switch, not its inner gloo group
+    assert cells[("mlp", "p4reduce")]["allreduce_calls"]["switch"] >= doc["grid"]["training_iterations"]["mlp"]
     # fixed point through the switch trains like gloo's float32 allreduce
-    assert abs(cells["p4reduce"]["accuracy"] - cells["gloo"]["accuracy"]) < 0.05
+    assert abs(cells[("mlp", "p4reduce")]["accuracy"] - cells[("mlp", "gloo")]["accuracy"]) < 0.05
+    assert [t["name"] for t in section["targets"]] == ["mlp-4w-unshaped", "dense-8w-100mbit", "sparse-100mbit",
+                                                      "final-metric"]
+    assert section["targets"][0]["met"] in (True, False) and section["targets"][1]["met"] is None
+    assert "targets (p4reduce backend vs gloo DDP):" in proc.stdout
+    assert "| p4reduce (sparse job) | embedding | 4 | unshaped | 16,777,250 |" in (out / "latest" / "quick.md").read_text()
 
 
 def test_sparse_sends_fewer_bytes_as_density_drops(quick_run):
@@ -199,7 +220,8 @@ def test_switch_rate_and_encode_sections(quick_run):
 def test_charts_written(quick_run):
     _, doc, _ = quick_run
     charts = doc["charts"]
-    for name in ("allreduce-time.png", "allreduce-bytes.png", "jumbo-time.png", "sparsity.png", "switch-rate.png"):
+    for name in ("allreduce-time.png", "allreduce-bytes.png", "jumbo-time.png", "sparsity.png", "switch-rate.png",
+                 "training.png"):
         assert any(p.endswith(name) for p in charts), (name, charts)
     for p in charts:
         with open(p, "rb") as fh:

@@ -44,11 +44,12 @@ def doc():
                  "retransmitted_fraction": 0.021}]},
             "training": {"status": "ok", "networks": [net], "cells": [
                 {"section": "training", "link": "unshaped", "size": 1126410, "density": 1.0,
-                 "system": "gloo", "status": "ok", "workers": 4, "parameters": 1126410, "iterations": 80,
-                 "iteration_s": 0.05, "compute_s": 0.01, "communication_s": 0.04, "accuracy": 0.97,
-                 "wire_tx_bytes_per_iteration": 7e6},
+                 "system": "gloo", "model": "mlp", "status": "ok", "workers": 4, "parameters": 1126410,
+                 "iterations": 80, "iteration_s": 0.05, "compute_s": 0.01, "communication_s": 0.04,
+                 "metric": "accuracy", "final_metric": 0.97, "accuracy": 0.97, "time_to_target_s": 0.5,
+                 "time_to_target_iterations": 10, "wire_tx_bytes_per_iteration": 7e6},
                 {"section": "training", "link": "unshaped", "size": 0, "density": 1.0, "workers": 4,
-                 "system": "p4reduce", "status": "failed", "error": "switch gone"}]},
+                 "system": "p4reduce", "model": "mlp", "status": "failed", "error": "switch gone"}]},
             "encode": {"status": "skipped", "error": "bench/worker_encode.py not present"},
         },
     }
@@ -70,8 +71,9 @@ def test_markdown_summary_quotes_command_machine_and_tables(doc):
     assert "`python -m p4reduce.bench --quick`" in md and "Test CPU (2 cores)" in md
     assert "| p4reduce | 4 | unshaped | 256K | 400.0 ms | 1.56 MB | 1.49 | 0.50x | - | - | - | ok |" in md
     assert "| loss-1pct | 64K | 600.0 ms | 1.20x | 2.10% | ok |" in md        # against the loss-free cell
-    assert "| gloo | 1,126,410 | 80 | 50.0 ms | 10.0 ms | 40.0 ms | 97.00 % |" in md
-    assert "| p4reduce | - | - | - | - | - | - | - | failed: switch gone |" in md
+    assert ("| gloo | mlp | 4 | unshaped | 1,126,410 | 80 | 50.0 ms | 10.0 ms | 40.0 ms | - | 7.00 MB | 97.00 % "
+            "| 500.0 ms (10 it) | - | ok |") in md
+    assert "| p4reduce | mlp | 4 | unshaped | - | - | - | - | - | - | - | - | - | - | failed: switch gone |" in md
     assert "| unshaped | 1% | 100.0 ms | 8.00 kB | 10.0x | 50.0x | 100x | ok |" in md
     assert "p4sim-switch / simple_switch_grpc on veth: 3.20" in md
 
@@ -79,7 +81,8 @@ def test_markdown_summary_quotes_command_machine_and_tables(doc):
 def test_charts_are_pngs_and_skip_empty_sections(doc, tmp_path):
     written = charts.write_all(doc, tmp_path, "t")
     names = sorted(p.rsplit("/", 1)[-1] for p in written)
-    assert names == ["t-allreduce-bytes.png", "t-allreduce-time.png", "t-sparsity.png", "t-switch-rate.png"]
+    assert names == ["t-allreduce-bytes.png", "t-allreduce-time.png", "t-sparsity.png", "t-switch-rate.png",
+                     "t-training.png"]
     for p in written:
         assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     doc["sections"]["sparsity"]["cells"] = []

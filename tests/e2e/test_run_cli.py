@@ -67,15 +67,16 @@ def test_cli_shows_host_output_runs_workers_and_reruns_the_job(run_cli):
     for attempt in ("first", "again"):
         out = _command(child, "workers --count 2 --size 3000 --check")
         rows = [line.split() for line in out.splitlines() if re.match(rf"{p}h\d ", line)]
-        assert sorted(r[1] for r in rows) == ["0", "1", "2", "3"], (attempt, out)
+        assert [r[1] for r in rows] == ["0", "1", "2", "3"], (attempt, out)      # ranks in host order
         assert all(r[2] == "ok" for r in rows), (attempt, out)
         for k in range(1, 5):                                      # every host's own JSON report
             assert re.search(rf'^{p}h{k}\| {{"rank": \d, "workers": 4, .*"check": "ok"', out, re.M), out
         if attempt == "again":                                     # the job had ended: made again
             assert "job 'default' created (again" in out, out
 
-    out = _command(child, "job other 2 sparse")
-    assert "job 'other' created: 2 workers, sparse" in out
+    out = _command(child, "job other 2 sparse --lease 30")
+    assert "job 'other' created: 2 workers, sparse, slots " in out and ", lease 30 s; reclaimed if no worker " \
+        "joins within 120 s" in out, out
     out = _command(child, "jobs")
     assert re.search(r"^other\s+waiting\s+0/2\s+sparse", out, re.M), out
     out = _command(child, "job other 9")
@@ -189,7 +190,7 @@ def test_examples_from_the_cli(run_cli):
                          re.M), out[-4000:]
     assert sorted(re.findall(rf"^{p}h\d\s+rank (\d): ok$", out, re.M)) == ["0", "1", "2", "3"], out[-3000:]
     out = _command(child, "example sparse_allreduce sp --size 65536")
-    assert "job 'sp' created (again, if it had run: a job ends when its workers leave), sparse" in out, out
+    assert "job 'sp' created (again, if it had run: a job ends when its workers leave): 4 workers, sparse" in out, out
     assert len(re.findall(r"rank \d: ok", out)) == 4, out[-3000:]
     out = _command(child, "example nope")
     assert "NAME one of: allreduce_numpy, custom_compressor, ddp_torch, sparse_allreduce" in out, out

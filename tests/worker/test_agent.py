@@ -12,27 +12,10 @@ import numpy as np
 import pytest
 from testbed.fakeswitch import FakeSwitch, Impairments
 
-from p4reduce.controller.api_server import JobApi, JobApiServer
-from p4reduce.controller.jobs import JobManager
-from p4reduce.controller.slots import SlotPool
-from p4reduce.controller.topology import from_dict
 from p4reduce.worker.agent import Agent
 from p4reduce.worker.cli import tensor_for
 from p4reduce.worker.job import JobJoinError
 from p4reduce.worker.streaming import RetryPolicy
-
-TOPO = from_dict({
-    "switches": {"s1": {"grpc_addr": "127.0.0.1:1", "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"}},
-    "hosts": {"h1": {"ip": "127.0.0.1", "mac": "00:00:00:00:00:01", "switch": "s1", "port": 1}},
-})
-
-
-@pytest.fixture
-def controller():
-    mgr = JobManager(SlotPool(256), topology=TOPO, default_workers=4, default_lease_s=5.0, join_timeout_s=30.0)
-    server = JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()
-    yield server.address, mgr
-    server.stop()
 
 
 def _create(addr, name, workers, mode="dense"):

@@ -210,3 +210,121 @@ def test_a_job_that_ended_says_how_to_run_it_again(controller, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "job 'once' has ended (ended by request)" in err, err
     assert "create it again (in `make run`'s CLI: `job NAME`, or `workers NAME`" in err
+
+
+def _run_pair_in_process(addr, job, mode, extra, capsys):
+    """Two cli.main() workers on threads of this process (so a compressor registered here is
+    known to them) against a fake switch; (exit statuses, reports, stderr)."""
+    import threading
+    credential = JobApiClient(addr).create(job, 2, mode)["credential"]
+    statuses = [None, None]
+    with FakeSwitch() as sw:
+        cmd = ["allreduce", "--controller", addr, "--job", job, "--bind", "127.0.0.1", "--credential", credential,
+               "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "3", "--size", "20000", "--check",
+               "--deadline", "10", "--quiet", *extra]
+
+        def run(i):
+            statuses[i] = cli.main(list(cmd))
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        job_desc = JobApiClient(addr, credential=credential).wait_running(job, timeout=30)
+        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], sparse=mode == "sparse",
+                   wire_token=job_desc["wire_token"])
+        for m in job_desc["members"]:
+            sw.add_worker(job_desc["job_id"], m["rank"], m["ip"], m["udp_port"])
+        for t in threads:
+            t.join(90)
+    out, err = capsys.readouterr()
+    reports = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return statuses, reports, err
+
+
+def test_check_fails_on_a_broken_compressor_and_is_outside_the_clock(controller, capsys):
+    """--check on a compressor broken on purpose: exit status 1, the report says what is wrong;
+    the check's time is reported apart from the allreduce's."""
+    from p4reduce import worker
+    from p4reduce.worker.compressors import COMPRESSORS, TopKBlocks
+
+    class Leaky(TopKBlocks):
+        def decompress(self, lanes, ctx):
+            out = super().decompress(lanes, ctx)
+            out[np.flatnonzero(out == 0)[:1]] = 1.0
+            return out
+    worker.register_compressor("leaky-topk", lambda seed, rank, **kw: Leaky(**kw), error_feedback=True)
+    try:
+        statuses, reports, err = _run_pair_in_process(controller, "broken", "dense",
+                                                      ["--dtype", "float32", "--compressor", "leaky-topk",
+                                                       "--k", "5"], capsys)
+        assert statuses == [1, 1], err
+        for r in reports:
+            assert r["check"].startswith("3 of 3 tensors wrong"), r
+            assert "non-zero outside the agreed blocks" in r["check_problems"][0]
+            assert r["check_seconds"] > 0 and r["seconds"] > 0
+        assert "worker: check: tensor 0: topk: non-zero outside the agreed blocks" in err
+        statuses, reports, err = _run_pair_in_process(controller, "good", "dense",
+                                                      ["--dtype", "float32", "--compressor", "terngrad"], capsys)
+        assert statuses == [0, 0], err
+        for r in reports:
+            assert r["check"] == "ok" and r["check_contract"] == "ternary lattice, unbiased", r
+            assert r["check_unbiased"]["tolerance_z"] == 5.0
+    finally:
+        COMPRESSORS.pop("leaky-topk", None)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--compressor", "fixedpoint", "--k", "3"], "argument --k: compressor 'fixedpoint' takes no such option "
+                                                  "(it is for topk, randomk)"),
+    (["--compressor", "topk", "--alpha", "0.1"], "argument --alpha: compressor 'topk' takes no such option"),
+    (["--compressor", "3lc", "--sparsity-multiplier", "2"], "argument --sparsity-multiplier: must be < 2"),
+])
+def test_compressor_options_given_to_the_wrong_compressor_are_named(args, message):
+    p = _worker("allreduce", "--controller", "127.0.0.1:1", *args)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_compressor_options_reach_the_compressor():
+    a = cli.build_parser().parse_args(["allreduce", "--compressor", "randomk", "--k", "4", "--rescale"])
+    assert cli.compressor_options(a) == {"k": 4.0, "rescale": True}
+    a = cli.build_parser().parse_args(["allreduce", "--compressor", "diana", "--alpha", "0.2",
+                                       "--error-feedback", "off"])
+    assert cli.compressor_options(a) == {"alpha": 0.2} and a.error_feedback == "off"
+
+
+def test_options_the_jobs_mode_cannot_honour_are_said():
+    parse = cli.build_parser().parse_args
+    w = cli.mode_warnings(parse(["allreduce", "--density", "0.1"]), sparse=False, job="default")
+    assert len(w) == 1 and "job 'default' is dense" in w[0] and "--density 0.1 saves no bytes" in w[0]
+    assert cli.mode_warnings(parse(["allreduce", "--density", "0.1"]), sparse=True, job="s") == []
+    w = cli.mode_warnings(parse(["allreduce", "--dtype", "float32", "--compressor", "threshold"]), False, "d")
+    assert w and "saves bytes only in a sparse job" in w[0]
+    w = cli.mode_warnings(parse(["allreduce", "--compressor", "topk"]), False, "d")
+    assert w and "int32 data is summed exactly" in w[0]
+
+
+def test_survivors_error_names_the_rank_that_stopped(controller):
+    """A worker killed mid-run: the survivor's error names its rank (the controller's view of
+    who stopped sending heartbeats), not only that the aggregation timed out."""
+    import re
+    import signal
+    import time
+    credential = JobApiClient(controller).create("dies", 2, "dense")["credential"]
+    with FakeSwitch() as sw:
+        cmd = ["allreduce", "--controller", controller, "--job", "dies", "--bind", "127.0.0.1",
+               "--switch", f"127.0.0.1:{sw.addr[1]}", "--count", "100000", "--size", "2000", "--quiet"]
+        env = dict(os.environ, P4REDUCE_JOB_CREDENTIAL=credential)
+        procs = [subprocess.Popen([sys.executable, "-m", "p4reduce.worker", *cmd], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+        job_desc = JobApiClient(controller, credential=credential).wait_running("dies", timeout=30)
+        sw.add_job(job_desc["job_id"], 2, job_desc["slots"]["count"], wire_token=job_desc["wire_token"])
+        for m in job_desc["members"]:
+            sw.add_worker(job_desc["job_id"], m["rank"], m["ip"], m["udp_port"])
+        time.sleep(1.5)
+        procs[1].send_signal(signal.SIGKILL)          # the process this test started, by its own handle
+        _, dead_err = procs[1].communicate(timeout=30)
+        out, err = procs[0].communicate(timeout=60)
+    dead_rank = int(re.search(r"as rank (\d)", dead_err).group(1))
+    assert procs[0].returncode == 2, err
+    assert f"rank {dead_rank} stopped: no heartbeat for" in err, err
+    assert "Traceback" not in err

@@ -23,6 +23,7 @@ import sys
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
+from p4reduce.worker.quantize import EXP_MIN
 
 # Wireshark's per-user Lua plugin folder (Wireshark >= 2.6 on Linux); tshark reads it too.
 USER_PLUGINS = pathlib.Path("~/.local/lib/wireshark/plugins").expanduser()
@@ -85,8 +86,13 @@ def generate() -> str:
             adds.append(f"  if buf({offset}, {size}):uint() == {C.NEXT_NONE} then "
                         "next_item:append_text(\" (none: the stream's last block)\") end")
         elif name == "exponent":
-            adds.append(f"  tree:add(f.exponent, buf({offset}, {size})):append_text("
-                        f'string.format(" (scale 2^%d)", buf({offset}, {size}):uint() - {C.EXP_BIAS}))')
+            # a scale only where one applies: float blocks propose codes >= EXP_BIAS + EXP_MIN;
+            # exact int32 streams carry code 0 (no exponent)
+            adds.append(f"  local exp_item = tree:add(f.exponent, buf({offset}, {size}))")
+            adds.append(f"  local exp_code = buf({offset}, {size}):uint()")
+            adds.append(f"  if exp_code >= {C.EXP_BIAS + EXP_MIN} then exp_item:append_text("
+                        f'string.format(" (scale 2^%d)", exp_code - {C.EXP_BIAS})) '
+                        'else exp_item:append_text(" (no scale: exact integers)") end')
         else:
             adds.append(f"  tree:add(f.{name}, buf({offset}, {size}))")
     o = {name: off for name, (_, off, *_) in fields.items()}

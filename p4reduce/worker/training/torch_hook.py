@@ -20,10 +20,7 @@ the only one that imports it.
 """
 import concurrent.futures
 import datetime
-import fcntl
 import os
-import socket
-import struct
 from typing import Any
 
 import numpy as np
@@ -31,6 +28,7 @@ import torch
 import torch.distributed as dist
 
 from p4reduce.worker.communicator import Communicator
+from p4reduce.worker.netif import interface_of
 
 
 class AsyncCommunicator:
@@ -67,22 +65,6 @@ def p4reduce_hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[t
 
     pending.add_done_callback(done)
     return result
-
-
-SIOCGIFADDR = 0x8915          # Linux ioctl: an interface's IPv4 address
-
-
-def interface_of(ip: str) -> str | None:
-    """The name of the network interface that holds IPv4 address ``ip`` (None if none does)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for _, name in socket.if_nameindex():
-            try:
-                answer = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue                                   # no IPv4 address on this interface
-            if socket.inet_ntoa(answer[20:24]) == ip:
-                return name
-    return None
 
 
 def init_process_group(agent: Any, port: int = 29500, timeout_s: float = 120.0) -> None:

@@ -1,0 +1,122 @@
+"""The host fallback (worker/fallback.py, Agent): when the switch stops answering mid-run, every
+worker moves to gloo, they agree on the call to redo, and every call's result is still exact;
+a worker that died is named; without torch a worker says so once at join.
+
+Agents run in threads against the real job API (bookkeeping mode) and the switch stand-in over
+UDP on loopback; stopping the stand-in is the switch dying."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from test_agent import _create, _program_when_running
+from testbed.fakeswitch import FakeSwitch
+
+from p4reduce.mininet_topos.ports import free_port
+from p4reduce.worker.agent import Agent
+from p4reduce.worker.reducer import AggregationError
+from p4reduce.worker.streaming import RetryPolicy
+
+N = 3
+
+
+def tensor(rank, call, size=5000, dtype=np.int32):
+    rng = np.random.default_rng([rank, call])
+    if dtype == np.int32:
+        return rng.integers(-2**20, 2**20, size, dtype=np.int32)
+    return rng.standard_normal(size).astype(np.float32)
+
+
+def exact(call, size=5000, dtype=np.int32):
+    return np.sum([tensor(r, call, size, dtype).astype(np.float64 if dtype != np.int32 else np.int64)
+                   for r in range(N)], axis=0)
+
+
+def _run(controller, job, body, n=N, **agent_kw):
+    addr, _ = controller
+    credential = _create(addr, job, n)
+    port = free_port()
+    results, errors = {}, {}
+    with FakeSwitch() as sw:
+        def run():
+            try:
+                with Agent(addr, job, switch_addr=sw.addr, bind_ip="127.0.0.1", credential=credential,
+                           fallback_port=port, retry=RetryPolicy(timeout=0.02, deadline=1.0), **agent_kw) as ag:
+                    results[ag.rank] = body(ag, sw)
+            except Exception as e:
+                errors[threading.current_thread().name] = e
+        threads = [threading.Thread(target=run, name=f"w{i}") for i in range(n)]
+        for t in threads:
+            t.start()
+        _program_when_running(controller, job, sw)
+        for t in threads:
+            t.join(120)
+    return results, errors
+
+
+def test_the_switch_dies_mid_run_and_every_call_is_still_exact(controller):
+    calls, killed = 8, threading.Event()
+
+    def body(ag, sw):
+        got, paths = [], []
+        for c in range(calls):
+            if c == 3 and ag.rank == 0 and not killed.is_set():
+                killed.set()
+                sw.stop()                       # the switch dies between rank 0's calls 2 and 3
+            out = np.empty(5000, np.int32)
+            got.append(ag.allreduce(tensor(ag.rank, c), out=out).copy())
+            paths.append(ag.path)
+        mean = ag.allreduce(tensor(ag.rank, 99, dtype=np.float32), average=True)
+        return got, paths, mean, dict(ag.calls_by_path), ag.path_reason
+
+    t0 = time.monotonic()
+    results, errors = _run(controller, "fb-kill", body)
+    assert not errors, errors
+    assert sorted(results) == list(range(N))
+    for _rank, (got, paths, mean, by_path, reason) in results.items():
+        for c in range(calls):
+            assert np.array_equal(got[c].astype(np.int64), exact(c)), f"call {c}"
+        assert paths[-1] == "fallback" and by_path["switch"] >= 2 and by_path["fallback"] >= calls - 3
+        assert by_path["switch"] + by_path["fallback"] == calls + 1
+        assert "the switch stopped answering in call" in reason
+        assert np.abs(mean - exact(99, dtype=np.float32) / N).max() < 1e-5
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_worker_that_died_is_named_by_its_peers(controller):
+    def body(ag, sw):
+        ag.allreduce(tensor(ag.rank, 0))           # one call on the switch, all ranks
+        if ag.rank == 2:
+            ag.fallback.close()
+            ag.fallback = None                     # this rank "dies": it never reaches the fallback
+            ag.path = "dead"
+            return "dead"
+        try:
+            ag.allreduce(tensor(ag.rank, 1))
+        except AggregationError as e:
+            return str(e)
+        return "no error"
+
+    t0 = time.monotonic()
+    results, errors = _run(controller, "fb-dead", body, fallback_agree_timeout_s=3.0)
+    assert not errors, errors
+    for r in (0, 1):
+        assert "rank 2 did not reach the host fallback" in results[r], results[r]
+    assert any("rank 2 did not reach the host fallback within 3 s" in results[r] for r in (0, 1))   # rank 0, at least
+    assert time.monotonic() - t0 < 60
+
+
+def test_without_torch_a_worker_says_so_once_at_join(tmp_path):
+    code = ("import sys, logging\nlogging.basicConfig(format='%(message)s')\n"
+            "sys.modules['torch'] = None\n"
+            "from p4reduce.worker import fallback\nprint(fallback.torch_missing())\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("torch is not installed") and "p4reduce[torch]" in res.stdout

@@ -105,8 +105,11 @@ def _run_bounded(cmd: list[str]) -> tuple[str, str, str]:
     wrapper = [SHELL, "-c", f"ulimit -v {CPP_MEMORY_KIB} 2>/dev/null; ulimit -t {CPP_CPU_SECONDS} 2>/dev/null; "
                'exec "$0" "$@"', *cmd]
     try:
+        # cpp needs nothing preloaded; a sanitizer runtime preloaded into this process (the native
+        # backend's fuzz tests) cannot reserve its shadow memory under the memory limit
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
         proc = subprocess.Popen(wrapper, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True, env=env)
     except OSError as e:
         raise CompileError(f"cannot run the C preprocessor: {e.strerror}") from None
     with _running_lock:

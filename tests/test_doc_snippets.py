@@ -21,6 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import needs
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def _resolve(module, name=None):
         mod = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name and e.name.split(".")[0] in ("torch",):      # optional dependency
-            pytest.skip(f"{e.name} not installed")
+            needs.missing(f"{e.name} not installed")
         raise AssertionError(f"`import {module}`: {e}") from None
     if name is None:
         return mod

@@ -1,5 +1,6 @@
 """The training section without Mininet: the grid's cells, the models and data, per-run summaries,
 ratios to gloo DDP, issue 27's targets and the report rows (bench/training.py, train_models.py)."""
+import needs
 import numpy as np
 import pytest
 
@@ -49,7 +50,7 @@ def test_cli_sends_workers_links_and_iterations_to_the_training_section():
 
 
 def test_models_have_the_sizes_the_issue_asks_for():
-    torch = pytest.importorskip("torch")
+    torch = needs.module("torch")
     sizes = {m: sum(p.numel() for p in train_models.build_model(torch, m, 0).parameters())
              for m in train_models.MODELS}
     assert sizes == {m: train_models.parameters(m) for m in train_models.MODELS}
@@ -59,7 +60,7 @@ def test_models_have_the_sizes_the_issue_asks_for():
 
 
 def test_click_data_is_deterministic_and_a_step_touches_few_rows():
-    torch = pytest.importorskip("torch")
+    torch = needs.module("torch")
     a, b = train_models.ClickData(0), train_models.ClickData(0)
     xa, ya = a.batch(rank=1, step=5, n=32)
     xb, yb = b.batch(rank=1, step=5, n=32)

@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 
+import needs
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = needs.module("torch")
 
 from p4reduce.mininet_topos.ports import free_port  # noqa: E402 - after the importorskip
 

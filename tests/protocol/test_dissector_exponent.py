@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import needs
 import numpy as np
-import pytest
 
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import wire
@@ -27,8 +27,9 @@ def _frame(exponent: int) -> bytes:
     return b"\x00\x00\x00\x00\x00\x01" + b"\x00\x00\x00\x00\x01\xfe" + b"\x08\x00" + ip
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_exponent_scale_only_where_it_applies(tmp_path):
+    if shutil.which("tshark") is None:
+        needs.missing("tshark not installed")
     home = tmp_path / "home"
     subprocess.run([sys.executable, str(ROOT / "tools/wireshark/dissector.py"),
                     "--out", str(home / ".local/lib/wireshark/plugins/p4reduce.lua")], check=True,

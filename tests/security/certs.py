@@ -5,7 +5,7 @@ import pathlib
 import shutil
 import subprocess
 
-import pytest
+import needs
 
 OPENSSL = shutil.which("openssl")
 
@@ -32,7 +32,7 @@ def _leaf(d: pathlib.Path, name: str, ca: str, extensions: str) -> None:
 def make_certificates(d: pathlib.Path) -> pathlib.Path:
     """ca.pem, server.pem/.key, client.pem/.key (signed by ca), rogue.pem/.key (signed by rogue-ca)."""
     if OPENSSL is None:
-        pytest.skip("the openssl command is not installed (Debian package 'openssl')")
+        needs.missing("the openssl command is not installed (Debian package 'openssl')")
     _ca(d, "ca")
     _ca(d, "rogue-ca")
     _leaf(d, "server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth")

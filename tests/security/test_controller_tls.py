@@ -10,6 +10,7 @@ import sys
 import time
 
 import grpc
+import needs
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
@@ -36,7 +37,7 @@ def certs(tmp_path_factory):
     try:
         return make_run_certificates(tmp_path_factory.mktemp("run"))
     except RuntimeError as e:
-        pytest.skip(str(e))
+        needs.missing(str(e))
 
 
 def test_run_certificates_are_private(certs):

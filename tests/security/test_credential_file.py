@@ -6,6 +6,7 @@ import stat
 import subprocess
 import sys
 
+import needs
 import pytest
 
 from p4reduce.mininet_topos.ports import free_port
@@ -31,7 +32,7 @@ def test_a_fifo_at_the_path_is_refused_at_once(tmp_path):
 
 def test_a_fifo_of_another_user_is_refused_too(tmp_path):
     if os.geteuid() != 0:
-        pytest.skip("needs root to give the FIFO to another user")
+        needs.missing("needs root to give the FIFO to another user")
     fifo = tmp_path / "admin-credential"
     os.mkfifo(fifo, 0o666)
     os.chown(fifo, 65534, 65534)

@@ -10,18 +10,18 @@ import sys
 import threading
 import time
 
+import needs
 import numpy as np
-import pytest
 
-pytest.importorskip("torch")
+needs.module("torch")
 
-from test_agent import _create, _program_when_running
-from testbed.fakeswitch import FakeSwitch
+from test_agent import _create, _program_when_running  # noqa: E402 - after the torch check
+from testbed.fakeswitch import FakeSwitch  # noqa: E402 - after the torch check
 
-from p4reduce.mininet_topos.ports import free_port
-from p4reduce.worker.agent import Agent
-from p4reduce.worker.reducer import AggregationError
-from p4reduce.worker.streaming import RetryPolicy
+from p4reduce.mininet_topos.ports import free_port  # noqa: E402 - after the torch check
+from p4reduce.worker.agent import Agent  # noqa: E402 - after the torch check
+from p4reduce.worker.reducer import AggregationError  # noqa: E402 - after the torch check
+from p4reduce.worker.streaming import RetryPolicy  # noqa: E402 - after the torch check
 
 N = 3
 

@@ -3,11 +3,12 @@ through testbed.switch_model over UDP; the result must match DDP's built-in allr
 import socket
 import sys
 
+import needs
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-dist = pytest.importorskip("torch.distributed")
+torch = needs.module("torch")
+dist = needs.module("torch.distributed")
 
 from testbed.fakeswitch import FakeSwitch  # noqa: E402
 

@@ -125,7 +125,8 @@ class Agent:
         if agree_s is None:   # a rank that has not arrived by twice its lease is one the controller expired
             agree_s = min(30.0, max(5.0, 2 * self.session.lease_s))
         return HostFallback(self.params.job_id, self.rank, self.n_workers, members, port=port,
-                            timeout_s=max(60.0, self.session.lease_s), agree_timeout_s=agree_s)
+                            timeout_s=max(60.0, self.session.lease_s), agree_timeout_s=agree_s,
+                            instance=str(self.session.job.get("created_at", "")))
 
     def _allreduce(self, a: np.ndarray, average: bool, key: str, out: np.ndarray | None = None) -> np.ndarray:
         call = self._call

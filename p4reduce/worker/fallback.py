@@ -63,8 +63,11 @@ class HostFallback:
     """gloo over the job's members: ``allreduce`` for one call, ``recover`` to agree on the redo."""
 
     def __init__(self, job_id: int, rank: int, n_workers: int, members: dict[int, str], port: int | None = None,
-                 timeout_s: float = 60.0, agree_timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 60.0, agree_timeout_s: float = 30.0, instance: str = "") -> None:
+        """`instance`: what tells this job from an earlier one with the same id (its creation time):
+        the store's keys carry it, so a store left by an earlier job is never read as this one's."""
         self.job_id, self.rank, self.n = job_id, rank, n_workers
+        self.prefix = f"p4reduce-fallback/{job_id}/{instance}"
         self.members = members
         self.port = default_port(job_id) if port is None else port
         self.timeout_s, self.agree_timeout_s = timeout_s, agree_timeout_s
@@ -104,7 +107,7 @@ class HostFallback:
             ifname = interface_of(self.members[self.rank])
             options._devices = [ProcessGroupGloo.create_device(interface=ifname) if ifname
                                 else ProcessGroupGloo.create_default_device()]
-            self._pg = ProcessGroupGloo(dist.PrefixStore(f"p4reduce-fallback/{self.job_id}/gloo", store),
+            self._pg = ProcessGroupGloo(dist.PrefixStore(f"{self.prefix}/gloo", store),
                                         self.rank, self.n, options)
         except (RuntimeError, ValueError, OSError) as e:
             raise FallbackError(f"the host fallback (gloo, store at {self.members[0]}:{self.port}) could not "
@@ -141,13 +144,13 @@ class HostFallback:
         (the one every rank redoes first). FallbackError naming the ranks that never told, at the
         timeout or as soon as `gone()` gives a reason to stop waiting (the controller ended the job)."""
         self._store_client()
-        self._store.set(f"p4reduce-fallback/{self.job_id}/at/{self.rank}", json.dumps({"call": call}))
+        self._store.set(f"{self.prefix}/at/{self.rank}", json.dumps({"call": call}))
         deadline = time.monotonic() + self.agree_timeout_s
         calls: dict[int, int] = {}
         while len(calls) < self.n:
             try:
                 for r in range(self.n):
-                    key = f"p4reduce-fallback/{self.job_id}/at/{r}"
+                    key = f"{self.prefix}/at/{r}"
                     if r not in calls and self._store.check([key]):
                         calls[r] = int(json.loads(self._store.get(key).decode())["call"])
             except RuntimeError as e:     # rank 0's store went away (it gave up, or died)

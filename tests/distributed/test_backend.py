@@ -58,7 +58,7 @@ sub = dist.new_group([0, 1])          # a subgroup: gloo, the switch job is the 
 if rank in (0, 1):
     x = torch.tensor([float(rank + 1)]); dist.all_reduce(x, group=sub); res["sub"] = x.item()
 dist.barrier()
-res["switch_calls"] = switch_calls; res["gloo_calls"] = pg.calls["gloo"]
+res["switch_calls"] = switch_calls; res["gloo_calls"] = pg.calls["gloo"]; res["paths"] = dict(pg.agent.calls_by_path)
 dist.destroy_process_group()
 json.dump(res, open(out, "w"))
 """
@@ -66,6 +66,8 @@ json.dump(res, open(out, "w"))
 
 def _run(script, world, env, tmp_path, extra_args=(), timeout=180):
     port = free_port()
+    # a rank still running near the timeout prints where each of its threads is, and exits
+    script = f"import faulthandler; faulthandler.dump_traceback_later({timeout - 20}, exit=True)\n" + script
     procs = [subprocess.Popen([sys.executable, "-c", script, str(r), str(world), str(port),
                                str(tmp_path / f"r{r}.json"), *extra_args],
                               env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -77,7 +79,8 @@ def _run(script, world, env, tmp_path, extra_args=(), timeout=180):
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            raise
+            tails = [f"rank {r}: {q.communicate()[1][-1500:]}" for r, q in enumerate(procs)]
+            pytest.fail(f"the ranks did not finish in {timeout} s; their stderr:\n" + "\n".join(tails))
         outs.append((p.returncode, out, err))
     return outs
 
@@ -100,6 +103,7 @@ def test_allreduce_crosses_the_switch_and_every_other_collective_works(network, 
     for r in res:
         assert r["backend"] == "p4reduce"
         assert r["switch_calls"] == 6 and r["fut_is_tensor"]
+        assert r["paths"] == {"switch": 6, "fallback": 0}
         assert np.abs(np.array(r["f32"]) - f32).max() < 1e-4
         assert np.array_equal(np.array(r["i32"]), i32)                         # exact
         assert np.array_equal(np.array(r["i32_avg"]), i32 // world)            # floor, as the agent's
@@ -185,3 +189,25 @@ def test_options_and_setup_errors_are_clear(network, tmp_path):
     res = subprocess.run([sys.executable, "-c", script % free_port()], capture_output=True, text=True, timeout=120,
                          env={**os.environ, **network.env(P4REDUCE_JOB="four")})
     assert res.returncode != 0 and "job 'four' has 4 workers, the group has 1" in res.stderr
+
+
+@pytest.mark.slow
+def test_a_switch_frozen_mid_job_moves_the_group_to_the_fallback_with_the_same_answers(network, tmp_path):
+    """The switch answers nothing for 4 s after its 20th packet (mid-job: a whole run sends about
+    40) and loses what queued meanwhile: every rank moves to the host fallback within the job's
+    switch calls, and ends with every answer right (gloo's collectives interleaved), none hangs."""
+    network.switch.stall = (20, 4.0)
+    world = 3
+    outs = _run(COLLECTIVES, world, network.env(P4REDUCE_JOB="frozen"), tmp_path, timeout=150)
+    for code, _out, err in outs:
+        assert code == 0, err[-3000:]
+    res = [json.load(open(tmp_path / f"r{r}.json")) for r in range(world)]
+    assert network.switch.received == 20             # nothing reached the switch after it froze
+    f32 = np.array([r["f32_in"] for r in res]).sum(0)
+    for r in res:
+        assert np.abs(np.array(r["f32"]) - f32).max() < 1e-4
+        assert np.array_equal(np.array(r["i32"]), np.array([q["i32_in"] for q in res], dtype=np.int64).sum(0))
+        assert np.abs(np.array(r["nc"]) - np.array([q["nc_in"] for q in res]).sum(0)).max() < 1e-4
+        assert r["max"] == world and r["a2a"] == [float(k) for k in range(world)]
+        assert r["paths"]["fallback"] >= 1 and sum(r["paths"].values()) == 6, r["paths"]
+

@@ -50,7 +50,9 @@ class EngineFront(UdpStandIn):
             except TimeoutError:
                 continue
             except OSError:
-                return
+                if self._stop.is_set():
+                    return
+                continue
             who = self.members.get(sport)
             engine = self.server.device.engine
             if who is None or engine is None:
@@ -68,7 +70,10 @@ class EngineFront(UdpStandIn):
                 except ValueError:
                     continue
                 if f.dport in self.members:
-                    self.sock.sendto(f.payload, ("127.0.0.1", f.dport))
+                    try:
+                        self.sock.sendto(f.payload, ("127.0.0.1", f.dport))
+                    except OSError as e:     # a worker's socket gone, a full buffer: lost, as on a wire
+                        self.errors.append(f"send to {f.dport}: {e}")
 
 
 class LiveJob:
@@ -114,7 +119,8 @@ class LiveJob:
             try:
                 agent = Agent(self.api, name, bind_ip="127.0.0.1", udp_port=port, advertise_ip=host.ip,
                               switch_addr=self.front.addr, credential=credential,
-                              retry=RetryPolicy(deadline=deadline), wait_timeout=30)
+                              retry=RetryPolicy(deadline=deadline), wait_timeout=30,
+                              fallback=False)   # the hosts they stand for are addresses, not machines
             except Exception as e:
                 results[k] = e
                 return

@@ -40,10 +40,14 @@ class FakeSwitch(UdpStandIn):
     """A thread answering UDP aggregation packets with testbed.switch_model's state machine."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
-                 model: SwitchModel | None = None, service_time: float = 0.0):
+                 model: SwitchModel | None = None, service_time: float = 0.0,
+                 stall: tuple[int, float] | None = None):
         if service_time < 0:
             raise ValueError(f"service_time must be >= 0, got {service_time}")
         self.service_time = service_time
+        self.stall = stall           # (n, seconds): after the n-th packet, answer nothing for that long
+        self.deaf: tuple[int, float, int] | None = None   # (n, seconds, port): that worker hears nothing
+        self._deaf_until = 0.0
         self.model = model or SwitchModel()
         self.layout = self.model.layout       # the layout of the switch it stands in for
         self.impair = impair or Impairments()
@@ -60,6 +64,8 @@ class FakeSwitch(UdpStandIn):
         self.model.add_worker(job_id, rank, ip, port)
 
     def _deliver(self, payload: bytes, dest) -> None:
+        if self.deaf is not None and dest[1] == self.deaf[2] and time.monotonic() < self._deaf_until:
+            return
         imp = self._rng
         if imp.random() < self.impair.loss_down:
             return
@@ -71,6 +77,18 @@ class FakeSwitch(UdpStandIn):
             self.sock.sendto(payload, dest)
         while self._held:
             self.sock.sendto(*self._held.pop(0))
+
+    def _drain(self) -> None:
+        """Drop what queued up while frozen (a frozen switch loses what its buffers cannot hold)."""
+        self.sock.setblocking(False)
+        try:
+            while True:
+                self.sock.recv(65536)
+        except (BlockingIOError, OSError):
+            pass
+        finally:
+            self.sock.setblocking(True)
+            self.sock.settimeout(0.1)
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -85,6 +103,11 @@ class FakeSwitch(UdpStandIn):
                     return
                 continue
             self.received += 1
+            if self.deaf is not None and self.received == self.deaf[0]:
+                self._deaf_until = time.monotonic() + self.deaf[1]
+            if self.stall is not None and self.received == self.stall[0]:
+                time.sleep(self.stall[1])      # the switch frozen, as a host starved of the CPU
+                self._drain()
             if self.service_time:
                 _busy_until(time.perf_counter() + self.service_time)
             if self._rng.random() < self.impair.loss_up:

@@ -12,6 +12,7 @@ import time
 
 import needs
 import numpy as np
+import pytest
 
 needs.module("torch")
 
@@ -120,3 +121,42 @@ def test_without_torch_a_worker_says_so_once_at_join(tmp_path):
                          env=dict(os.environ))
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("torch is not installed") and "p4reduce[torch]" in res.stdout
+
+
+def test_a_store_left_by_an_earlier_job_with_the_same_id_is_not_read_as_this_ones():
+    """Job ids restart with the controller: a store still holding an earlier job 1's agreement
+    (its ranks said "call 7") must not decide where this job 1 redoes. The store here is the
+    earlier job's, still up; this job's ranks, told their own instance, agree on their own calls."""
+    import datetime
+
+    import torch.distributed as dist
+
+    from p4reduce.worker.fallback import HostFallback
+    port = free_port()
+    left = dist.TCPStore("127.0.0.1", port, 3, is_master=True, timeout=datetime.timedelta(seconds=5),
+                         wait_for_workers=False)
+    old = [HostFallback(1, r, 2, {0: "127.0.0.1", 1: "127.0.0.1"}, port=port, agree_timeout_s=5,
+                        instance="1700000000.5") for r in range(2)]
+    for f in old:
+        f._store = dist.TCPStore("127.0.0.1", port, 3, is_master=False, timeout=datetime.timedelta(seconds=5))
+        f._store.set(f"{f.prefix}/at/{f.rank}", '{"call": 7}')
+    new = [HostFallback(1, r, 2, {0: "127.0.0.1", 1: "127.0.0.1"}, port=port, agree_timeout_s=5,
+                        instance="1800000000.25") for r in range(2)]
+    for f in new:
+        f._store = dist.TCPStore("127.0.0.1", port, 3, is_master=False, timeout=datetime.timedelta(seconds=5))
+    got = {}
+    threads = [threading.Thread(target=lambda f=f, c=c: got.__setitem__(f.rank, f.agree(c)))
+               for f, c in zip(new, (3, 4), strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert got == {0: 3, 1: 3}
+    # keys without this job's instance (here: the earlier one's) read the earlier job's calls
+    from p4reduce.worker.fallback import FallbackError
+    same = HostFallback(1, 0, 2, {0: "127.0.0.1", 1: "127.0.0.1"}, port=port, agree_timeout_s=5,
+                        instance="1700000000.5")
+    same._store = new[0]._store
+    with pytest.raises(FallbackError, match="more than one call apart"):
+        same.agree(3)
+    del left

@@ -131,6 +131,29 @@ def test_switch_by_name_from_the_topology_description(p4reduce_switch, tmp_path,
     assert (target.name, target.grpc_addr, target.device_id, target.thrift_port) == ("leaf1", dead, 1, 9999)
 
 
+def test_a_descriptions_tls_is_for_its_own_switches_only(p4reduce_switch, tmp_path, capsys, monkeypatch):
+    """A `make run` description (with its TLS files) in run/ must not turn a switch named by
+    address alone into a TLS one: that switch, in clear, answers; the description's own switch is
+    reached with the description's TLS."""
+    addr, _ = p4reduce_switch
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "topology.json").write_text(json.dumps({
+        "version": 1, "topology": "star", "hosts": [],
+        "switches": [{"name": "s1", "grpc_addr": "127.0.0.1:9", "device_id": 0, "aggregate": True}],
+        "p4runtime_tls": {"ca": "run/tls/ca.pem", "cert": "run/tls/controller.pem", "key": "run/tls/controller.key"}}))
+    monkeypatch.chdir(tmp_path)
+    i = str(p4names.register_index(0, 2, 1))
+    assert cli.main(["registers", "count", "--index", i, "--grpc-addr", addr]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    described = cli.resolve_target(cli.build_parser().parse_args(["slots"]))
+    assert described.name == "s1" and described.tls is not None and described.tls.ca == "run/tls/ca.pem"
+    by_address = cli.resolve_target(cli.build_parser().parse_args(["slots", "--grpc-addr", addr]))
+    assert by_address.tls is None
+    moved = cli.resolve_target(cli.build_parser().parse_args(["slots", "--switch", "s1", "--grpc-addr", addr]))
+    assert moved.tls is None           # the description's switch, told to look elsewhere: as told
+
+
 def test_unreachable_default_address_says_what_to_start(tmp_path):
     port = free_port(1)
     proc = subprocess.run([sys.executable, "-m", "p4reduce.controller", "slots", "--grpc-addr", f"127.0.0.1:{port}",

@@ -54,6 +54,7 @@ DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 CREATE_FIELDS = {"name", "workers", "mode", "slots", "lease_s"}
 JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots", "switch_port"}
 RANK_FIELDS = {"rank"}
+HEARTBEAT_FIELDS = {"rank", "path", "reason", "generation"}
 BEARER = re.compile(r"Bearer +(\S+)\s*", re.IGNORECASE)
 
 Answer = tuple[int, Any]   # (HTTP status, JSON object)
@@ -125,10 +126,19 @@ class JobApi:
 
     def health(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         pool = self.manager.pool
-        return 200, {"ok": True,
-                     "switches": [{"name": c.name, "grpc_addr": c.grpc_addr, "primary": c.primary}
-                                  for c in self.switches],
-                     "slots": {"total": pool.total, "free": pool.free}}
+        switches = [{"name": c.name, "grpc_addr": c.grpc_addr, "primary": c.primary and not c.lost.is_set()}
+                    for c in self.switches]
+        problems = [f"switch {s['name']} ({s['grpc_addr']}): " + ("connection lost" if c.lost.is_set() else
+                                                                  "this controller is not its primary")
+                    for s, c in zip(switches, self.switches, strict=True) if not s["primary"]]
+        if self.manager.switch_down and not problems:
+            problems.append(self.manager.switch_down)
+        answer: dict[str, Any] = {"ok": not problems, "switches": switches,
+                                  "slots": {"total": pool.total, "free": pool.free},
+                                  "degraded_jobs": sum(1 for j in self.manager.list() if j.get("path") == "fallback")}
+        if problems:
+            answer["problems"] = problems
+        return 200, answer
 
     def list_jobs(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         return 200, {"jobs": self.manager.list()}
@@ -159,8 +169,9 @@ class JobApi:
         return 200, answer
 
     def heartbeat(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
-        _fields(body, RANK_FIELDS, required=("rank",))
-        return 200, self.manager.heartbeat(name, body["rank"], caller=caller)
+        _fields(body, HEARTBEAT_FIELDS, required=("rank",))
+        return 200, self.manager.heartbeat(name, body["rank"], caller=caller, path=body.get("path"),
+                                           reason=body.get("reason"), generation=body.get("generation"))
 
     def leave(self, body: dict[str, Any], peer: str, caller: Caller, name: str) -> Answer:
         _fields(body, RANK_FIELDS, required=("rank",))

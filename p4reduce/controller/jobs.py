@@ -38,16 +38,25 @@ if TYPE_CHECKING:
 MODES = ("dense", "sparse")
 
 
+# how long every rank of a job must have been on the host fallback before its slots are reset for
+# the return: longer than a datagram sent just before the last one left can stay queued on a link
+REARM_QUIET_S = 1.0
+
+
 class Member:
     """One admitted worker."""
 
     def __init__(self, rank: int, ip: str, udp_port: int, mac: str | None, port: int | None, now: float):
         self.rank, self.ip, self.udp_port, self.mac, self.port = rank, ip, udp_port, mac, port
         self.last_seen = now
+        # where its calls run, as its heartbeats say: "switch", or "fallback" (the host fallback,
+        # worker/fallback.py) with why and the job's generation it left the switch at
+        self.path, self.path_reason, self.left_generation = "switch", "", -1
+        self.path_since = now
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {"rank": self.rank, "ip": self.ip, "udp_port": self.udp_port, "mac": self.mac,
-                "port": self.port, "last_seen_s": round(max(0.0, now - self.last_seen), 3)}
+                "port": self.port, "last_seen_s": round(max(0.0, now - self.last_seen), 3), "path": self.path}
 
 
 class Job:
@@ -68,6 +77,21 @@ class Job:
         self.progress_mark: object = None
         self.progress_at = float("-inf")
         self.progress_logged = float("-inf")
+        # bumped each time the job's slots are reset for its workers to come back from the host
+        # fallback (JobManager.rearm); heartbeats hand it out, workers return when it passes theirs
+        self.generation = 0
+
+    def fallback_reason(self, switch_down: str | None) -> str | None:
+        """Why the job's calls run on the host fallback (None: on the switch): its switch is down,
+        or a rank said so in its heartbeat."""
+        if switch_down:
+            return switch_down
+        on = sorted(m.rank for m in self.members.values() if m.path == "fallback")
+        if not on:
+            return None
+        first = self.members[on[0]]
+        return f"rank{'s' if len(on) > 1 else ''} {', '.join(map(str, on))} on the host fallback" + \
+            (f" ({first.path_reason})" if first.path_reason else "")
 
     def alive_at(self, member: Member) -> float:
         """When `member` was last known alive: its last heartbeat, or the job's last progress on
@@ -85,7 +109,7 @@ class Job:
             self.state = "running" if len(self.members) == self.workers else "waiting"
 
     def to_json(self, now: float, switch_info: dict[str, Any], layout: Layout,
-                members_only: bool = False) -> dict[str, Any]:
+                members_only: bool = False, switch_down: str | None = None) -> dict[str, Any]:
         """The job description; `members_only` adds the wire token (for callers holding the job's
         credential: its workers, its creator, the admin)."""
         desc = {
@@ -97,6 +121,11 @@ class Job:
             "members": [m.to_json(now) for _, m in sorted(self.members.items())],
             "created_at": self.created_at,
         }
+        why = self.fallback_reason(switch_down)
+        desc["path"] = "fallback" if why else "switch"
+        if why:
+            desc["path_reason"] = why
+        desc["generation"] = self.generation
         if members_only:
             desc["wire_token"] = self.wire_token
         return desc
@@ -152,6 +181,8 @@ class JobManager:
         # (JobProgrammer.progress_mark); while it changes, a job whose heartbeats do not arrive
         # is making progress and is kept (issue #24: the job API may be flooded)
         self.progress: Callable[[Job], object] | None = None
+        # why the aggregating switch cannot serve jobs now (its connection lost), else None
+        self.switch_down: str | None = None
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -209,12 +240,14 @@ class JobManager:
         with self.lock:
             job = self.get(name)
             secret = caller is not None and caller.may_change(job.credential_digest)
-            return job.to_json(self.clock(), self.switch_info, self.layout, members_only=secret)
+            return job.to_json(self.clock(), self.switch_info, self.layout, members_only=secret,
+                               switch_down=self.switch_down)
 
     def list(self) -> builtins.list[dict[str, Any]]:
         with self.lock:
             now = self.clock()
-            return [j.to_json(now, self.switch_info, self.layout) for _, j in sorted(self.jobs.items())]
+            return [j.to_json(now, self.switch_info, self.layout, switch_down=self.switch_down)
+                    for _, j in sorted(self.jobs.items())]
 
     # -- create --------------------------------------------------------------------------------
     def create(self, name: str, workers: int | None = None, mode: str | None = None, slots: int | None = None,
@@ -418,14 +451,81 @@ class JobManager:
             raise NotFound(f"job {job.name!r} has no worker with rank {rank}", code="no_such_rank", field="rank")
         return job.members[rank]
 
-    def heartbeat(self, name: str, rank: int, caller: Caller = TRUSTED) -> dict[str, Any]:
+    def heartbeat(self, name: str, rank: int, caller: Caller = TRUSTED, path: str | None = None,
+                  reason: str | None = None, generation: int | None = None) -> dict[str, Any]:
+        """Renew `rank`'s lease; `path` (with `reason` and the `generation` it left the switch at)
+        says where its calls run now. The answer says whether the switch serves the job and its
+        generation (a worker on the fallback returns to the switch once that passes its own)."""
         with self.lock:
             job = self.get(name)
             self._authorize(job, caller, "a heartbeat for")
             member = self._member(job, rank)
             member.last_seen = job.last_activity = self.clock()
+            if path is not None:
+                if path not in ("switch", "fallback"):
+                    raise BadRequest(f"field 'path': must be 'switch' or 'fallback', got {path!r}", field="path")
+                if reason is not None and (not isinstance(reason, str) or len(reason) > 500):
+                    raise BadRequest("field 'reason': must be a string of at most 500 characters", field="reason")
+                generation = _check_int(generation if generation is not None else job.generation, "generation",
+                                        0, 1 << 31)
+                if path != member.path:
+                    moved = (f"moved to the host fallback ({reason or 'no reason given'})" if path == "fallback"
+                             else "is back on the switch")
+                    self.log(f"job {name}: rank {rank} {moved}")
+                    member.path_since = self.clock()
+                member.path, member.path_reason = path, (reason or "") if path == "fallback" else ""
+                member.left_generation = generation
             return {"state": job.state, "lease_s": job.lease_s, "joined": len(job.members),
-                    "workers": job.workers}
+                    "workers": job.workers, "generation": job.generation, "switch_serving": self.switch_down is None}
+
+    # -- the switch lost and back, jobs re-armed -------------------------------------------------
+    def switch_lost(self, reason: str) -> None:
+        """The aggregating switch cannot serve jobs (its P4Runtime connection broke)."""
+        with self.lock:
+            if self.switch_down is None:
+                self.switch_down = reason
+                if self.jobs:
+                    self.log(f"{len(self.jobs)} job(s) degraded: {reason}; their workers use the host fallback")
+
+    def switch_restored(self) -> None:
+        with self.lock:
+            self.switch_down = None
+
+    def rearm(self) -> builtins.list[str]:
+        """Bring back to the switch every job whose ranks are all on the host fallback while the
+        switch serves: its entry gets a new wire token and its slot registers are reset (no rank
+        sends to them now, and no stale partial sum or late datagram may meet a fresh call), then
+        its generation is bumped; each worker returns at
+        the same call boundary (the fallback's vote). Returns the names re-armed."""
+        done: builtins.list[str] = []
+        with self.lock:
+            if self.switch_down is not None:
+                return done
+            now = self.clock()
+            for job in self.jobs.values():
+                if job.state != "running" or len(job.members) < job.workers:
+                    continue
+                if not all(m.path == "fallback" and m.left_generation >= job.generation for m in job.members.values()):
+                    continue
+                if now - max(m.path_since for m in job.members.values()) < REARM_QUIET_S:
+                    continue      # a packet sent before the last rank left may still be on its way
+                # a new wire token: a datagram sent before the ranks left, still queued somewhere,
+                # can never count in a slot the return uses (its version starts afresh)
+                old_token, job.wire_token = job.wire_token, new_wire_token()
+                try:
+                    if self.programmer is not None:
+                        self.programmer.restore_job(job)
+                        self.programmer.reset_slots(job.spec)
+                except ControllerError as e:
+                    job.wire_token = old_token
+                    self.log(f"job {job.name}: cannot re-arm it on the switch yet: {e.message}")
+                    continue
+                job.generation += 1
+                self._changed()
+                done.append(job.name)
+                self.log(f"job {job.name}: every rank on the host fallback and the switch serving: its slots "
+                         f"reset, the workers return to the switch (generation {job.generation})")
+        return done
 
     def leave(self, name: str, rank: int, caller: Caller = TRUSTED) -> dict[str, Any]:
         with self.lock:
@@ -500,6 +600,7 @@ class JobManager:
         """End every job with a rank silent for lease_s (no heartbeat, and no progress of the job
         on the switch), or memberless for join_timeout_s."""
         self.sample_progress()
+        self.rearm()
         reclaimed = []
         with self.lock:
             now = self.clock()

@@ -118,8 +118,16 @@ class SwitchWatchdog:
             if self._stop.is_set():
                 return
             self.ctl.report(f"switch {self.name}: connection lost; reconnecting every {self.retry_s:g} s")
+            manager = self.ctl.manager
+            aggregating = manager is not None and self.name == self.ctl.topology.aggregation_switch.name
+            if aggregating:
+                assert manager is not None
+                manager.switch_lost(f"switch {self.name} unreachable (its P4Runtime connection broke)")
             if self._reconnect(conn):
                 self.recoveries += 1
+                if aggregating:
+                    assert manager is not None
+                    manager.switch_restored()
 
     def _contest(self, conn: SwitchConnection) -> None:
         """Another P4Runtime client made itself primary. With TLS and client certificates only a

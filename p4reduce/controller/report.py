@@ -17,11 +17,17 @@ def jobs_text(jobs: list[dict[str, Any]]) -> str:
         members = " ".join(f"{m['rank']}={m['ip']}:{m['udp_port']}@{m.get('port')}"
                            for m in sorted(j.get("members", []), key=lambda m: m["rank"]))
         state = j.get("state") or ("running" if len(j.get("members", [])) == j["workers"] else "waiting")
+        if state == "running" and j.get("path") == "fallback":
+            state = "degraded"
         group = j.get("multicast_group", j.get("mcast_grp", ""))
         s = j["slots"]
         rows.append((j["name"], str(j["job_id"]), state, j["mode"], f"{len(j.get('members', []))}/{j['workers']}",
                      f"[{s['base']}, {s['base'] + s['count']})", str(group), members or "-"))
-    return _table(rows)
+    text = _table(rows)
+    degraded = [f"  {j['name']}: {j.get('path_reason', '')}" for j in jobs if j.get("path") == "fallback"]
+    if degraded:
+        text += "\ndegraded (calls on the host fallback, not the switch):\n" + "\n".join(degraded)
+    return text
 
 
 def slot_map_text(slot_map: list[dict[str, Any]]) -> str:

@@ -146,8 +146,16 @@ class JobApiClient:
         return self._remember(name, self.request("POST", f"/jobs/{_quoted(name)}/join", body,
                                                  self.credential_for(name)))
 
-    def heartbeat(self, name: str, rank: int) -> dict[str, Any]:
-        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", {"rank": rank}, self.credential_for(name))
+    def heartbeat(self, name: str, rank: int, path: str | None = None, reason: str | None = None,
+                  generation: int | None = None) -> dict[str, Any]:
+        """Renew `rank`'s lease; `path` ("switch"/"fallback", with `reason` and the job generation it
+        left the switch at) tells the controller where the rank's calls run."""
+        body: dict[str, Any] = {"rank": rank}
+        if path is not None:
+            body.update({"path": path, "generation": generation})
+            if reason:
+                body["reason"] = reason[:500]
+        return self.request("POST", f"/jobs/{_quoted(name)}/heartbeat", body, self.credential_for(name))
 
     def leave(self, name: str, rank: int) -> dict[str, Any]:
         return self.request("POST", f"/jobs/{_quoted(name)}/leave", {"rank": rank}, self.credential_for(name))

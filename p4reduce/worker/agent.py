@@ -11,7 +11,10 @@ the same sequence of allreduces).
 When the switch stops answering within a call (no progress for ``switch_timeout_s``), every
 worker of the job moves to the host fallback (worker/fallback.py: gloo over the job's members),
 they agree there on the first call to redo, and the calls go on on gloo; ``path``/``path_reason``
-and ``calls_by_path`` say where each call ran. The fallback needs torch; without it a worker says so
+and ``calls_by_path`` say where each call ran. Each rank tells the controller in its heartbeats;
+once every rank is on the fallback and the switch serves, the controller resets the job's slots
+(a new generation), and the ranks return to the switch together, after the same call (a vote
+carried in the fallback's own messages). The fallback needs torch; without it a worker says so
 once at join, and a switch failure is an AggregationError as before.
 """
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Agent:
         self.calls_by_path = {"switch": 0, "fallback": 0}
         self._call = 0                               # index of the next call, as every rank counts them
         self._kept: dict[int, KeptInput] = {}        # inputs of the current and the previous call
+        self._episode = 0                            # times the job left the switch (same on every rank)
         self.fallback = self._make_fallback(fallback, fallback_port, fallback_agree_timeout_s)
         if retry is None:  # with a fallback, give up on the switch soon; without, before the lease ends
             deadline = switch_timeout_s if self.fallback is not None else max(1.0, self.session.lease_s)
@@ -132,8 +136,14 @@ class Agent:
         call = self._call
         if self.path == "fallback":
             assert self.fallback is not None
-            result = self.fallback.allreduce(a, average, out=out)
+            try:
+                result, everyone = self.fallback.allreduce(a, average, out=out, ready=self.session.switch_ready())
+            except FallbackError as e:
+                raise self._naming_the_stopped_peer(AggregationError(
+                    f"{self.params.describe()}: call {call} on the host fallback: {e}")) from None
             self._done(call, "fallback")
+            if everyone:
+                self._return_to_switch(call + 1)
             return result
         if self.fallback is not None:   # the input as it is now: a redo must not read a half-written out=a
             self._keep(call, a, average)
@@ -169,6 +179,17 @@ class Agent:
         self._call = call + 1
         self.calls_by_path[path] += 1
 
+    def _return_to_switch(self, call: int) -> None:
+        """Every rank voted to return (the controller re-armed the job: a new wire token, its slots
+        reset): from `call` on, the switch again, with that token and every slot's version from
+        the start, as on the switch."""
+        self.reducer.restart_versions()
+        self.params.wire_token = self.session.wire_token   # the reducer's job: the re-armed entry's token
+        self.path, self.path_reason = "switch", ""
+        self.session.report_path("switch")
+        log.warning("job %s rank %d: back on the switch from call %d (generation %d)", self.session.name,
+                    self.rank, call, self.session.generation)
+
     def _recover(self, call: int, error: AggregationError, out: np.ndarray | None) -> np.ndarray:
         """The switch failed in `call`: agree with the other ranks on the first call to redo, redo it
         (and this one) on the fallback; every later call stays there."""
@@ -177,15 +198,17 @@ class Agent:
         self.path_reason = f"the switch stopped answering in call {call}: {error}"
         log.warning("job %s rank %d: call %d moves to the host fallback: %s", self.session.name, self.rank,
                     call, error)
+        self.session.report_path("fallback", f"the switch stopped answering in call {call}")
+        episode, self._episode = self._episode, self._episode + 1
         try:
-            first = self.fallback.agree(call, gone=lambda: self.session.ended)
+            first = self.fallback.agree(call, gone=lambda: self.session.ended, episode=episode)
             if first == call - 1:     # this rank completed that call; the others need it redone
                 prev = self._kept.get(call - 1)
                 if prev is None:
                     raise FallbackError(f"call {call - 1}'s input was not kept")
                 self.fallback.allreduce(prev.array, prev.average)
             mine = self._kept[call]
-            result = self.fallback.allreduce(mine.array.reshape(mine.shape), mine.average, out=out)
+            result, _ = self.fallback.allreduce(mine.array.reshape(mine.shape), mine.average, out=out)
         except FallbackError as e:
             raise self._naming_the_stopped_peer(AggregationError(
                 f"{self.params.describe()}: call {call}: the switch failed ({error}) and the host fallback could "

@@ -117,40 +117,52 @@ class HostFallback:
         return self._pg
 
     # ---- one call ----------------------------------------------------------------------------------
-    def allreduce(self, array: np.ndarray, average: bool, out: np.ndarray | None = None) -> np.ndarray:
+    def allreduce(self, array: np.ndarray, average: bool, out: np.ndarray | None = None,
+                  ready: bool = False) -> tuple[np.ndarray, bool]:
         """Sum (or mean: float divides, int32 floor-divides) of ``array`` over the job's ranks,
-        exactly as gloo adds; into ``out`` when given. ``array`` is not modified."""
+        exactly as gloo adds; into ``out`` when given. ``array`` is not modified.
+
+        Also a vote, in the same message (one more element): ``ready`` says this rank may return
+        to the switch; the second value is whether every rank said so, the same on every rank, so
+        all of them leave the fallback after the same call."""
         import torch
         pg = self._group()
         a = np.asarray(array)
         if a.dtype not in (np.int32, np.float32):
             a = a.astype(np.float32)
-        work = np.array(a, copy=True).reshape(-1)
+        work = np.empty(a.size + 1, a.dtype)
+        work[:-1] = a.reshape(-1)
+        work[-1] = 1 if ready else 0
         try:
             pg.allreduce([torch.from_numpy(work)]).wait()
         except RuntimeError as e:
             raise FallbackError(f"the host fallback's allreduce failed: {e}") from None
         self.calls += 1
+        everyone = int(work[-1]) == self.n
+        result = work[:-1]
         if average:
-            if work.dtype == np.int32:
-                np.floor_divide(work, np.int32(self.n), out=work)
+            if result.dtype == np.int32:
+                np.floor_divide(result, np.int32(self.n), out=result)
             else:
-                work /= np.float32(self.n)
-        return deliver(work.reshape(a.shape).astype(np.asarray(array).dtype, copy=False), out)
+                result /= np.float32(self.n)
+        return deliver(result.reshape(a.shape).astype(np.asarray(array).dtype, copy=False), out), everyone
 
     # ---- agreeing on the redo ------------------------------------------------------------------------
-    def agree(self, call: int, gone: Callable[[], str | None] = lambda: None) -> int:
+    def agree(self, call: int, gone: Callable[[], str | None] = lambda: None, episode: int = 0) -> int:
         """Tell the others this rank is in `call` (0-based); return the smallest call any rank is in
         (the one every rank redoes first). FallbackError naming the ranks that never told, at the
-        timeout or as soon as `gone()` gives a reason to stop waiting (the controller ended the job)."""
+        timeout or as soon as `gone()` gives a reason to stop waiting (the controller ended the job).
+        `episode`: how many times the job left the switch before (every rank counts the same), so a
+        later failure never reads an earlier one's answers."""
         self._store_client()
-        self._store.set(f"{self.prefix}/at/{self.rank}", json.dumps({"call": call}))
+        at = f"{self.prefix}/at/{episode}"
+        self._store.set(f"{at}/{self.rank}", json.dumps({"call": call}))
         deadline = time.monotonic() + self.agree_timeout_s
         calls: dict[int, int] = {}
         while len(calls) < self.n:
             try:
                 for r in range(self.n):
-                    key = f"{self.prefix}/at/{r}"
+                    key = f"{at}/{r}"
                     if r not in calls and self._store.check([key]):
                         calls[r] = int(json.loads(self._store.get(key).decode())["call"])
             except RuntimeError as e:     # rank 0's store went away (it gave up, or died)

@@ -187,6 +187,14 @@ class JobSession:
         self.job = job
         self.lease_s = _lease(job)
         self.ended: str | None = None
+        # where this rank's calls run, told in every heartbeat (Agent: the host fallback), and the
+        # controller's latest answer: its job generation and whether the switch serves the job
+        self.path, self.path_reason, self.left_generation = "switch", "", 0
+        self.generation = int(job.get("generation", 0)) if isinstance(job.get("generation", 0), int) else 0
+        self.switch_serving = True
+        self.wire_token = _wire_token(job)     # changes when the controller re-arms the job
+        self._path_told = True
+        self._beat_now = threading.Event()
         self._stop = threading.Event()
         self._hb = threading.Thread(target=self._heartbeat, name=f"heartbeat-{name}-{self.rank}", daemon=True)
         self._hb.start()
@@ -219,11 +227,41 @@ class JobSession:
     def params(self, switch_addr: tuple[str, int] | None = None) -> JobParams:
         return job_params(self.job, self.rank, switch_addr)
 
+    def report_path(self, path: str, reason: str = "") -> None:
+        """Tell the controller (in the next heartbeat, sent now) where this rank's calls run. Off the
+        switch, heartbeats go four times a second, so the rank learns soon that it may return."""
+        if path == "fallback":
+            self.left_generation = self.generation
+        self.path, self.path_reason = path, reason
+        self._path_told = False
+        self._beat_now.set()
+
+    def switch_ready(self) -> bool:
+        """On the fallback: the controller has re-armed the job on the switch since this rank left it."""
+        return self.switch_serving and self.generation > self.left_generation
+
     def _heartbeat(self) -> None:
-        period = max(self.lease_s / 3, 0.05)
-        while not self._stop.wait(period):
+        slow = max(self.lease_s / 3, 0.05)
+        while not self._stop.is_set():
+            self._beat_now.wait(slow if self.path == "switch" else min(slow, 0.25))
+            self._beat_now.clear()
+            if self._stop.is_set():
+                return
             try:
-                self.client.heartbeat(self.name, self.rank)
+                path = self.path
+                if path == "switch" and self._path_told:
+                    answer = self.client.heartbeat(self.name, self.rank)
+                else:      # on the fallback, every beat says so; the return is told once
+                    answer = self.client.heartbeat(self.name, self.rank, path, self.path_reason,
+                                                   self.left_generation)
+                    if self.path == path:
+                        self._path_told = True
+                generation = answer.get("generation")
+                if isinstance(generation, int) and not isinstance(generation, bool) and generation != self.generation:
+                    if self.path == "fallback":    # re-armed: the job's new wire token, before the return
+                        self.wire_token = _wire_token(self.client.job(self.name))
+                    self.generation = generation
+                self.switch_serving = answer.get("switch_serving", True) is not False
             except JobApiError as e:
                 if e.code in ("job_ended", "no_such_job", "no_such_rank"):
                     self.ended = f"{e.code}: {e.message}"
@@ -262,6 +300,7 @@ class JobSession:
 
     def close(self, leave: bool = True) -> None:
         self._stop.set()
+        self._beat_now.set()
         if leave and self.ended is None:
             try:
                 self.client.leave(self.name, self.rank)

@@ -308,6 +308,13 @@ class UdpReducer(Reducer):
             native_loop.read_stats(self.native_call, self._stats)
         return self._stats
 
+    def restart_versions(self) -> None:
+        """Every slot's next round as the first one (version 0), as on a job's first call: for a
+        switch whose slots the controller has just reset (the job returns from the host fallback,
+        where ranks may have left the switch mid-call with different versions). In place: the
+        window of a call in progress holds this list."""
+        self._last_ver[:] = [1] * len(self._last_ver)
+
     @property
     def local_port(self) -> int:
         return self.sock.getsockname()[1]

@@ -161,7 +161,8 @@ def test_heartbeat_leave_and_rank_errors(served):
     with pytest.raises(JobApiError) as e:
         client.heartbeat("j", 1)
     assert err(e)[:2] == (404, "no_such_rank")
-    assert client.heartbeat("j", r0) == {"state": "waiting", "lease_s": 5.0, "joined": 1, "workers": 2}
+    assert client.heartbeat("j", r0) == {"state": "waiting", "lease_s": 5.0, "joined": 1, "workers": 2,
+                                         "generation": 0, "switch_serving": True}
     out = client.leave("j", r0)
     assert out["left"] == r0 and out["job"]["state"] == "ended"
     assert mgr.pool.free == 128 and mgr.list() == []

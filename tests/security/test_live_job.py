@@ -103,10 +103,10 @@ def test_job_kept_alive_by_its_progress_when_no_heartbeat_arrives(live):
     mgr = live.manager
     real = mgr.heartbeat
 
-    def lost(name, rank, caller=None):
+    def lost(name, rank, caller=None, **path):
         job = mgr.get(name)
         if job.state != "running":
-            return real(name, rank, caller=caller)
+            return real(name, rank, caller=caller, **path)
         return {"state": job.state, "lease_s": job.lease_s, "joined": len(job.members), "workers": job.workers}
 
     mgr.heartbeat = lost

@@ -41,13 +41,16 @@ class FakeSwitch(UdpStandIn):
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, impair: Impairments | None = None,
                  model: SwitchModel | None = None, service_time: float = 0.0,
-                 stall: tuple[int, float] | None = None):
+                 stall: tuple[float, ...] | None = None):
         if service_time < 0:
             raise ValueError(f"service_time must be >= 0, got {service_time}")
         self.service_time = service_time
-        self.stall = stall           # (n, seconds): after the n-th packet, answer nothing for that long
-        self.deaf: tuple[int, float, int] | None = None   # (n, seconds, port): that worker hears nothing
-        self._deaf_until = 0.0
+        # (n, seconds[, late_s]): after the n-th packet, answer nothing for that long (and drop
+        # what queued); with late_s, that packet arrives late_s after the freeze began
+        self.stall: tuple[float, ...] | None = stall
+        # (due, packet): the packet the switch froze on, when `stall` has a third element: it is
+        # processed that long after the freeze began, as a datagram stuck in a queue meanwhile
+        self._late: tuple[float, tuple[bytes, str, int]] | None = None
         self.model = model or SwitchModel()
         self.layout = self.model.layout       # the layout of the switch it stands in for
         self.impair = impair or Impairments()
@@ -64,8 +67,6 @@ class FakeSwitch(UdpStandIn):
         self.model.add_worker(job_id, rank, ip, port)
 
     def _deliver(self, payload: bytes, dest) -> None:
-        if self.deaf is not None and dest[1] == self.deaf[2] and time.monotonic() < self._deaf_until:
-            return
         imp = self._rng
         if imp.random() < self.impair.loss_down:
             return
@@ -92,6 +93,9 @@ class FakeSwitch(UdpStandIn):
 
     def _serve(self) -> None:
         while not self._stop.is_set():
+            if self._late is not None and time.monotonic() >= self._late[0]:
+                late, self._late = self._late[1], None
+                self._process(*late)
             try:
                 data, (ip, port) = self.sock.recvfrom(65536)
             except TimeoutError:
@@ -103,18 +107,34 @@ class FakeSwitch(UdpStandIn):
                     return
                 continue
             self.received += 1
-            if self.deaf is not None and self.received == self.deaf[0]:
-                self._deaf_until = time.monotonic() + self.deaf[1]
             if self.stall is not None and self.received == self.stall[0]:
+                late = len(self.stall) > 2
+                if late:       # held from now: release_late() may deliver it during the freeze
+                    self._late = (time.monotonic() + self.stall[2], (data, ip, port))
                 time.sleep(self.stall[1])      # the switch frozen, as a host starved of the CPU
                 self._drain()
-            if self.service_time:
-                _busy_until(time.perf_counter() + self.service_time)
-            if self._rng.random() < self.impair.loss_up:
-                continue
-            with_lock = self.model.receive(ip, port, data)
-            for d in with_lock.deliveries:
-                try:
-                    self._deliver(d.payload, (d.ip, d.port))
-                except OSError:
-                    pass
+                if late:
+                    continue
+            self._process(data, ip, port)
+
+    def release_late(self) -> bool:
+        """Process the held-back packet now (a test's moment, e.g. right after the controller reset
+        the job's slots); False when none is held."""
+        late, self._late = self._late, None
+        if late is None:
+            return False
+        self._process(*late[1])
+        return True
+
+    def _process(self, data: bytes, ip: str, port: int) -> None:
+        """One datagram through the model: service time, loss, the results it gives."""
+        if self.service_time:
+            _busy_until(time.perf_counter() + self.service_time)
+        if self._rng.random() < self.impair.loss_up:
+            return
+        with_lock = self.model.receive(ip, port, data)
+        for d in with_lock.deliveries:
+            try:
+                self._deliver(d.payload, (d.ip, d.port))
+            except OSError:
+                pass

@@ -139,7 +139,7 @@ def test_a_store_left_by_an_earlier_job_with_the_same_id_is_not_read_as_this_one
                         instance="1700000000.5") for r in range(2)]
     for f in old:
         f._store = dist.TCPStore("127.0.0.1", port, 3, is_master=False, timeout=datetime.timedelta(seconds=5))
-        f._store.set(f"{f.prefix}/at/{f.rank}", '{"call": 7}')
+        f._store.set(f"{f.prefix}/at/0/{f.rank}", '{"call": 7}')
     new = [HostFallback(1, r, 2, {0: "127.0.0.1", 1: "127.0.0.1"}, port=port, agree_timeout_s=5,
                         instance="1800000000.25") for r in range(2)]
     for f in new:
@@ -160,3 +160,80 @@ def test_a_store_left_by_an_earlier_job_with_the_same_id_is_not_read_as_this_one
     with pytest.raises(FallbackError, match="more than one call apart"):
         same.agree(3)
     del left
+
+
+class _SlotResetter:
+    """What the controller's JobProgrammer does for a real switch when it re-arms a job, done to
+    the stand-in: its entries stay, its slots are cleared."""
+
+    def __init__(self, sw):
+        self.sw, self.resets = sw, 0
+        self.late_after_reset = False
+
+    def restore_job(self, job):       # the entry as the controller holds it: its new wire token
+        mine = self.sw.model.jobs[job.job_id]      # the stand-in numbers the job's slots from its own base
+        self.sw.add_job(job.job_id, job.workers, job.slots.count, slot_base=mine.slot_base,
+                        wire_token=job.wire_token)
+
+    def reset_slots(self, spec):
+        mine = self.sw.model.jobs[spec.job_id]
+        self.sw.model.clear_slots(mine.slot_base, mine.slot_count)
+        self.resets += 1
+        self.late_after_reset = self.sw.release_late()   # a datagram queued since the freeze arrives now
+
+    def __getattr__(self, name):          # every other write: the stand-in needs none
+        return lambda *a, **k: None
+
+
+def test_the_job_returns_to_the_switch_once_it_answers_again(controller):
+    """The switch freezes for 2.5 s (and loses what queued) in call 3 of 44: every rank moves to
+    the host fallback and says so; the controller shows the job degraded, then, every rank on the
+    fallback and the switch serving, resets the job's slots (generation 1); the ranks return to the
+    switch after the same call. The same again from call 24 (generation 2). Every call, on either
+    path, is exact: the re-armed job's new wire token keeps the stale datagram out."""
+    from p4reduce.controller.leases import LeaseReaper
+    _, mgr = controller
+    calls = 44
+    seen_degraded = []
+    resetter: list[_SlotResetter] = []
+
+    def body(ag, sw):
+        if ag.rank == 0:
+            resetter.append(_SlotResetter(sw))
+            mgr.programmer = resetter[0]
+        got, paths = [], []
+        for c in range(calls):
+            if ag.rank == 0 and (c == 3 or (c == 24 and ag.path == "switch")):
+                # twice: the second failure agrees afresh. The second time, the packet the switch
+                # froze on arrives only once the controller has re-armed the job: a stale datagram,
+                # for the slot and version the return starts with
+                sw.stall = (sw.received + 1, 2.5) if c == 3 else (sw.received + 1, 2.5, 60.0)
+            got.append(ag.allreduce(tensor(ag.rank, c)).copy())
+            paths.append(ag.path)
+            if ag.path == "fallback" and ag.rank == 0:
+                seen_degraded.append(mgr.list()[0].get("path"))
+            time.sleep(0.15)
+        return got, paths, dict(ag.calls_by_path)
+
+    logs: list[str] = []
+    mgr.log = logs.append
+    reaper = LeaseReaper(mgr).start()      # re-arms twice a second, as in the controller
+    try:
+        results, errors = _run(controller, "fb-back", body)
+    finally:
+        reaper.stop()
+    assert not errors, errors
+    for _rank, (got, paths, by_path) in results.items():
+        for c in range(calls):
+            assert np.array_equal(got[c].astype(np.int64), exact(c)), f"call {c}"
+        first_fb = paths.index("fallback")
+        assert "switch" in paths[first_fb:], f"never back on the switch: {paths}"
+        back = paths.index("switch", first_fb)
+        assert 3 <= first_fb <= 4 and back < 24, paths
+        episodes = [p for i, p in enumerate(paths) if i == 0 or p != paths[i - 1]]
+        assert episodes == ["switch", "fallback", "switch", "fallback", "switch"], paths
+        assert by_path["fallback"] >= 4 and by_path["switch"] >= 12, by_path
+    assert [r[1] for r in results.values()].count(results[0][1]) == N     # the same path sequence on every rank
+    assert "fallback" in seen_degraded
+    assert resetter[0].resets == 2 and resetter[0].late_after_reset
+    assert any("its slots reset, the workers return to the switch (generation 2)" in m for m in logs), logs

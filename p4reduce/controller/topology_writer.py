@@ -197,6 +197,49 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return t
 
 
+def add_create_job_parser(sub: Any) -> argparse.ArgumentParser:
+    c = sub.add_parser("create-job", help="create a job on a running controller and hand out its credential",
+                       description="Create a job through the job API; its credential (shown once) goes to "
+                                   "--credential-file (mode 0600), else to standard output.")
+    c.add_argument("name", metavar="NAME", help="the job's name")
+    c.add_argument("--workers", type=int, required=True, metavar="N", help="number of workers")
+    c.add_argument("--mode", choices=["dense", "sparse"], default=None, help="default: the controller's")
+    c.add_argument("--slots", type=int, default=None, metavar="S", help="default: the controller's")
+    c.add_argument("--api-addr", required=True, metavar="HOST:PORT", help="the controller's job API")
+    c.add_argument("--credential-file", default=None, metavar="FILE",
+                   help="write the job credential here (created 0600; an existing file is refused)")
+    return c
+
+
+def cmd_create_job(args: argparse.Namespace) -> int:
+    from p4reduce.protocol.job_api import JobApiClient, JobApiError
+    try:
+        job = JobApiClient(args.api_addr).create(args.name, args.workers, args.mode, slots=args.slots)
+    except JobApiError as e:
+        print(f"p4reduce-controller create-job: error: {e}", file=sys.stderr)
+        return 1
+    credential = job.get("credential")
+    if not credential:
+        print(f"p4reduce-controller create-job: error: job {args.name!r} exists already; its credential was "
+              "given to whoever created it", file=sys.stderr)
+        return 1
+    if args.credential_file:
+        try:
+            fd = os.open(args.credential_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except OSError as e:
+            print(f"p4reduce-controller create-job: error: argument --credential-file: {e.strerror}: "
+                  f"{args.credential_file} (the job {args.name!r} was created; its credential is lost: "
+                  "delete the job with the admin credential and create it again)", file=sys.stderr)
+            return 1
+        with os.fdopen(fd, "w") as out:
+            out.write(credential + "\n")
+        print(f"job {args.name}: {job.get('workers')} workers, {job.get('mode')}; credential in "
+              f"{args.credential_file}", file=sys.stderr)
+    else:
+        print(credential)
+    return 0
+
+
 def cmd_topology(args: argparse.Namespace) -> int:
     """Write the file; 2 with one line naming the argument on a bad value."""
     try:

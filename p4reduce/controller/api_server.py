@@ -5,8 +5,14 @@ HTTP status (docs/job-api.md), including what http.server itself refuses (unknow
 malformed request lines). Request bodies are validated field by field; unknown fields are rejected
 so typos do not pass silently. Changes to a job need a bearer credential (controller/auth.py).
 
-Everything is bounded, since any caller may be hostile: connections at once, the time a request
-may take to arrive (a slow sender is cut off), the header and body sizes, and the numbers in a body.
+Everything is bounded, since any caller may be hostile: connections at once and per source address,
+the time a request may take to arrive (a slow sender is cut off), the header and body sizes, and the
+numbers in a body. Connections that have not delivered a whole request are *waiting*: when a new
+connection would pass a limit, the oldest waiting connection of the busiest source (or, past the
+per-source limit, of the same source) is closed to make room, so idle or trickling connections can
+never keep a caller that sends its request at once -- a worker's heartbeat -- out (issue #24).
+A new connection is refused `503 busy` only when every connection it could displace is being
+answered.
 """
 from __future__ import annotations
 
@@ -14,8 +20,11 @@ import hmac
 import json
 import logging
 import re
+import select
 import socket
+import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +45,9 @@ API_VERSION = "1"
 MAX_BODY = 64 * 1024
 IDLE_TIMEOUT_S = 10.0         # the longest wait for any read of a request (or between requests)
 REQUEST_DEADLINE_S = 20.0     # the longest a whole request may take to arrive, however it trickles
-MAX_CONNECTIONS = 256         # connections served at once; more are answered 503 and closed
+MAX_CONNECTIONS = 256         # connections served at once (waiting ones yield their place; else 503)
+MAX_PER_SOURCE = 64           # of them from one source address (a fourth of the cap by default)
+EVICTION_LOG_S = 10.0         # at most one log line per this many seconds about displaced connections
 DRAIN_LIMIT = 4 * MAX_BODY     # what is read (and dropped) of a refused body before closing
 DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 
@@ -235,17 +246,27 @@ class _Handler(BaseHTTPRequestHandler):
         return parse_body(raw)
 
     def handle_one_request(self) -> None:
-        """One request, however slowly it arrives, within REQUEST_DEADLINE_S: then the socket is shut."""
+        """One request, however slowly it arrives, within REQUEST_DEADLINE_S: then the socket is shut.
+        Until it has arrived whole the connection is *waiting*, and may be displaced (_Admission)."""
         timer = threading.Timer(self.deadline, self._cut_off)
         timer.daemon = True
         self._timer = timer
+        self._waiting(True)
         timer.start()
         try:
             super().handle_one_request()
         except TimeoutError:
             self.close_connection = True
+        except ConnectionError as e:     # the client reset or closed the connection: one line
+            self.close_connection = True
+            log.info("job API: %s: %s", self.client_address[0], _reason(e))
         finally:
             timer.cancel()
+
+    def _waiting(self, waiting: bool) -> None:
+        record = self.server.admission.record(self.request)
+        if record is not None:
+            record.wait(waiting)
 
     def _cut_off(self) -> None:
         log.info("job API: %s took over %g s to send a request; connection closed",
@@ -260,6 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body() if method in ("POST", "DELETE") else {}
             self._timer.cancel()   # the request has arrived whole; answering is not bounded by it
+            self._waiting(False)   # nor may it be displaced any more
             status, obj = self.server.api.dispatch(method, self.path, body, self.client_address[0],
                                                    self.headers.get("Authorization"))
         except TimeoutError:
@@ -308,39 +330,161 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.client_address[0], fmt % args)
 
 
+def _reason(e: BaseException) -> str:
+    if isinstance(e, ConnectionResetError):
+        return "connection reset by the client"
+    if isinstance(e, (BrokenPipeError, ConnectionAbortedError)):
+        return "connection closed by the client"
+    return f"connection failed: {getattr(e, 'strerror', None) or type(e).__name__}"
+
+
+class _Connection:
+    """One open connection as the admission sees it."""
+    __slots__ = ("since", "sock", "source", "waiting")
+
+    def __init__(self, sock: socket.socket, source: str):
+        self.sock, self.source = sock, source
+        self.waiting, self.since = True, time.monotonic()
+
+    def wait(self, waiting: bool) -> None:
+        if waiting and not self.waiting:
+            self.since = time.monotonic()
+        self.waiting = waiting
+
+
+class _Admission:
+    """Which connections are open, and which one yields its place when a new one would pass a limit.
+
+    At most `cap` connections at once and `per_source` from one source address. A new connection
+    that would pass the per-source limit displaces the oldest *waiting* connection (no whole
+    request yet: idle, or trickling) of its own source; one that would pass the total limit
+    displaces the oldest waiting connection of the source holding the most connections. A waiting
+    connection whose request bytes are already in the socket is never chosen, and the oldest
+    goes first: a request sent at once arrives long before a flood could make it the oldest.
+    Refused (503) only when every connection it could displace is being answered."""
+
+    def __init__(self, cap: int, per_source: int):
+        self.cap, self.per_source = cap, max(1, min(per_source, cap))
+        self.lock = threading.Lock()
+        self.open: dict[socket.socket, _Connection] = {}   # insertion order: oldest first
+        self.displaced = 0
+        self._displaced_logged = 0
+        self._next_log = 0.0
+
+    def record(self, sock: socket.socket) -> _Connection | None:
+        return self.open.get(sock)
+
+    def admit(self, sock: socket.socket, source: str) -> str | None:
+        """None when `sock` is admitted (perhaps displacing another); else why it is refused."""
+        with self.lock:
+            mine = [c for c in self.open.values() if c.source == source]
+            victim = None
+            if len(mine) >= self.per_source:
+                victim = self._oldest_waiting(mine)
+                if victim is None:
+                    return f"{len(mine)} requests from {source} are being answered, the most from one address"
+            elif len(self.open) >= self.cap:
+                by_source: dict[str, list[_Connection]] = {}
+                for c in self.open.values():
+                    by_source.setdefault(c.source, []).append(c)
+                for conns in sorted(by_source.values(), key=len, reverse=True):
+                    victim = self._oldest_waiting(conns)
+                    if victim is not None:
+                        break
+                if victim is None:
+                    return f"all {len(self.open)} connections are being answered"
+            if victim is not None:
+                del self.open[victim.sock]
+                self.displaced += 1
+            self.open[sock] = _Connection(sock, source)
+        if victim is not None:
+            try:
+                victim.sock.shutdown(socket.SHUT_RDWR)   # its thread sees the end and leaves
+            except OSError:
+                pass
+            self._log_displaced(victim.source)
+        return None
+
+    @staticmethod
+    def _oldest_waiting(conns: list[_Connection]) -> _Connection | None:
+        for c in sorted((c for c in conns if c.waiting), key=lambda c: c.since):
+            if not _has_data(c.sock):
+                return c
+        return None
+
+    def release(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.open.pop(sock, None)
+
+    def _log_displaced(self, source: str) -> None:
+        now = time.monotonic()
+        if now < self._next_log:
+            return
+        self._next_log = now + EVICTION_LOG_S
+        count, self._displaced_logged = self.displaced - self._displaced_logged, self.displaced
+        log.warning("job API: %d connection(s) that had sent no whole request closed to make room for new "
+                    "ones (the last from %s; limits: %d at once, %d per address)", count, source, self.cap,
+                    self.per_source)
+
+
+def _has_data(sock: socket.socket) -> bool:
+    """Whether bytes (or the end of the stream) wait in the socket: a request that arrived but is
+    not read yet. Never blocks (a socket's own recv waits up to its timeout first)."""
+    try:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
 class _BoundedHTTPServer(ThreadingHTTPServer):
-    """A thread per connection, at most MAX_CONNECTIONS at once. A whole job's workers join at
-    once, so the listen backlog is deep (the default 5 would drop their SYNs)."""
+    """A thread per connection, at most MAX_CONNECTIONS at once and MAX_PER_SOURCE per source
+    address (_Admission). A whole job's workers join at once, so the listen backlog is deep (the
+    default 5 would drop their SYNs)."""
     request_queue_size = 128
     daemon_threads = True
     api: JobApi
 
-    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int = MAX_CONNECTIONS):
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int = MAX_CONNECTIONS,
+                 max_per_source: int | None = None):
         super().__init__(address, handler)
-        self.slots = threading.BoundedSemaphore(max_connections)
+        per_source = max_per_source if max_per_source is not None else \
+            max(max_connections * MAX_PER_SOURCE // MAX_CONNECTIONS, min(max_connections, 16))
+        self.admission = _Admission(max_connections, per_source)
         self.max_connections = max_connections
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            _refuse_busy(request, self.max_connections)
+        refused = self.admission.admit(request, client_address[0])
+        if refused is not None:
+            _refuse_busy(request, refused)
             self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self.admission.release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self.admission.release(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """What escapes a connection's handler: one log line, never a traceback on stderr."""
+        e = sys.exc_info()[1]
+        if isinstance(e, OSError):
+            log.info("job API: %s: %s", client_address[0], _reason(e))
+        else:
+            log.error("job API: %s: connection handler failed: %s: %s", client_address[0],
+                      type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
 
 
-def _refuse_busy(sock: socket.socket, limit: int) -> None:
-    body = json.dumps({"error": {"code": "busy", "message": f"the job API serves {limit} connections at "
-                                 f"once; try again"}}).encode() + b"\n"
+def _refuse_busy(sock: socket.socket, why: str) -> None:
+    body = json.dumps({"error": {"code": "busy", "message": f"the job API is busy: {why}; try again"}}).encode() \
+        + b"\n"
     head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: "
             f"{len(body)}\r\nX-P4reduce-Api: {API_VERSION}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
     try:
@@ -355,9 +499,12 @@ class JobApiServer:
     It listens on loopback unless told otherwise."""
 
     def __init__(self, api: JobApi, address: tuple[str, int] = DEFAULT_ADDRESS, max_connections: int = MAX_CONNECTIONS,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S, request_deadline_s: float = REQUEST_DEADLINE_S):
+                 idle_timeout_s: float = IDLE_TIMEOUT_S, request_deadline_s: float = REQUEST_DEADLINE_S,
+                 max_per_source: int | None = None):
+        """`max_per_source`: connections from one address at once (default a fourth of
+        `max_connections`, at least 16)."""
         handler = type("JobApiHandler", (_Handler,), {"timeout": idle_timeout_s, "deadline": request_deadline_s})
-        self.httpd = _BoundedHTTPServer(address, handler, max_connections)
+        self.httpd = _BoundedHTTPServer(address, handler, max_connections, max_per_source)
         self.httpd.api = api
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="job-api", daemon=True)
 

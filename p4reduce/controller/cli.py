@@ -34,6 +34,7 @@ from typing import Any
 from p4reduce.controller import defaults, report
 from p4reduce.controller import topology as topo
 from p4reduce.controller.api_server import JobApi, JobApiServer
+from p4reduce.controller.connection import TlsClient
 from p4reduce.controller.errors import ControllerError, SwitchError
 from p4reduce.controller.inspection import SwitchInspector, open_inspector
 from p4reduce.controller.jobs import JobManager
@@ -79,6 +80,42 @@ def _switch_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
                    help="BMv2 Thrift port, to read registers on simple_switch_grpc (e.g. 9090)")
     p.add_argument("--wait", type=float, default=wait,
                    help=f"seconds to wait for the switch (default {wait:g}); progress is reported")
+    _tls_args(p)
+
+
+def _tls_args(p: argparse.ArgumentParser | Any) -> None:
+    """P4Runtime over TLS (a switch started with --grpc-server-ssl, ...-with-client-auth)."""
+    p.add_argument("--tls-ca", metavar="FILE", default=None,
+                   help="P4Runtime over TLS: the CA certificate (PEM) the switch's certificate must be signed by")
+    p.add_argument("--tls-cert", metavar="FILE", default=None,
+                   help="with --tls-ca: this client's certificate (PEM), for a switch that requires client "
+                        "certificates")
+    p.add_argument("--tls-key", metavar="FILE", default=None, help="with --tls-cert: its private key (PEM)")
+
+
+def tls_client(args: argparse.Namespace, description: dict[str, Any] | None = None) -> TlsClient | None:
+    """The TlsClient of --tls-ca/--tls-cert/--tls-key, else of a topology description's
+    `p4runtime_tls` (what `make run` writes), else None (P4Runtime in clear)."""
+    if args.tls_ca is None and (args.tls_cert is not None or args.tls_key is not None):
+        raise ControllerError("--tls-cert/--tls-key need --tls-ca (the CA that signed the switch's certificate)")
+    if args.tls_ca is not None:
+        return TlsClient(args.tls_ca, args.tls_cert, args.tls_key)
+    tls = (description or {}).get("p4runtime_tls")
+    if isinstance(tls, dict) and isinstance(tls.get("ca"), str):
+        cert, key = tls.get("cert"), tls.get("key")
+        return TlsClient(tls["ca"], cert if isinstance(cert, str) else None, key if isinstance(key, str) else None)
+    return None
+
+
+def _description(path: str | pathlib.Path | None) -> dict[str, Any] | None:
+    """The raw topology description at `path` (JSON), or None."""
+    if not path:
+        return None
+    try:
+        data = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _target_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
@@ -98,6 +135,7 @@ def _target_args(p: argparse.ArgumentParser, wait: float = 5.0) -> None:
                    help="BMv2 Thrift port, to read registers on simple_switch_grpc (default: the switch's)")
     g.add_argument("--wait", type=float, default=wait,
                    help=f"seconds to wait for the switch (default {wait:g})")
+    _tls_args(g)
 
 
 @dataclasses.dataclass
@@ -108,6 +146,7 @@ class SwitchTarget:
     thrift_port: int | None = None
     name: str | None = None
     source: str | None = None      # the description that named it
+    tls: TlsClient | None = None
 
     @property
     def label(self) -> str:
@@ -142,6 +181,7 @@ def resolve_target(args: argparse.Namespace) -> SwitchTarget:
         target.device_id = args.device_id
     if args.thrift_port is not None:
         target.thrift_port = args.thrift_port
+    target.tls = tls_client(args, _description(path) if path.is_file() else None)
     return target
 
 
@@ -160,7 +200,7 @@ def open_target(args: argparse.Namespace, registers: bool = False) -> tuple[Swit
     target = resolve_target(args)
     try:
         return target, open_inspector(target.grpc_addr, target.device_id, args.wait, target.thrift_port,
-                                      registers)
+                                      registers, tls=target.tls)
     except SwitchError:
         if _port_open(target.grpc_addr):
             raise
@@ -370,7 +410,10 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if args.p4info is None and args.bmv2_json is None and not pathlib.Path(bmv2).is_file():
         p4info = bmv2 = None  # use whatever the switch runs
         log.info("no %s: using the program the switch already runs", BUILD_JSON)
-    ctl = Controller(tp, p4info, bmv2, election_id=args.election_id, connect_timeout=args.wait,
+    tls = tls_client(args, _description(args.topology))
+    if tls is not None:
+        log.info("P4Runtime over TLS (CA %s%s)", tls.ca, f", client certificate {tls.cert}" if tls.cert else "")
+    ctl = Controller(tp, p4info, bmv2, election_id=args.election_id, connect_timeout=args.wait, tls=tls,
                      api_address=(host, int(port)), state_file=args.state_file or None,
                      default_workers=args.default_workers, default_mode=args.default_mode,
                      default_slots=args.default_slots, lease_s=args.lease, join_timeout_s=args.join_timeout,

@@ -8,10 +8,12 @@ RPC and what the server said (including each failed update of a batch).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import pathlib
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,11 +66,45 @@ def pipeline_cookie(device_config: bytes) -> int:
     return int.from_bytes(hashlib.sha256(device_config).digest()[:8], "big")
 
 
+@dataclasses.dataclass(frozen=True)
+class TlsClient:
+    """P4Runtime over TLS: the CA the switch's certificate must be signed by, and this client's
+    certificate and key (for a switch that requires client certificates,
+    --grpc-server-with-client-auth). Paths; read at each connect."""
+    ca: str
+    cert: str | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("P4Runtime TLS: a client certificate needs its key, and a key its certificate "
+                             "(--tls-cert and --tls-key together)")
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str | None, what: str) -> bytes | None:
+            if path is None:
+                return None
+            try:
+                data = pathlib.Path(path).read_bytes()
+            except OSError as e:
+                raise SwitchError(f"P4Runtime TLS: cannot read the {what} {path}: {e.strerror}") from None
+            if b"-----BEGIN" not in data:
+                raise SwitchError(f"P4Runtime TLS: the {what} {path} is not PEM")
+            return data
+        return grpc.ssl_channel_credentials(root_certificates=read(self.ca, "CA certificate"),
+                                            private_key=read(self.key, "client key"),
+                                            certificate_chain=read(self.cert, "client certificate"))
+
+    def describe(self) -> dict[str, str | None]:
+        return {"ca": self.ca, "cert": self.cert, "key": self.key}
+
+
 class SwitchConnection:
-    """A P4Runtime client for one device."""
+    """A P4Runtime client for one device (over TLS when given a TlsClient)."""
 
     def __init__(self, grpc_addr: str, device_id: int = 0, election_id: int | str | tuple[int, int] = 1,
-                 name: str | None = None):
+                 name: str | None = None, tls: TlsClient | None = None):
+        self.tls = tls
         self.grpc_addr = grpc_addr
         self.device_id = device_id
         self.election_id = parse_election_id(election_id)
@@ -85,6 +121,10 @@ class SwitchConnection:
         self._arbitrated = False
         self.lost = threading.Event()  # set when the stream to the switch breaks (switch gone)
         self.became_primary = threading.Event()
+        # set when another client made itself primary while this one was (recovery.SwitchWatchdog
+        # contests it); displaced_by: that client's election id
+        self.displaced = threading.Event()
+        self.displaced_by: int | None = None
 
     @property
     def pipeline(self) -> P4InfoIndex:
@@ -105,9 +145,11 @@ class SwitchConnection:
         self.close()
         self.lost = threading.Event()
         self.became_primary = threading.Event()
+        self.displaced = threading.Event()
         self._arbitrated = False
         self._arbitration = queue.Queue()
-        self._channel = grpc.insecure_channel(self.grpc_addr)
+        self._channel = (grpc.secure_channel(self.grpc_addr, self.tls.credentials()) if self.tls is not None
+                         else grpc.insecure_channel(self.grpc_addr))
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         deadline = time.monotonic() + timeout
         ready = grpc.channel_ready_future(self._channel)
@@ -120,8 +162,8 @@ class SwitchConnection:
                 now = time.monotonic()
                 if now >= deadline:
                     self.close()
-                    raise SwitchError(f"switch {self.name} ({self.grpc_addr}): no P4Runtime server answered "
-                                      f"within {timeout:g} s") from None
+                    raise SwitchError(f"switch {self.name} ({self.grpc_addr}): {self._why_not_ready(timeout)}") \
+                        from None
                 if now >= next_report:
                     report(f"waiting for switch {self.name} at {self.grpc_addr} "
                            f"({deadline - now:.0f} s left)")
@@ -131,6 +173,23 @@ class SwitchConnection:
         self._open_stream()
         self._arbitrate(max(1.0, deadline - time.monotonic()), require_primary)
         return self
+
+    def _why_not_ready(self, timeout: float) -> str:
+        """Why the channel did not become ready: nothing listens, or a TLS mismatch."""
+        host, _, port = self.grpc_addr.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                listening = True
+        except (OSError, ValueError):
+            listening = False
+        if not listening:
+            return f"no P4Runtime server answered within {timeout:g} s"
+        if self.tls is None:
+            return ("something listens there but does not speak P4Runtime in clear: if the switch was started "
+                    "with --grpc-server-ssl, give the controller --tls-ca (and --tls-cert/--tls-key)")
+        return ("the TLS handshake failed: is the switch's certificate signed by the CA of --tls-ca and valid "
+                "for this address, and does the switch require a client certificate (--tls-cert/--tls-key, "
+                "signed by the CA it trusts)?")
 
     def _open_stream(self) -> None:
         pending: queue.Queue[Any] = queue.Queue()
@@ -155,7 +214,11 @@ class SwitchConnection:
                         if self._arbitrated:  # a later update: a takeover, or the primary left
                             was, self.primary = self.primary, msg.arbitration.status.code == code_pb2.OK
                             if was and not self.primary:
-                                log.warning("switch %s: this controller is no longer primary", self.name)
+                                eid = msg.arbitration.election_id
+                                self.displaced_by = (eid.high << 64) | eid.low
+                                log.warning("switch %s: this controller is no longer primary: a client with "
+                                            "election id %d is", self.name, self.displaced_by)
+                                self.displaced.set()
                             if self.primary:
                                 self.became_primary.set()
                         else:
@@ -202,6 +265,27 @@ class SwitchConnection:
                 f"switch {self.name}: this controller (election id {mine}) is not primary; the primary "
                 f"controller has election id {primary}. Stop it, or use a higher --election-id, or "
                 f"connect read-only (backup).", code="not_primary", http_status=409)
+
+    def reclaim_primary(self, timeout: float = 5.0) -> tuple[int, int]:
+        """Become primary again on the open stream, with an election id above the one that
+        displaced this client (P4Runtime lets a client re-arbitrate on its stream). Returns the
+        new election id; SwitchError if the switch does not make this client primary."""
+        if self._requests is None:
+            raise SwitchError(f"switch {self.name}: no stream to re-arbitrate on")
+        mine = (self.election_id[0] << 64) | self.election_id[1]
+        new = max(mine, self.displaced_by or 0) + 1
+        if new >> 128:
+            raise SwitchError(f"switch {self.name}: cannot outbid election id {self.displaced_by}")
+        self.election_id = (new >> 64, new & ((1 << 64) - 1))
+        self.became_primary.clear()
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.high, req.arbitration.election_id.low = self.election_id
+        self._requests.put(req)
+        if not self.became_primary.wait(timeout):
+            raise SwitchError(f"switch {self.name}: re-arbitrating with election id {new} did not make this "
+                              f"controller primary within {timeout:g} s")
+        return self.election_id
 
     def close(self) -> None:
         stream, self._stream = self._stream, None

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from p4reduce.controller.codec import format_ipv4, format_mac, to_signed
-from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.connection import SwitchConnection, TlsClient
 from p4reduce.controller.entities import (
     all_multicast_groups,
     counter_entry,
@@ -218,11 +218,11 @@ def _natural(name: str) -> list[int | str]:
 
 
 def open_inspector(grpc_addr: str, device_id: int = 0, wait: float = 5.0, thrift_port: int | None = None,
-                   registers: bool = False) -> SwitchInspector:
+                   registers: bool = False, tls: TlsClient | None = None) -> SwitchInspector:
     """A SwitchInspector on the switch at `grpc_addr`, connected read-only (no arbitration, so
     the running controller is not disturbed); with registers=True, register access too (over
     P4Runtime, or BMv2's Thrift API at `thrift_port`). Fails clearly when the switch runs nothing."""
-    conn = SwitchConnection(grpc_addr, device_id, 1).connect(wait, arbitrate=False, report=lambda m: None)
+    conn = SwitchConnection(grpc_addr, device_id, 1, tls=tls).connect(wait, arbitrate=False, report=lambda m: None)
     index, _ = conn.fetch_pipeline()
     if index is None:
         raise SwitchError(f"switch {grpc_addr} runs no program yet")

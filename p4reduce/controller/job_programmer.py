@@ -19,6 +19,7 @@ from p4reduce.controller.entities import (
     decode_multicast_group,
     decode_table_entry,
     multicast_group,
+    register_entry,
     table_entry,
 )
 from p4reduce.controller.errors import SwitchError
@@ -145,6 +146,22 @@ class JobProgrammer:
             updates.append(update(Update.INSERT, self._group(job, job.members.values())))
         self.conn.write(updates)
 
+    def restore_job(self, job: Job) -> None:
+        """Make the switch hold the job's entries and group as this controller wrote them, whatever
+        another client changed (missing ones inserted, changed ones modified back)."""
+        entities = [self._job_entity(job)]
+        for m in job.members.values():
+            entities += self._member_entities(job, m)
+        if job.members:
+            entities.append(self._group(job, job.members.values()))
+        for ent in entities:
+            try:
+                self.conn.write([update(Update.INSERT, ent)])
+            except SwitchError as e:
+                if "ALREADY_EXISTS" not in e.message:
+                    raise
+                self.conn.write([update(Update.MODIFY, ent)])
+
     def _delete_quietly(self, entities: Iterable[Any]) -> None:
         """Delete one by one so one missing entry does not keep the others installed."""
         for ent in entities:
@@ -162,6 +179,25 @@ class JobProgrammer:
         for name in RESET_REGISTERS:
             if self.index.has("register", name):
                 self.registers.fill(name, start, stop, 0)
+
+    def progress_mark(self, job: Job) -> tuple[Any, ...] | None:
+        """A snapshot of the job's slot registers (seen, count and round offset of both shadow
+        copies), which change whenever a contribution is aggregated; None when registers cannot
+        be read here. Two snapshots that differ mean the job made progress on the data plane (a
+        slot advances only when all ranks contribute); equal ones, taken a second apart while
+        the job runs, are rare (the same point of the same tensor), and only lose that second."""
+        if self.registers is None:
+            return None
+        start, stop = slot_registers(job.spec)
+        names = [n for n in (*RESET_REGISTERS, p4names.ROUND_OFFSET) if self.index.has("register", n)]
+        if not names:
+            return None
+        if self.registers.backend == "p4runtime":   # the job's cells only, in one Read
+            cells = self.conn.read(*[register_entry(self.index, n, i) for n in names for i in range(start, stop)])
+            return tuple(sorted((e.register_entry.register_id, e.register_entry.index.index,
+                                 e.register_entry.data.SerializeToString()) for e in cells))
+        return tuple(tuple(self.registers.read_range(n, start, stop).get(i, 0) for i in range(start, stop))
+                     for n in names)
 
     # -- restart -------------------------------------------------------------------------------
     def read_back(self) -> list[dict[str, Any]]:

@@ -63,6 +63,16 @@ class Job:
         self.state = "waiting"
         self.credential_digest: str | None = None  # SHA-256 of the job credential (None: admin only)
         self.wire_token = 0                   # the packets' secret (jobs table; members only)
+        # liveness from the data plane (JobManager.progress): the last snapshot of the job's slot
+        # registers, and when the switch last showed them change
+        self.progress_mark: object = None
+        self.progress_at = float("-inf")
+        self.progress_logged = float("-inf")
+
+    def alive_at(self, member: Member) -> float:
+        """When `member` was last known alive: its last heartbeat, or the job's last progress on
+        the switch (a job's slots advance only when every rank contributes)."""
+        return max(member.last_seen, self.progress_at)
 
     @property
     def spec(self) -> JobSpec:
@@ -138,6 +148,10 @@ class JobManager:
         self.ended: dict[str, tuple[str, float]] = {}  # name -> (reason, when): 409 job_ended for a while
         self.lock = threading.RLock()
         self.on_change: Callable[[], None] | None = None  # called (under the lock) after every change
+        # the job's data-plane state as a comparable snapshot (None: unknown), read from the switch
+        # (JobProgrammer.progress_mark); while it changes, a job whose heartbeats do not arrive
+        # is making progress and is kept (issue #24: the job API may be flooded)
+        self.progress: Callable[[Job], object] | None = None
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -447,13 +461,50 @@ class JobManager:
             self.log(f"job {name}: ended ({reason}); slots [{job.slots.base}, {job.slots.end}) freed")
             return {"ended": name}
 
+    def sample_progress(self) -> None:
+        """Read the data-plane state of every running job with a late heartbeat (more than a
+        third of its lease); a change since the last reading is progress (Job.progress_at). The
+        switch is read outside the lock."""
+        probe = self.progress
+        if probe is None:
+            return
+        with self.lock:
+            now = self.clock()
+            late = []
+            for job in self.jobs.values():
+                if job.state == "running" and any(now - m.last_seen > job.lease_s / 3 for m in job.members.values()):
+                    late.append(job)
+                else:
+                    job.progress_mark = None     # a later reading compares with a fresh one only
+        for job in late:
+            try:
+                mark = probe(job)
+            except Exception as e:  # the switch unreachable: heartbeats alone decide
+                self.log(f"job {job.name}: cannot read its progress on the switch: {getattr(e, 'message', e)}")
+                continue
+            with self.lock:
+                if self.jobs.get(job.name) is not job or mark is None:
+                    continue
+                if job.progress_mark is not None and mark != job.progress_mark:
+                    now = self.clock()
+                    job.progress_at = now
+                    if now - job.progress_logged >= job.lease_s:
+                        job.progress_logged = now
+                        late_ranks = sorted(m.rank for m in job.members.values()
+                                            if now - m.last_seen > job.lease_s / 3)
+                        self.log(f"job {job.name}: no heartbeat from rank {', '.join(map(str, late_ranks))} "
+                                 f"for a while, but the switch shows the job progressing: its lease is kept")
+                job.progress_mark = mark
+
     def reap(self) -> builtins.list[str]:
-        """End every job with a rank silent for lease_s, or memberless for join_timeout_s."""
+        """End every job with a rank silent for lease_s (no heartbeat, and no progress of the job
+        on the switch), or memberless for join_timeout_s."""
+        self.sample_progress()
         reclaimed = []
         with self.lock:
             now = self.clock()
             for name, job in list(self.jobs.items()):
-                dead = [m.rank for m in job.members.values() if now - m.last_seen > job.lease_s]
+                dead = [m.rank for m in job.members.values() if now - job.alive_at(m) > job.lease_s]
                 idle = not job.members and now - job.last_activity > self.join_timeout_s
                 if dead or idle:
                     reason = (f"lease expired: rank {', '.join(map(str, dead))} silent for over {job.lease_s:g} s"

@@ -1,4 +1,5 @@
-"""The lease reaper: ends jobs whose workers went silent (JobManager.reap), once a second."""
+"""The lease reaper: ends jobs whose workers went silent (JobManager.reap), twice a second (a job
+whose heartbeats are late is read on the switch at every pass: JobManager.sample_progress)."""
 from __future__ import annotations
 
 import threading
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
 class LeaseReaper:
     """Background thread calling JobManager.reap() every `period` seconds."""
 
-    def __init__(self, manager: JobManager, period: float = 1.0):
+    def __init__(self, manager: JobManager, period: float = 0.5):
         self.manager, self.period = manager, period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-reaper", daemon=True)

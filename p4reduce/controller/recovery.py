@@ -96,6 +96,7 @@ class SwitchWatchdog:
         self.retry_s = retry_s
         self._stop = threading.Event()
         self.recoveries = 0
+        self._last_contest = float("-inf")
         self._thread = threading.Thread(target=self._run, name=f"watchdog-{switch_name}", daemon=True)
 
     def start(self) -> SwitchWatchdog:
@@ -109,13 +110,67 @@ class SwitchWatchdog:
     def _run(self) -> None:
         conn = self.ctl.connections[self.name]
         while not self._stop.is_set():
-            if not conn.lost.wait(timeout=0.2):
+            if conn.displaced.is_set() and not conn.lost.is_set():
+                self._contest(conn)
+                continue
+            if not conn.lost.wait(timeout=0.1):
                 continue
             if self._stop.is_set():
                 return
             self.ctl.report(f"switch {self.name}: connection lost; reconnecting every {self.retry_s:g} s")
             if self._reconnect(conn):
                 self.recoveries += 1
+
+    def _contest(self, conn: SwitchConnection) -> None:
+        """Another P4Runtime client made itself primary. With TLS and client certificates only a
+        holder of a certificate of this deployment's CA can (a standby controller taking over):
+        it keeps the switch. Without TLS anyone on the machine can, so the controller takes the
+        switch back with a higher election id and restores what it installed (issue #24)."""
+        conn.displaced.clear()
+        who = conn.displaced_by
+        if conn.tls is not None:
+            self.ctl.report(f"switch {self.name}: a client with election id {who} (authenticated by this "
+                            f"deployment's CA) is now primary; this controller stands back")
+            return
+        wait = self._last_contest + 0.5 - time.monotonic()    # never more than two a second
+        if wait > 0 and self._stop.wait(wait):
+            return
+        self._last_contest = time.monotonic()
+        try:
+            high, low = conn.reclaim_primary()
+        except SwitchError as e:
+            self.ctl.report(f"switch {self.name}: displaced by a P4Runtime client with election id {who}, "
+                            f"and could not take the switch back: {e.message}")
+            conn.displaced.set()     # try again
+            return
+        self.ctl.report(f"switch {self.name}: another P4Runtime client (election id {who}) made itself "
+                        f"primary; took the switch back with election id {(high << 64) | low} (the switch has "
+                        f"no TLS: see docs/p4sim-security.md)")
+        try:
+            self._restore(conn)
+        except SwitchError as e:
+            self.ctl.report(f"switch {self.name}: restoring after the takeover failed: {e.message}")
+            conn.displaced.set()     # try again
+
+    def _restore(self, conn: SwitchConnection) -> None:
+        """The switch's state as this controller made it: its program, forwarding and jobs."""
+        pushed = False
+        if self.ctl.p4info and self.ctl.device_config:
+            pushed = conn.ensure_pipeline(self.ctl.p4info, self.ctl.device_config, report=self.ctl.report)
+        install_forwarding(conn, self.ctl.topology, self.name, report=lambda msg: None)
+        manager = self.ctl.manager
+        if manager is None or self.name != self.ctl.topology.aggregation_switch.name or manager.programmer is None:
+            return
+        if pushed:
+            self.ctl.reopen_registers()
+            n = replay_jobs(manager)
+        else:
+            n = 0
+            with manager.lock:
+                for job in manager.jobs.values():
+                    manager.programmer.restore_job(job)
+                    n += 1
+        self.ctl.report(f"switch {self.name}: {n} job(s) restored after the takeover")
 
     def _reconnect(self, conn: SwitchConnection) -> bool:
         while not self._stop.is_set():

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4reduce.controller.api_server import JobApi, JobApiServer
-from p4reduce.controller.connection import SwitchConnection
+from p4reduce.controller.connection import SwitchConnection, TlsClient
 from p4reduce.controller.errors import SwitchError
 from p4reduce.controller.forwarding import install_forwarding
 from p4reduce.controller.job_programmer import JobProgrammer, program_layout, slot_pool_size
@@ -65,8 +65,9 @@ class Controller:
                  default_mode: str = "dense", default_slots: int | None = None, lease_s: float = 10.0,
                  join_timeout_s: float = 120.0, reset_registers: bool = True, require_primary: bool = True,
                  watch_switches: bool = True, report: Callable[[str], None] | None = None,
-                 admin_credential: str | None = None):
+                 admin_credential: str | None = None, tls: TlsClient | None = None):
         self.topology = topology
+        self.tls = tls     # P4Runtime over TLS with these CA, certificate and key (None: in clear)
         self.p4info, self.device_config = p4info, device_config
         self.election_id = election_id
         self.connect_timeout = connect_timeout
@@ -92,7 +93,7 @@ class Controller:
         """Bring everything up. With standby=True, wait (as a backup) until this controller
         becomes primary on every switch — the primary stopped or died — then take over."""
         for sw in self.topology.switches.values():
-            conn = SwitchConnection(sw.grpc_addr, sw.device_id, self.election_id, name=sw.name)
+            conn = SwitchConnection(sw.grpc_addr, sw.device_id, self.election_id, name=sw.name, tls=self.tls)
             conn.connect(self.connect_timeout, self.require_primary and not standby, report=self.report)
             self.connections[sw.name] = conn
         if standby:
@@ -126,6 +127,7 @@ class Controller:
                     f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
         self.manager = manager = JobManager(SlotPool(slot_pool_size(conn.pipeline)), programmer, self.topology,
                                             log=self.report, layout=layout, **self.manager_args)
+        manager.progress = programmer.progress_mark     # liveness from the data plane (jobs.py)
         self.resumed = resume_jobs(manager, programmer, self.state)
         manager.on_change = lambda: self.state.save(manager)
         self.reaper = LeaseReaper(manager).start()

@@ -173,4 +173,8 @@ def run_shell(args: argparse.Namespace, target: SwitchTarget, inspector: SwitchI
     p4sh.start_ipython = start_with_commands
     sys.argv = ["p4runtime-sh", "--grpc-addr", target.grpc_addr, "--device-id", str(target.device_id),
                 "--election-id", f"{high},{low}"]
+    if target.tls is not None:    # p4runtime-shell's TLS options
+        sys.argv += ["--ssl", "--cacert", target.tls.ca]
+        if target.tls.cert and target.tls.key:
+            sys.argv += ["--cert", target.tls.cert, "--private-key", target.tls.key]
     p4sh.main()

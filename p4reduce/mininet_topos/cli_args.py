@@ -32,6 +32,9 @@ def add_network_arguments(parser: argparse.ArgumentParser, default_topo: str = "
     parser.add_argument("--switch-log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "error", "off"],
                         help="switch log level; trace logs every packet (slow, large) (default %(default)s)")
+    parser.add_argument("--no-tls", action="store_true",
+                        help="P4Runtime in clear (default: TLS with client certificates made for this run in "
+                             "RUN_DIR/tls, so that only the controller can reach the switches)")
     parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)   # node-name prefix (tests)
     links.add_arguments(parser)
 

@@ -205,7 +205,8 @@ def compare_on_shaped_links(args: argparse.Namespace, quiet: bool, failures: lis
     with Session(topo=args.topo, workers=args.workers, link=link, program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
-                 pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level) as session:
+                 pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level,
+                 tls=not args.no_tls) as session:
         runs, seconds = run_phase(session, phase, args, quiet)
         if not phase_ok(phase, runs):
             failures.append(f"dense at {args.compare_bw:g} Mbit/s")
@@ -227,7 +228,7 @@ def main(args: argparse.Namespace) -> int:
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
                  pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix,
-                 switch_log_level=args.switch_log_level) as session:
+                 switch_log_level=args.switch_log_level, tls=not args.no_tls) as session:
         switches = ", ".join(s.label() for s in session.network.switches)
         print(f"demo: switch {switches}; controller on {session.api_addr}", file=sys.stderr)
         for phase in phases(args):

@@ -19,6 +19,8 @@ gRPC port is up. Format (version 1):
                  "intf": "h1-eth0", "switch": "s1", "port": 1, "pid": 4321,
                  "netns": "/proc/4321/ns/net", "api_source": "127.100.0.1"}],
       "links": [{"a": "leaf1", "a_port": 3, "b": "spine", "b_port": 1}],   # switch-to-switch
+      "p4runtime_tls": {"ca": "run/tls/ca.pem", "cert": "run/tls/controller.pem",
+                        "key": "run/tls/controller.key"},     # only when the switches require TLS
       "link_options": {"name": null, "bw_mbps": null, "delay": null, "loss_pct": 0.0, "queue_ms": null,
                        "loss_method": null, "delay_applied": null, "applied": "unshaped veth"}
     }
@@ -88,9 +90,12 @@ def describe(network: P4Network) -> dict[str, Any]:
                       "port": peer.node.ports[peer], "pid": host.pid,
                       "netns": f"/proc/{host.pid}/ns/net",
                       "api_source": api_source(host.params.get("index", 0))})
-    return {"version": VERSION, "topology": network.kind, "service": {"ip": ip, "mac": mac},
-            "switches": switches, "hosts": hosts, "links": switch_links,
-            "link_options": network.link.describe()}
+    description = {"version": VERSION, "topology": network.kind, "service": {"ip": ip, "mac": mac},
+                   "switches": switches, "hosts": hosts, "links": switch_links,
+                   "link_options": network.link.describe()}
+    if network.tls is not None:   # how the controller's tools reach the switches (certs.py)
+        description["p4runtime_tls"] = network.tls.describe()
+    return description
 
 def write_description(description: dict[str, Any], path: str | Path) -> Path:
     """Write atomically (readers never see half a file)."""

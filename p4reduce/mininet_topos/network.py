@@ -19,6 +19,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from p4reduce.mininet_topos import links
+from p4reduce.mininet_topos.certs import RunCertificates
 from p4reduce.mininet_topos.description import describe, write_description
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.p4switch import P4Switch
@@ -51,6 +52,14 @@ class P4Network:
             info.update(common, grpc_port=grpc_base + info["device_id"],
                         thrift_port=thrift_base + info["device_id"])
         self.net: Mininet | None = None
+        self.tls: RunCertificates | None = None
+
+    def use_tls(self, certs: RunCertificates) -> None:
+        """Start every switch with P4Runtime over TLS, client certificates required (certs.py);
+        before start()."""
+        self.tls = certs
+        for name in self.topo.switches():
+            self.topo.nodeInfo(name)["target_args"] = certs.switch_args()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> P4Network:

@@ -42,7 +42,8 @@ class P4Switch(Switch):
     def __init__(self, name: str, json_path: str | None = None, grpc_port: int = 9559,
                  thrift_port: int = 9090, device_id: int = 0, cpu_port: int | None = DEFAULT_CPU_PORT,
                  log_dir: str = "logs", pcap_dir: str | None = "pcaps", target: str = "auto",
-                 log_level: str | None = None, start_timeout: float = START_TIMEOUT_S, **params: Any):
+                 log_level: str | None = None, start_timeout: float = START_TIMEOUT_S,
+                 target_args: list[str] | None = None, **params: Any):
         params.setdefault("dpid", "%016x" % (device_id + 1))
         super().__init__(name, **params)
         self.json_path = json_path
@@ -55,6 +56,7 @@ class P4Switch(Switch):
         self.target = target
         self.log_level = log_level
         self.start_timeout = start_timeout
+        self.target_args = list(target_args or [])   # after `--`: e.g. the TLS options (certs.py)
         self.process: subprocess.Popen | None = None
         self.argv: list[str] = []
 
@@ -112,7 +114,7 @@ class P4Switch(Switch):
             ports=[(port, intf.name) for port, intf in self.data_ports()], device_id=self.device_id,
             grpc_addr=self.grpc_addr, thrift_port=self.thrift_port, log_file=str(self.log_file),
             pcap_dir=self.pcap_dir, json_path=self.json_path, cpu_port=self.cpu_port,
-            log_level=self.log_level)
+            log_level=self.log_level, extra=self.target_args)
         self.argv = command.argv(find_target(self.target))
         with open(self.console_file, "wb") as console:
             console.write((" ".join(self.argv) + "\n").encode())
@@ -159,4 +161,4 @@ class P4Switch(Switch):
                 "thrift_port": self.thrift_port, "cpu_port": self.cpu_port,
                 "target": target_name(self.argv) if self.argv else None, "pid": self.target_pid,
                 "log_file": str(self.log_file), "pcap_dir": self.pcap_dir,
-                "program": self.json_path}
+                "program": self.json_path, "p4runtime_tls": "--grpc-server-ssl" in self.target_args}

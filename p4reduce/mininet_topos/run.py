@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
                       pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix, switch_log_level=args.switch_log_level,
-                      controller_args=["--join-timeout", f"{args.join_timeout:g}"])
+                      controller_args=["--join-timeout", f"{args.join_timeout:g}"], tls=not args.no_tls)
     session.join_timeout_s = args.join_timeout
     with session:
         if args.no_controller:

@@ -13,6 +13,7 @@ from typing import Any
 
 from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.apirelay import ApiRelay
+from p4reduce.mininet_topos.certs import CertificateError, RunCertificates, make_run_certificates
 from p4reduce.mininet_topos.controller_proc import ControllerProcess
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
@@ -56,7 +57,7 @@ class Session:
                  program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
                  grpc_base: int = 9559, thrift_base: int = 9090, prefix: str = "", log_dir: str = "logs",
                  pcap_dir: str | None = "pcaps", run_dir: str | Path = RUN_DIR, controller: bool = True,
-                 controller_args: list[str] | None = None, switch_log_level: str = "info"):
+                 controller_args: list[str] | None = None, switch_log_level: str = "info", tls: bool = True):
         if program and not Path(program).is_file():
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
@@ -73,6 +74,8 @@ class Session:
                                  grpc_base=grpc_base, thrift_base=thrift_base, log_dir=log_dir,
                                  pcap_dir=pcap_dir, description_path=str(self.description_path),
                                  prefix=prefix, switch_log_level=switch_log_level)
+        self.tls = tls      # P4Runtime over TLS with client certificates made for this run (certs.py)
+        self.certificates: RunCertificates | None = None
         self.want_controller = controller
         self.controller: ControllerProcess | None = None
         if controller:
@@ -90,6 +93,14 @@ class Session:
         if self.state_file.exists():   # a killed session's leftovers: interfaces, loss tables
             runstate.stop_recorded(self.state_file, log=lambda *_: None)
         _terminate_on_sigterm()
+        if self.tls:
+            try:
+                self.certificates = make_run_certificates(self.run_dir)
+            except CertificateError as e:
+                raise SessionError(str(e)) from None
+            self.network.use_tls(self.certificates)
+            if self.controller is not None:
+                self.controller.argv += self.certificates.controller_args()
         try:
             self.network.start()
             self._record()

@@ -26,6 +26,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from p4reduce.protocol.credentials import credential_problem
+
 DEFAULT_PORT = 8090
 MAX_ANSWER = 32 << 20        # the largest answer read from a controller
 # a job name, whole (JOB_NAME.fullmatch): no "." or "..", nothing a path or a log line could misread
@@ -71,6 +73,8 @@ class JobApiClient:
             raise ValueError(f"controller address {address!r}: the port must be a number in 1..65535") from None
         self.base = f"http://{host}:{port}/v1"
         self.timeout = timeout
+        if credential is not None and (problem := credential_problem(credential)) is not None:
+            raise ValueError(problem)
         self.credential = credential
         self.credentials: dict[str, str] = {}   # job name -> the job credential this client was given
 
@@ -87,6 +91,9 @@ class JobApiClient:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if credential is not None:
+            problem = credential_problem(credential)
+            if problem is not None:
+                raise JobApiError(None, "bad_credential", problem)
             headers["Authorization"] = f"Bearer {credential}"
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:

@@ -59,7 +59,12 @@ class Agent:
         except BaseException:
             self.sock.close()
             raise
-        self.params = self.session.params(switch_addr)
+        try:
+            self.params = self.session.params(switch_addr)
+        except BaseException:      # an unusable job description or --switch: leave, do not linger
+            self.session.close()
+            self.sock.close()
+            raise
         self.path, self.path_reason = "switch", ""
         self.calls_by_path = {"switch": 0, "fallback": 0}
         self._call = 0                               # index of the next call, as every rank counts them

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -68,12 +69,37 @@ def _lease(job: dict) -> float:
     return lease
 
 
+def check_switch_addr(switch_addr: tuple[str, int]) -> tuple[str, int]:
+    """`switch_addr` (the worker's --switch HOST:PORT) as (IPv4, port): a host name is resolved;
+    an address that cannot be resolved or reached is a JobJoinError saying so."""
+    host, port = switch_addr
+    where = f"--switch {host}:{port}"
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise JobJoinError(f"{where}: the port must be in 1..65535")
+    try:
+        infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise JobJoinError(f"{where}: cannot resolve {host!r} to an IPv4 address "
+                           f"({getattr(e, 'strerror', None) or e})") from None
+    ip = str(infos[0][4][0])
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((ip, port))          # UDP: no packet sent; fails only without a route
+    except OSError as e:
+        raise JobJoinError(f"{where}: the switch is unreachable from this host ({e.strerror or e})") from None
+    finally:
+        probe.close()
+    return ip, port
+
+
 def job_params(job: dict, rank: int, switch_addr: tuple[str, int] | None = None) -> JobParams:
     """JobParams from a job-API Job object (``switch_addr`` overrides where packets go); a
     description a worker cannot run (no slots, no workers, a rank outside the job, a bad address)
     is a JobJoinError naming the field."""
     if not isinstance(job, dict):
         raise JobJoinError(f"the controller's job description is not a JSON object: {job!r}")
+    if switch_addr is not None:
+        switch_addr = check_switch_addr(switch_addr)
     try:
         ip, port = switch_addr or (job["switch"]["ip"], int(job["switch"]["udp_port"]))
         # the packet layout the controller read from the program the switch runs
@@ -151,15 +177,30 @@ class JobSession:
             if job.get("state") != "running":
                 job = self._wait_running(wait_timeout)
         except JobApiError as e:
+            self._give_up()
             where = f" (field {e.field!r})" if e.field else ""
             raise JobJoinError(f"cannot join job {name!r} at controller {controller}: {e.code}{where}: "
                                f"{e.message}") from None
+        except BaseException:      # a garbled answer, Ctrl-C while waiting: the rank is given back too
+            self._give_up()
+            raise
         self.job = job
         self.lease_s = _lease(job)
         self.ended: str | None = None
         self._stop = threading.Event()
         self._hb = threading.Thread(target=self._heartbeat, name=f"heartbeat-{name}-{self.rank}", daemon=True)
         self._hb.start()
+
+    def _give_up(self) -> None:
+        """Leave the job when this worker stops before it ran (gave up waiting for its peers, or
+        failed): its rank is free at once instead of lingering until its lease expires."""
+        rank = getattr(self, "rank", None)
+        if rank is None:
+            return
+        try:
+            self.client.leave(self.name, rank)
+        except JobApiError:
+            pass
 
     def _wait_running(self, timeout: float, poll: float = 0.2) -> dict:
         """The job's description once every rank has joined. Waiting renews this rank's lease

@@ -2,6 +2,8 @@
 inspection commands.
 
     serve      run the controller and the job API for a topology (or one switch)
+    topology   write the topology file of a one-switch deployment on real hosts (docs/deploy.md)
+    create-job create a job on a running controller; its credential to a 0600 file or stdout
     shell      p4runtime-shell's IPython shell plus p4reduce commands (see docs/controller.md)
     jobs       jobs on the switch (or, with --api-addr, as the running controller sees them)
     slots      slot map
@@ -40,6 +42,8 @@ from p4reduce.controller.leases import LeaseReaper
 from p4reduce.controller.service import Controller
 from p4reduce.controller.shell import run_shell
 from p4reduce.controller.slots import SlotPool
+from p4reduce.controller.topology_writer import add_create_job_parser, cmd_create_job, cmd_topology
+from p4reduce.controller.topology_writer import add_parser as add_topology_parser
 from p4reduce.protocol.credentials import load_or_create_credential_file, new_credential
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 from p4reduce.protocol.program_files import p4info_for
@@ -244,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="job API bookkeeping only, no switch (for testing worker agents)")
     s.add_argument("--slots", type=int, default=None, help="slot pool size with --no-switch")
 
+    add_topology_parser(sub)
+    add_create_job_parser(sub)
+
     sh = sub.add_parser("shell", help="interactive P4Runtime shell with p4reduce commands")
     _target_args(sh)
     sh.add_argument("--election-id", default="0,1", help="shell's election id (HIGH,LOW; lower than the "
@@ -446,6 +453,10 @@ COMMANDS = {"serve": cmd_serve, "shell": cmd_shell, "jobs": cmd_jobs, "slots": c
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    if args.command == "topology":
+        return cmd_topology(args)
+    if args.command == "create-job":
+        return cmd_create_job(args)
     try:
         COMMANDS[args.command](args)
     except (ControllerError, ValueError, OSError) as e:

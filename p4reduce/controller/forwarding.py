@@ -5,7 +5,8 @@ For each switch: `ipv4_routes` sends each host's /32 (and the aggregation switch
 other switches) out of the port towards it; `l2_forward` does the same by MAC and floods broadcast
 through multicast group FLOOD_GROUP (every host port and inter-switch port); `source_guard` binds
 each port with a host attached to that host's IPv4 address, so the host cannot send under another
-(a worker's, or the aggregation address: docs/protocol.md section 3). Installing twice is
+(a worker's, or the aggregation address: docs/protocol.md section 3); `arp_responder` answers ARP
+for the aggregating switch's own address. Installing twice is
 harmless: an entry that exists is modified, so a restarted controller can re-run it.
 """
 from __future__ import annotations
@@ -74,6 +75,7 @@ def forwarding_entries(topology: Topology, switch_name: str, index: P4InfoIndex)
             raise SwitchError(f"{ent['where']}: {e}", code="bad_topology", http_status=400) from None
         out.append((f"{ent['table']} {ent.get('match', {})} -> {ent['action']}", te))
     out.extend(source_guard_entries(topology, switch_name, index))
+    out.extend(arp_responder_entries(topology, switch_name, index))
     if not has_routes and not has_l2:
         log.warning("switch %s: the program has neither %s nor %s; only explicit entries installed",
                     switch_name, p4names.IPV4_ROUTES, p4names.L2_FORWARD)
@@ -100,6 +102,17 @@ def source_guard_entries(topology: Topology, switch_name: str, index: P4InfoInde
                     table_entry(index, p4names.SOURCE_GUARD, {p4names.SOURCE_GUARD_KEY[0]: port},
                                 p4names.HOST_SOURCE, {"ip": host.ip})))
     return out
+
+
+def arp_responder_entries(topology: Topology, switch_name: str, index: P4InfoIndex) -> list[tuple[str, Any]]:
+    """On the aggregating switch: answer ARP for its service address (`ip` -> `mac`), so hosts
+    need no static ARP entry for it (docs/deploy.md)."""
+    agg = topology.aggregation_switch
+    if agg.name != switch_name or not agg.ip or not agg.mac or not index.has("table", p4names.ARP_RESPONDER):
+        return []
+    return [(f"arp {agg.ip} is at {agg.mac}",
+             table_entry(index, p4names.ARP_RESPONDER, {p4names.ARP_RESPONDER_KEY[0]: agg.ip},
+                         p4names.ARP_REPLY, {"mac": agg.mac}))]
 
 
 def install_forwarding(conn: SwitchConnection, topology: Topology, switch_name: str,

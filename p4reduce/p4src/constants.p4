@@ -3,6 +3,7 @@
 #define P4REDUCE_CONSTANTS_P4
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP = 0x0806;
 const bit<8>  IPPROTO_UDP    = 17;
 
 const bit<16> P4R_HEADER_BYTES = 24;

@@ -15,6 +15,19 @@ header ethernet_t {
     bit<16>    etherType;
 }
 
+/* ARP for IPv4 over Ethernet (RFC 826): the switch answers requests for its service address. */
+header arp_t {
+    bit<16>     htype;          /* 1: Ethernet */
+    bit<16>     ptype;          /* 0x0800: IPv4 */
+    bit<8>      hlen;           /* 6 */
+    bit<8>      plen;           /* 4 */
+    bit<16>     oper;           /* 1 request, 2 reply */
+    mac_addr_t  sha;
+    ipv4_addr_t spa;
+    mac_addr_t  tha;
+    ipv4_addr_t tpa;
+}
+
 header ipv4_t {
     bit<4>      version;
     bit<4>      ihl;
@@ -64,6 +77,7 @@ header subblock_t {
 #define SUBBLOCK_HEADER(K) subblock_t sb##K;
 struct headers_t {
     ethernet_t ethernet;
+    arp_t      arp;
     ipv4_t     ipv4;
     udp_t      udp;
     p4r_t      p4r;

@@ -1,4 +1,4 @@
-/* Parser: Ethernet / IPv4 / UDP, and on UDP port AGG_UDP_PORT the p4reduce header followed by
+/* Parser: Ethernet / ARP, Ethernet / IPv4 / UDP, and on UDP port AGG_UDP_PORT the p4reduce header followed by
  * the sub-blocks its bitmap names (absent sub-blocks are zeros and take no bytes). */
 #ifndef P4REDUCE_PARSER_P4
 #define P4REDUCE_PARSER_P4
@@ -27,8 +27,13 @@ parser ReduceParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.etherType) {
             ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_ARP: parse_arp;
             default: accept;
         }
+    }
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);

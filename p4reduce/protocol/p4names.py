@@ -15,6 +15,7 @@ EGRESS = "ReduceEgress"
 
 # stage instances (p4src/p4reduce.p4)
 _GUARD = f"{INGRESS}.source_guard"
+_ARP = f"{INGRESS}.arp_responder"
 _ADMISSION = f"{INGRESS}.admission"
 _FORWARDING = f"{INGRESS}.forwarding"
 _SLOTS = f"{INGRESS}.slots"
@@ -29,6 +30,7 @@ IPV4_ROUTES = f"{_FORWARDING}.ipv4_routes"              # key hdr.ipv4.dstAddr (
 L2_FORWARD = f"{_FORWARDING}.l2_forward"                # key hdr.ethernet.dstAddr
 WORKER_ADDRS = f"{_REPLICA_REWRITE}.worker_addrs"       # keys hdr.p4r.job_id, standard_metadata.egress_rid
 SOURCE_GUARD = f"{_GUARD}.hosts"                        # key standard_metadata.ingress_port
+ARP_RESPONDER = f"{_ARP}.addresses"                     # key hdr.arp.tpa
 
 # table keys (JSON key names / P4Info match field names)
 JOBS_KEY = ("hdr.p4r.job_id",)
@@ -37,6 +39,7 @@ IPV4_ROUTES_KEY = ("hdr.ipv4.dstAddr",)
 L2_FORWARD_KEY = ("hdr.ethernet.dstAddr",)
 WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
 SOURCE_GUARD_KEY = ("standard_metadata.ingress_port",)
+ARP_RESPONDER_KEY = ("hdr.arp.tpa",)
 
 # actions (parameters in docs/protocol.md section 3)
 SET_JOB = f"{_ADMISSION}.set_job"       # slot_base, slot_count, num_workers, mcast_grp, mode, wire_token
@@ -47,6 +50,7 @@ FLOOD = f"{_FORWARDING}.flood"                          # mcast_grp
 DROP_PACKET = f"{_FORWARDING}.drop_packet"
 SET_WORKER_ADDR = f"{_REPLICA_REWRITE}.set_worker_addr"  # mac, ip, udp_port
 HOST_SOURCE = f"{_GUARD}.host_source"                   # ip (the only IPv4 source allowed on the port)
+ARP_REPLY = f"{_ARP}.reply"                             # mac (the owner of the asked address)
 
 # counters (indices: protocol.constants.DropReason / AggEvent); the pipeline counts, not a stage
 DROP_REASONS = f"{INGRESS}.drop_reasons"

@@ -80,7 +80,7 @@ def test_every_layout_compiles_without_warnings(lanes, subblock):
     subblock_type = next(t for t in r.bmv2["header_types"] if t["name"] == "subblock_t")
     assert [f[0] for f in subblock_type["fields"]] == [f"l{j}" for j in range(subblock)]
     order = r.bmv2["deparsers"][0]["order"]
-    assert order == ["ethernet", "ipv4", "udp", "p4r"] + [f"sb{k}" for k in range(num_subblocks)]
+    assert order == ["ethernet", "arp", "ipv4", "udp", "p4r"] + [f"sb{k}" for k in range(num_subblocks)]
 
 
 def test_the_warnings_p4src_avoids_are_reported(tmp_path):

@@ -80,10 +80,21 @@ class Job:
         # bumped each time the job's slots are reset for its workers to come back from the host
         # fallback (JobManager.rearm); heartbeats hand it out, workers return when it passes theirs
         self.generation = 0
+        # why the job holds no slots on the switch (admitted while none were free; JobManager.admit
+        # gives it some once they are), else None; and how many it asked for
+        self.off_switch: str | None = None
+        self.slots_asked = slots.count
+
+    @property
+    def on_switch(self) -> bool:
+        """Whether the switch holds this job (its entries, group and slots)."""
+        return self.off_switch is None
 
     def fallback_reason(self, switch_down: str | None) -> str | None:
-        """Why the job's calls run on the host fallback (None: on the switch): its switch is down,
-        or a rank said so in its heartbeat."""
+        """Why the job's calls run on the host fallback (None: on the switch): it holds no slots,
+        its switch is down, or a rank said so in its heartbeat."""
+        if self.off_switch:
+            return self.off_switch
         if switch_down:
             return switch_down
         on = sorted(m.rank for m in self.members.values() if m.path == "fallback")
@@ -274,24 +285,30 @@ class JobManager:
                     raise Conflict(f"job {name!r} exists (creating it again needs its job credential)",
                                    code="job_exists")
                 if (existing.workers, existing.mode, existing.lease_s) != (workers, mode, lease_s) or \
-                        (asked_slots and existing.slots.count != slots):
+                        (asked_slots and existing.slots_asked != slots):
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
-                        f"slots={existing.slots.count}, lease_s={existing.lease_s:g}", code="job_exists")
+                        f"slots={existing.slots_asked}, lease_s={existing.lease_s:g}", code="job_exists")
                 return existing.to_json(self.clock(), self.switch_info, self.layout, members_only=True), False, None
             job_id = self._free_job_id()
             largest = self.pool.largest_free()
-            if not asked_slots and 0 < largest < slots:   # the default is a wish: a smaller window, not none
-                self.log(f"job {name}: {largest} slots free of the {slots} it would get by default: takes {largest}")
+            wanted = slots
+            if 0 < largest < slots:   # a smaller window, not none (the job's calls are the same)
+                how = "asked for" if asked_slots else "would get by default"
+                self.log(f"job {name}: {largest} slots free of the {slots} it {how}: takes {largest}")
                 slots = largest
-            rng = self.pool.allocate(name, slots)
+            rng = self.pool.allocate(name, slots) if largest else SlotRange(0, 0)
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
+            job.slots_asked = wanted
+            if not largest:
+                job.off_switch = (f"no free slots on the switch (all {self.pool.total} held by other jobs): "
+                                  "on the host fallback until some are freed")
             credential = new_credential()
             job.credential_digest = credential_digest(credential)
             job.wire_token = new_wire_token()
             try:
-                if self.programmer is not None:
+                if self.programmer is not None and job.on_switch:
                     self.programmer.install_job(job)
             except Exception:
                 self.pool.release(name)
@@ -299,8 +316,8 @@ class JobManager:
             self.jobs[name] = job
             self.ended.pop(name, None)
             self._changed()
-            self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, slots "
-                     f"[{rng.base}, {rng.end}))")
+            where = f"slots [{rng.base}, {rng.end})" if job.on_switch else f"no slots: {job.off_switch}"
+            self.log(f"job {name}: created (id {job_id}, {workers} workers, {mode}, {where})")
             return job.to_json(now, self.switch_info, self.layout, members_only=True), True, credential
 
     # -- join ----------------------------------------------------------------------------------
@@ -435,8 +452,9 @@ class JobManager:
         return {ap for a, ap, _b, _bp in topo.links if a == agg} | {bp for _a, _ap, b, bp in topo.links if b == agg}
 
     def _apply(self, job: Job, action: Callable[[JobProgrammer], None], undo: Callable[[], object]) -> None:
-        """Run `action` on the switch (when there is one); on failure `undo` the bookkeeping."""
-        if self.programmer is None:
+        """Run `action` on the switch (when there is one and it holds the job); on failure `undo`
+        the bookkeeping."""
+        if self.programmer is None or not job.on_switch:
             return
         try:
             action(self.programmer)
@@ -479,6 +497,29 @@ class JobManager:
                     "workers": job.workers, "generation": job.generation, "switch_serving": self.switch_down is None}
 
     # -- the switch lost and back, jobs re-armed -------------------------------------------------
+    def _admit_waiting(self) -> None:
+        """Give slots to jobs admitted without any, as far as free ones go (oldest job first): their
+        entries, group and slots are written; their ranks come to the switch at the next re-arm."""
+        for job in sorted((j for j in self.jobs.values() if not j.on_switch), key=lambda j: j.created):
+            largest = self.pool.largest_free()
+            if not largest:
+                return
+            rng = self.pool.allocate(job.name, min(job.slots_asked, largest))
+            job.slots = rng
+            reason, job.off_switch = job.off_switch, None
+            try:
+                if self.programmer is not None:
+                    self.programmer.reinstall_job(job)
+            except Exception as e:     # the switch refused, or a bug: the job stays off the switch, whole
+                self.pool.release(job.name)
+                job.slots, job.off_switch = SlotRange(0, 0), reason
+                self.log(f"job {job.name}: slots [{rng.base}, {rng.end}) free, but installing it failed: "
+                         f"{getattr(e, 'message', e)}")
+                continue
+            self._changed()
+            self.log(f"job {job.name}: slots [{rng.base}, {rng.end}) freed up: on the switch once its ranks "
+                     f"are re-armed there")
+
     def switch_lost(self, reason: str) -> None:
         """The aggregating switch cannot serve jobs (its P4Runtime connection broke)."""
         with self.lock:
@@ -501,9 +542,10 @@ class JobManager:
         with self.lock:
             if self.switch_down is not None:
                 return done
+            self._admit_waiting()
             now = self.clock()
             for job in self.jobs.values():
-                if job.state != "running" or len(job.members) < job.workers:
+                if job.state != "running" or len(job.members) < job.workers or not job.on_switch:
                     continue
                 if not all(m.path == "fallback" and m.left_generation >= job.generation for m in job.members.values()):
                     continue
@@ -551,7 +593,7 @@ class JobManager:
         with self.lock:
             job = self.get(name)
             self._authorize(job, caller, "ending")
-            if self.programmer is not None:
+            if self.programmer is not None and job.on_switch:
                 self.programmer.remove_job(job)  # best effort inside: never leaves half a job
             self.pool.release(name)
             del self.jobs[name]
@@ -572,7 +614,8 @@ class JobManager:
             now = self.clock()
             late = []
             for job in self.jobs.values():
-                if job.state == "running" and any(now - m.last_seen > job.lease_s / 3 for m in job.members.values()):
+                if job.state == "running" and job.on_switch and \
+                        any(now - m.last_seen > job.lease_s / 3 for m in job.members.values()):
                     late.append(job)
                 else:
                     job.progress_mark = None     # a later reading compares with a fresh one only

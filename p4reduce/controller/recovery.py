@@ -81,6 +81,8 @@ def replay_jobs(manager: JobManager) -> int:
         return done
     with manager.lock:
         for job in manager.jobs.values():
+            if not job.on_switch:       # holds no slots: nothing of it on the switch
+                continue
             try:
                 manager.programmer.reinstall_job(job)
                 done += 1
@@ -176,8 +178,9 @@ class SwitchWatchdog:
             n = 0
             with manager.lock:
                 for job in manager.jobs.values():
-                    manager.programmer.restore_job(job)
-                    n += 1
+                    if job.on_switch:
+                        manager.programmer.restore_job(job)
+                        n += 1
         self.ctl.report(f"switch {self.name}: {n} job(s) restored after the takeover")
 
     def _reconnect(self, conn: SwitchConnection) -> bool:

@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from .communicator import Communicator
 from .compressors import make_compressor
 from .fallback import FallbackError, HostFallback, KeptInput, torch_missing
-from .job import JobSession
+from .job import JobJoinError, JobSession
 from .memory import ErrorFeedback, NoMemory
 from .reducer import AggregationError
 from .streaming import RetryPolicy, UdpReducer
@@ -68,12 +68,22 @@ class Agent:
             self.session.close()
             self.sock.close()
             raise
+        self._switch_addr = switch_addr
         self.path, self.path_reason = "switch", ""
         self.calls_by_path = {"switch": 0, "fallback": 0}
         self._call = 0                               # index of the next call, as every rank counts them
         self._kept: dict[int, KeptInput] = {}        # inputs of the current and the previous call
         self._episode = 0                            # times the job left the switch (same on every rank)
         self.fallback = self._make_fallback(fallback, fallback_port, fallback_agree_timeout_s)
+        if self.params.slot_count == 0:     # admitted without slots: the fallback until some free up
+            why = str(self.session.job.get("path_reason") or "the job holds no slots on the switch")
+            if self.fallback is None:
+                self.session.close()
+                self.sock.close()
+                raise JobJoinError(f"job {job!r}: {why}, and this worker has no host fallback "
+                                   f"({torch_missing() or 'fallback=False'})")
+            self.path, self.path_reason = "fallback", why
+            self.session.report_path("fallback", why)
         if retry is None:  # with a fallback, give up on the switch soon; without, before the lease ends
             deadline = switch_timeout_s if self.fallback is not None else max(1.0, self.session.lease_s)
             retry = RetryPolicy(deadline=deadline)
@@ -183,8 +193,8 @@ class Agent:
         """Every rank voted to return (the controller re-armed the job: a new wire token, its slots
         reset): from `call` on, the switch again, with that token and every slot's version from
         the start, as on the switch."""
-        self.reducer.restart_versions()
-        self.params.wire_token = self.session.wire_token   # the reducer's job: the re-armed entry's token
+        self.params = self.session.params(self._switch_addr)    # the re-armed job: its token, its slots
+        self.reducer.rearm(self.params)
         self.path, self.path_reason = "switch", ""
         self.session.report_path("switch")
         log.warning("job %s rank %d: back on the switch from call %d (generation %d)", self.session.name,

@@ -136,8 +136,8 @@ def _check_params(p: JobParams) -> None:
         bad("workers", p.n_workers, "1..255")
     if not 0 <= p.rank < p.n_workers:
         bad("rank", p.rank, f"0..{p.n_workers - 1}")
-    if not 1 <= p.slot_count <= 0x7FFF:
-        bad("slots.count", p.slot_count, "1..32767 (a job needs at least one slot)")
+    if not 0 <= p.slot_count <= 0x7FFF:
+        bad("slots.count", p.slot_count, "0..32767 (0: admitted without slots, on the host fallback)")
     if not 1 <= p.switch_port <= 65535:
         bad("switch.udp_port", p.switch_port, "1..65535")
     try:
@@ -192,7 +192,6 @@ class JobSession:
         self.path, self.path_reason, self.left_generation = "switch", "", 0
         self.generation = int(job.get("generation", 0)) if isinstance(job.get("generation", 0), int) else 0
         self.switch_serving = True
-        self.wire_token = _wire_token(job)     # changes when the controller re-arms the job
         self._path_told = True
         self._beat_now = threading.Event()
         self._stop = threading.Event()
@@ -258,8 +257,8 @@ class JobSession:
                         self._path_told = True
                 generation = answer.get("generation")
                 if isinstance(generation, int) and not isinstance(generation, bool) and generation != self.generation:
-                    if self.path == "fallback":    # re-armed: the job's new wire token, before the return
-                        self.wire_token = _wire_token(self.client.job(self.name))
+                    if self.path == "fallback":    # re-armed: the job's new wire token (and slots) first
+                        self.job = self.client.job(self.name)
                     self.generation = generation
                 self.switch_serving = answer.get("switch_serving", True) is not False
             except JobApiError as e:

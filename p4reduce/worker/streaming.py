@@ -262,8 +262,8 @@ class UdpReducer(Reducer):
     def __init__(self, job: JobParams, sock: socket.socket | None = None,
                  bind: tuple[str, int] = ("0.0.0.0", 0), retry: RetryPolicy | None = None,
                  window: CongestionWindow | None = None, loop: str | None = None):
-        if not 1 <= job.slot_count <= C.SLOT_MAX + 1:
-            raise ValueError(f"slot_count must be 1..{C.SLOT_MAX + 1}, got {job.slot_count}")
+        if not 0 <= job.slot_count <= C.SLOT_MAX + 1:   # 0: a job admitted without slots (rearm gives some)
+            raise ValueError(f"slot_count must be 0..{C.SLOT_MAX + 1}, got {job.slot_count}")
         if not 0 <= job.rank < job.n_workers:
             raise ValueError(f"rank {job.rank} is outside 0..{job.n_workers - 1}")
         self.loop = native_loop.choose(loop)   # which implementation of aggregate() runs
@@ -308,12 +308,17 @@ class UdpReducer(Reducer):
             native_loop.read_stats(self.native_call, self._stats)
         return self._stats
 
-    def restart_versions(self) -> None:
-        """Every slot's next round as the first one (version 0), as on a job's first call: for a
-        switch whose slots the controller has just reset (the job returns from the host fallback,
-        where ranks may have left the switch mid-call with different versions). In place: the
-        window of a call in progress holds this list."""
-        self._last_ver[:] = [1] * len(self._last_ver)
+    def rearm(self, job: JobParams) -> None:
+        """The job as the controller re-armed it (its wire token, perhaps its slots) and every
+        slot's next round as the first one (version 0), as on a job's first call: the switch's
+        slots were just reset (the job returns from the host fallback, where ranks may have left
+        the switch mid-call with different versions). Between calls only."""
+        if (job.job_id, job.rank, job.n_workers) != (self.job.job_id, self.rank, self.n_workers):
+            raise ValueError(f"rearm: {job.describe()} is not this reducer's job ({self.job.describe()})")
+        if not 0 <= job.slot_count <= C.SLOT_MAX + 1:
+            raise ValueError(f"slot_count must be 0..{C.SLOT_MAX + 1}, got {job.slot_count}")
+        self.job = job
+        self._last_ver[:] = [1] * job.slot_count
 
     @property
     def local_port(self) -> int:
@@ -330,6 +335,9 @@ class UdpReducer(Reducer):
         the packets); this loop sends, receives in batches and retransmits. Returns (sums, agreed
         exponents or None); the sums in `out` when given (Reducer.aggregate). With the native
         loop (worker/native_loop.py, the default) the same loop runs in C."""
+        if self.job.slot_count == 0:
+            raise AggregationError(f"{self.job.describe()}: the job holds no slots on the switch (its calls run on "
+                                   "the host fallback until the controller gives it some)")
         if self.loop == "native":
             return native_loop.aggregate(self, source, out)
         win = StreamWindow(source, self.job.job_id, self.rank, self.job.slot_count, self.job.sparse,

@@ -26,6 +26,9 @@ class Programmer:
     def reset_slots(self, spec):
         self.writes.append(("reset", spec.job_id, spec.wire_token))
 
+    def reinstall_job(self, job):
+        self.writes.append(("reinstall", job.name, job.slots.count))
+
     def __getattr__(self, name):
         return lambda *a, **k: None
 
@@ -118,3 +121,30 @@ def test_health_is_not_ok_while_the_controller_is_not_primary_everywhere(served)
     conns[0].lost.clear()
     client.heartbeat("j", 0, "fallback", "stuck", 0)
     assert client.health()["ok"] is True and client.health()["degraded_jobs"] == 1
+
+
+def test_admission_gives_fewer_slots_or_none_instead_of_refusing(served):
+    """Slots are a wish: a job asking more than is free gets what is free (a smaller window); with
+    none free it is created off the switch, saying why, and gets slots once some are freed."""
+    client, mgr, clock, _ = served            # job "j" holds the default 64 of 128
+    client.create("big", 2, slots=100)        # 64 free: it gets them
+    big = client.job("big")
+    assert big["slots"]["count"] == 64 and big["path"] == "switch"
+    assert client.create("big", 2, slots=100)["slots"]["count"] == 64      # the same job again: idempotent
+    with pytest.raises(JobApiError) as e:
+        client.create("big", 2, slots=32)
+    assert e.value.code == "job_exists" and "slots=100" in e.value.message
+    off = client.create("off", 2, slots=8)    # nothing free
+    assert off["slots"]["count"] == 0 and off["path"] == "fallback"
+    assert "no free slots on the switch (all 128 held by other jobs)" in off["path_reason"]
+    assert mgr.programmer.writes == []        # nothing of it written to the switch
+    with pytest.raises(JobApiError) as e:
+        client.create("huge", 2, slots=129)   # more than the switch has: never satisfiable
+    assert e.value.status == 400 and e.value.field == "slots", e.value.message
+    mgr.rearm()
+    assert client.job("off")["slots"]["count"] == 0
+    client.end("big")
+    mgr.rearm()
+    job = client.job("off")
+    assert job["slots"]["count"] == 8 and mgr.jobs["off"].on_switch
+    assert [w[0] for w in mgr.programmer.writes] == ["reinstall"]

@@ -87,11 +87,10 @@ def test_create_is_idempotent_and_conflicts_are_explicit(served):
     assert err(e)[:3] == (409, "job_exists", "workers")
     b = client.create("k", 2, slots=96)
     assert b["slots"] == {"base": 32, "count": 96}
-    with pytest.raises(JobApiError) as e:
-        client.create("full", 2, slots=1)
-    assert err(e)[:2] == (409, "no_free_slots") and "0 of 128 are free" in e.value.message
+    full = client.create("full", 2, slots=1)          # nothing free: created off the switch (issue #26)
+    assert full["slots"]["count"] == 0 and "no free slots on the switch" in full["path_reason"]
     client.end("j")
-    assert client.create("full", 2, slots=8)["slots"]["base"] == 0
+    assert client.create("full8", 2, slots=8)["slots"]["base"] == 0
     with pytest.raises(JobApiError) as e:
         client.job("j")
     assert err(e)[:2] == (409, "job_ended")
@@ -258,10 +257,12 @@ def test_concurrent_joins_and_creates_never_collide():
         for t in threads:
             t.join(timeout=30)
         assert sorted(results) == list(range(16))
-        # 64 slots for "big", 36 left: exactly four 9-slot jobs fit, the others are refused cleanly
-        assert len(errors) == 8 and {e.code for e in errors} == {"no_free_slots"}
-        ranges = sorted((j["slots"]["base"], j["slots"]["count"]) for j in JobApiClient(server.address).jobs())
-        assert len(ranges) == 5
+        # 64 slots for "big", 36 left: exactly four 9-slot jobs fit, the others are created without
+        # slots (on the host fallback until some free up: issue #26)
+        assert errors == []
+        jobs = JobApiClient(server.address).jobs()
+        ranges = sorted((j["slots"]["base"], j["slots"]["count"]) for j in jobs if j["slots"]["count"])
+        assert len(ranges) == 5 and sum(1 for j in jobs if j["slots"]["count"] == 0) == 8
         assert all(a[0] + a[1] <= b[0] for a, b in itertools.pairwise(ranges))
         assert mgr.pool.free == 100 - 64 - 36
     finally:

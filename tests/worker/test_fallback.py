@@ -169,11 +169,18 @@ class _SlotResetter:
     def __init__(self, sw):
         self.sw, self.resets = sw, 0
         self.late_after_reset = False
+        self.installs = 0
 
     def restore_job(self, job):       # the entry as the controller holds it: its new wire token
         mine = self.sw.model.jobs[job.job_id]      # the stand-in numbers the job's slots from its own base
         self.sw.add_job(job.job_id, job.workers, job.slots.count, slot_base=mine.slot_base,
                         wire_token=job.wire_token)
+
+    def reinstall_job(self, job):     # slots given to a job admitted without: its entry and members
+        self.sw.add_job(job.job_id, job.workers, job.slots.count, wire_token=job.wire_token)
+        for m in job.members.values():
+            self.sw.add_worker(job.job_id, m.rank, m.ip, m.udp_port)
+        self.installs += 1
 
     def reset_slots(self, spec):
         mine = self.sw.model.jobs[spec.job_id]
@@ -237,3 +244,68 @@ def test_the_job_returns_to_the_switch_once_it_answers_again(controller):
     assert "fallback" in seen_degraded
     assert resetter[0].resets == 2 and resetter[0].late_after_reset
     assert any("its slots reset, the workers return to the switch (generation 2)" in m for m in logs), logs
+
+
+def test_a_job_admitted_without_slots_runs_on_the_fallback_then_moves_to_the_switch(controller):
+    """Another job holds every slot: the job is created anyway, without slots and saying why; its
+    ranks start on the host fallback (exact); when the other job ends, the controller gives it slots
+    and re-arms it, and its ranks move to the switch together."""
+    from p4reduce.controller.leases import LeaseReaper
+    from p4reduce.protocol.job_api import JobApiClient
+    addr, mgr = controller
+    JobApiClient(addr).create("hog", 2, slots=mgr.pool.total)
+    calls = 30
+    views = []
+
+    def body(ag, sw):
+        got, paths = [], []
+        for c in range(calls):
+            if c == 4 and ag.rank == 0:
+                views.append(mgr.status("late"))
+                mgr.end("hog")
+            got.append(ag.allreduce(tensor(ag.rank, c)).copy())
+            paths.append(ag.path)
+            time.sleep(0.15)
+        return got, paths, ag.params.slot_count, sw.received
+
+    logs: list[str] = []
+    mgr.log = logs.append
+    resetters = []
+    real_run = _run
+
+    def run_with_resetter():
+        def body_wrapper(ag, sw):
+            if ag.rank == 0 and not resetters:
+                resetters.append(_SlotResetter(sw))
+            return body(ag, sw)
+        mgr.programmer = _LazyProgrammer(resetters)
+        reaper = LeaseReaper(mgr).start()
+        try:
+            return real_run(controller, "late", body_wrapper)
+        finally:
+            reaper.stop()
+
+    results, errors = run_with_resetter()
+    assert not errors, errors
+    assert views and views[0]["path"] == "fallback" and views[0]["slots"]["count"] == 0
+    assert "no free slots on the switch" in views[0]["path_reason"]
+    for _rank, (got, paths, slot_count, received) in results.items():
+        for c in range(calls):
+            assert np.array_equal(got[c].astype(np.int64), exact(c)), f"call {c}"
+        assert paths[0] == "fallback" and paths[-1] == "switch", paths
+        assert paths.count("switch") >= 6 and slot_count > 0 and received > 0, (paths, slot_count, received)
+    assert [r[1] for r in results.values()].count(results[0][1]) == N
+    assert any("freed up: on the switch once its ranks are re-armed" in m for m in logs), "\n".join(logs)
+    assert resetters[0].installs == 1 and not any("lease reaper" in m for m in logs), "\n".join(logs)
+
+
+class _LazyProgrammer:
+    """The programmer stand-in of the fake switch the agents were given (known once they run)."""
+
+    def __init__(self, resetters):
+        self.resetters = resetters
+
+    def __getattr__(self, name):
+        if self.resetters:
+            return getattr(self.resetters[0], name)
+        return lambda *a, **k: None

@@ -352,17 +352,25 @@ def summary_table(reports: dict[str, dict[str, Any] | str]) -> str:
         lines.append(f"{name:<6} {r.get('rank', '?'):>4} {verdict:<10} "
                      f"{r.get('seconds', 0):>8.2f} {'-' if cs is None else f'{cs:.2f}':>8} "
                      f"{r.get('elements_per_s', 0):>12,} {r.get('retransmissions', 0):>6} {_path(r)}")
-        if r.get("path_reason"):
-            problems.append(f"{name}: host fallback since: {r['path_reason']}")
+        for ep in r.get("fallback_episodes") or []:
+            if not isinstance(ep, dict):
+                continue
+            back = ep.get("back_at_call")
+            span = f"calls {ep.get('from_call')}..{back - 1}" if isinstance(back, int) else \
+                f"calls {ep.get('from_call')}.. (to the end)"
+            problems.append(f"{name}: {span} on the host fallback: {str(ep.get('reason', ''))[:300]}")
     return "\n".join(lines + problems)
 
 
 def _path(report: dict[str, Any]) -> str:
-    """Where a worker's calls ran: `switch`, or `fallback (2 of 5 calls)`."""
+    """Where a worker's calls ran: `switch`, or `fallback (2 of 5 calls)`, or `switch (2 of 5 calls
+    on the fallback)` when it came back."""
     by = report.get("calls_by_path") or {}
     done = sum(by.values()) if isinstance(by, dict) else 0
     if not by.get("fallback"):
         return str(report.get("path", "switch"))
+    if report.get("path") == "switch":
+        return f"switch ({by['fallback']} of {done} calls on the fallback)"
     return f"fallback ({by['fallback']} of {done} calls)"
 
 
@@ -373,7 +381,10 @@ def jobs_table(jobs: list[dict[str, Any]]) -> str:
     for j in jobs:
         slots = j.get("slots")
         span = f"{slots.get('base')}..{slots.get('base', 0) + slots.get('count', 0) - 1}" \
-            if isinstance(slots, dict) else str(slots)
-        lines.append(f"{j.get('name', '?'):<16} {j.get('state', '?'):<10} "
+            if isinstance(slots, dict) and slots.get("count") else "none" if isinstance(slots, dict) else str(slots)
+        state = "degraded" if j.get("state") == "running" and j.get("path") == "fallback" else j.get("state", "?")
+        if j.get("path") == "fallback":
+            span += f"  (host fallback: {str(j.get('path_reason', ''))[:200]})"
+        lines.append(f"{j.get('name', '?'):<16} {state:<10} "
                      f"{j.get('joined', 0)}/{j.get('workers', '?'):<6} {j.get('mode', '?'):<7} {span}")
     return "\n".join(lines)

@@ -290,6 +290,9 @@ def _joined(args: argparse.Namespace, agent: Agent) -> None:
           f"{'sparse' if p.sparse else 'dense'}, {p.slot_count} slots, {p.lanes} lanes per packet; "
           f"{agent.reducer.loop} loop)",
           file=sys.stderr, flush=True)
+    if agent.path == "fallback":
+        print(f"worker: rank {agent.rank} starts on the host fallback: {agent.path_reason}", file=sys.stderr,
+              flush=True)
 
 
 def cmd_allreduce(args: argparse.Namespace) -> int:
@@ -335,7 +338,7 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
                   else round(agent.reducer.rto_estimator.srtt * 1e3, 2),
                   # where the calls ran: the switch, or the host fallback (and why)
                   "path": agent.path, "calls_by_path": dict(agent.calls_by_path),
-                  "path_reason": agent.path_reason or None}
+                  "path_reason": agent.path_reason or None, "fallback_episodes": agent.episodes}
         failed = False
         if checker is not None:
             t1 = time.perf_counter()

@@ -166,9 +166,26 @@ def test_summary_says_which_path_the_calls_took():
     text = summary_table({
         "h1": {"rank": 0, "check": "ok", "seconds": 1.0, "path": "switch", "calls_by_path": {"switch": 5, "fallback": 0}},
         "h2": {"rank": 1, "check": "ok", "seconds": 3.0, "path": "fallback", "calls_by_path": {"switch": 2, "fallback": 3},
-               "path_reason": "the switch stopped answering in call 2: ..."}})
+               "path_reason": "the switch stopped answering in call 2: ...",
+               "fallback_episodes": [{"from_call": 2, "back_at_call": None, "reason": "got no result ..."}]},
+        "h3": {"rank": 2, "check": "ok", "seconds": 3.0, "path": "switch", "calls_by_path": {"switch": 7, "fallback": 3},
+               "fallback_episodes": [{"from_call": 2, "back_at_call": 5, "reason": "got no result ..."}]}})
     lines = text.splitlines()
     assert lines[0].split()[-1] == "path"
     assert lines[1].split()[-1] == "switch"
     assert lines[2].endswith("fallback (3 of 5 calls)")
-    assert "h2: host fallback since: the switch stopped answering in call 2" in text
+    assert lines[3].endswith("switch (3 of 10 calls on the fallback)")
+    assert "h2: calls 2.. (to the end) on the host fallback: got no result ..." in text
+    assert "h3: calls 2..4 on the host fallback: got no result ..." in text
+
+
+def test_jobs_table_shows_a_degraded_job_and_one_without_slots():
+    from p4reduce.mininet_topos.runcli import jobs_table
+    text = jobs_table([
+        {"name": "a", "state": "running", "joined": 4, "workers": 4, "mode": "dense", "slots": {"base": 0, "count": 64},
+         "path": "switch"},
+        {"name": "b", "state": "running", "joined": 4, "workers": 4, "mode": "dense", "slots": {"base": 0, "count": 0},
+         "path": "fallback", "path_reason": "no free slots on the switch"}])
+    a, b = text.splitlines()[1:]
+    assert a.split()[1] == "running" and a.endswith("0..63")
+    assert b.split()[1] == "degraded" and "none  (host fallback: no free slots on the switch)" in b

@@ -220,7 +220,7 @@ def test_the_job_returns_to_the_switch_once_it_answers_again(controller):
             if ag.path == "fallback" and ag.rank == 0:
                 seen_degraded.append(mgr.list()[0].get("path"))
             time.sleep(0.15)
-        return got, paths, dict(ag.calls_by_path)
+        return got, paths, dict(ag.calls_by_path), ag.episodes
 
     logs: list[str] = []
     mgr.log = logs.append
@@ -230,7 +230,7 @@ def test_the_job_returns_to_the_switch_once_it_answers_again(controller):
     finally:
         reaper.stop()
     assert not errors, errors
-    for _rank, (got, paths, by_path) in results.items():
+    for _rank, (got, paths, by_path, stays) in results.items():
         for c in range(calls):
             assert np.array_equal(got[c].astype(np.int64), exact(c)), f"call {c}"
         first_fb = paths.index("fallback")
@@ -240,6 +240,9 @@ def test_the_job_returns_to_the_switch_once_it_answers_again(controller):
         episodes = [p for i, p in enumerate(paths) if i == 0 or p != paths[i - 1]]
         assert episodes == ["switch", "fallback", "switch", "fallback", "switch"], paths
         assert by_path["fallback"] >= 4 and by_path["switch"] >= 12, by_path
+        assert [(e["from_call"], e["back_at_call"]) for e in stays] == \
+            [(paths.index("fallback"), back + 1), (24, paths.index("switch", 25) + 1)]   # paths: after each call
+        assert all("got no result from the switch" in e["reason"] for e in stays)
     assert [r[1] for r in results.values()].count(results[0][1]) == N     # the same path sequence on every rank
     assert "fallback" in seen_degraded
     assert resetter[0].resets == 2 and resetter[0].late_after_reset

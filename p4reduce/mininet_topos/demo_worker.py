@@ -77,7 +77,8 @@ def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dic
             "bytes_dense": dense_bytes(args.elements, args.tensors, lanes),
             "packets_sent": stats.packets_sent - packets0, "retransmissions": stats.retransmissions - retx0,
             "lanes": lanes, "subblock": agent.params.subblock, "slots": agent.params.slot_count,
-            "allreduce_s": times}
+            "allreduce_s": times, "calls_by_path": dict(agent.calls_by_path), "path": agent.path,
+            "fallback_episodes": agent.episodes}
 
 
 def run_training(agent: Agent, args: argparse.Namespace) -> dict[str, Any]:

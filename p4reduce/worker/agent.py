@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import socket
+import time
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,8 @@ class Agent:
         self._switch_addr = switch_addr
         self.path, self.path_reason = "switch", ""
         self.calls_by_path = {"switch": 0, "fallback": 0}
-        # each stay on the host fallback: {"from_call", "back_at_call" (None while on it), "reason"}
+        # each stay on the host fallback: {"from_call", "back_at_call" (None while on it), "reason",
+        # "left_at", "back_at" (wall clock)}
         self.episodes: list[dict[str, Any]] = []
         self._call = 0                               # index of the next call, as every rank counts them
         self._kept: dict[int, KeptInput] = {}        # inputs of the current and the previous call
@@ -85,7 +87,7 @@ class Agent:
                 raise JobJoinError(f"job {job!r}: {why}, and this worker has no host fallback "
                                    f"({torch_missing() or 'fallback=False'})")
             self.path, self.path_reason = "fallback", why
-            self.episodes.append({"from_call": 0, "back_at_call": None, "reason": why})
+            self.episodes.append({"from_call": 0, "back_at_call": None, "reason": why, "left_at": time.time()})
             self.session.report_path("fallback", why)
         if retry is None:  # with a fallback, give up on the switch soon; without, before the lease ends
             deadline = switch_timeout_s if self.fallback is not None else max(1.0, self.session.lease_s)
@@ -199,7 +201,7 @@ class Agent:
         self.params = self.session.params(self._switch_addr)    # the re-armed job: its token, its slots
         self.reducer.rearm(self.params)
         if self.episodes:
-            self.episodes[-1]["back_at_call"] = call
+            self.episodes[-1].update(back_at_call=call, back_at=time.time())
         self.path, self.path_reason = "switch", ""
         self.session.report_path("switch")
         log.warning("job %s rank %d: back on the switch from call %d (generation %d)", self.session.name,
@@ -214,7 +216,7 @@ class Agent:
         log.warning("job %s rank %d: call %d moves to the host fallback: %s", self.session.name, self.rank,
                     call, error)
         self.session.report_path("fallback", f"the switch stopped answering in call {call}")
-        self.episodes.append({"from_call": call, "back_at_call": None, "reason": str(error)})
+        self.episodes.append({"from_call": call, "back_at_call": None, "reason": str(error), "left_at": time.time()})
         episode, self._episode = self._episode, self._episode + 1
         try:
             first = self.fallback.agree(call, gone=lambda: self.session.ended, episode=episode)

@@ -55,11 +55,8 @@ class ControllerProcess:
             raise ControllerError(f"a controller already answers on {self.api_addr} "
                                   "(`make stop` ends a previous `make run`)")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            log.write((" ".join(self.argv) + "\n").encode())
-            log.flush()
-            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self._spawn("wb")
+        assert self.process is not None
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -71,6 +68,22 @@ class ControllerProcess:
         self.stop()
         raise ControllerError(f"the controller's job API did not answer on {self.api_addr} within "
                               f"{self.start_timeout:.0f} s\n{log_tail([self.log_path])}")
+
+    def _spawn(self, mode: str) -> subprocess.Popen:
+        with open(self.log_path, mode) as log:
+            log.write((" ".join(self.argv) + "\n").encode())
+            log.flush()
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        return self.process
+
+    def restart(self) -> subprocess.Popen:
+        """Start the controller again after it died, with the same command line (API address,
+        state file, admin credential file) and the same log (appended). It resumes the jobs the
+        switches run (controller/recovery.py). Does not wait for /v1/health: the supervisor watches."""
+        if self.process is not None and self.process.poll() is None:
+            raise ControllerError(f"the controller (pid {self.process.pid}) still runs")
+        return self._spawn("ab")
 
     def stop(self) -> None:
         proc, self.process = self.process, None

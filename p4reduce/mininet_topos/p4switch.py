@@ -116,12 +116,27 @@ class P4Switch(Switch):
             pcap_dir=self.pcap_dir, json_path=self.json_path, cpu_port=self.cpu_port,
             log_level=self.log_level, extra=self.target_args)
         self.argv = command.argv(find_target(self.target))
-        with open(self.console_file, "wb") as console:
+        self._spawn("wb")
+        self._wait_ready()
+
+    def _spawn(self, mode: str) -> subprocess.Popen:
+        with open(self.console_file, mode) as console:
             console.write((" ".join(self.argv) + "\n").encode())
             console.flush()
             self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=console,
                                             stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_ready()
+        return self.process
+
+    def restart(self) -> subprocess.Popen:
+        """Start the target again after it died, with the same command line: the same ports on
+        the same interfaces (`-i PORT@IFACE`: the veths outlive the process), gRPC and Thrift
+        ports, log file and console file (both appended). It starts with no program, as at first
+        (the controller pushes it again). Does not wait until it is ready: the supervisor watches."""
+        if self.process is not None and self.process.poll() is None:
+            raise P4SwitchError(f"{self.name}: its target (pid {self.process.pid}) still runs")
+        if not self.argv:
+            raise P4SwitchError(f"{self.name}: never started")
+        return self._spawn("ab")
 
     def _quiet_interface(self, name: str) -> None:
         """No IPv6 chatter and no checksum offload on a switch port: the target sees real frames."""

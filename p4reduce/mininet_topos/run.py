@@ -55,7 +55,8 @@ def main(args: argparse.Namespace) -> int:
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
                       pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix, switch_log_level=args.switch_log_level,
-                      controller_args=["--join-timeout", f"{args.join_timeout:g}"], tls=not args.no_tls)
+                      controller_args=["--join-timeout", f"{args.join_timeout:g}"], tls=not args.no_tls,
+                      supervise=not args.no_supervise, say=_say)
     session.join_timeout_s = args.join_timeout
     with session:
         if args.no_controller:
@@ -82,6 +83,12 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(text: str) -> None:
+    """A supervisor's event (supervisor.py), on its own line even while the CLI's prompt waits."""
+    sys.stdout.write(f"\n{text}\n")
+    sys.stdout.flush()
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -100,4 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the topology: switches without a program, no controller, no job")
     parser.add_argument("--join-timeout", type=_seconds, default=120.0, metavar="SECONDS",
                         help="a job no worker has joined is reclaimed after this long (default %(default)g)")
+    parser.add_argument("--no-supervise", action="store_true",
+                        help="do not restart a switch or the controller that dies (by default each is "
+                             "restarted, at most 5 times within 60 s, and the CLI says so)")
     parser.add_argument("--cli", action="store_true", help="start the Mininet CLI even without a terminal")

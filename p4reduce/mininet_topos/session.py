@@ -1,13 +1,16 @@
 """A full p4reduce session: network, controller, job-API relay -- started and stopped together.
 
 Shared by `run` (interactive) and `demo` (scripted). Records what it started in run/state.json so
-that `make stop` can end it if the session is killed.
+that `make stop` can end it if the session is killed. With `supervise=True` (`make run`), a
+switch target or the controller that dies is started again (supervisor.py), its new PID recorded
+in run/state.json and run/topology.json.
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +18,10 @@ from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.apirelay import ApiRelay
 from p4reduce.mininet_topos.certs import CertificateError, RunCertificates, make_run_certificates
 from p4reduce.mininet_topos.controller_proc import ControllerProcess
+from p4reduce.mininet_topos.description import write_description
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.mininet_topos.network import P4Network
+from p4reduce.mininet_topos.supervisor import Supervisor
 from p4reduce.protocol.credentials import read_credential_file
 from p4reduce.protocol.job_api import DEFAULT_PORT, JobApiClient, JobApiError
 from p4reduce.protocol.program_files import p4info_for, packet_layout
@@ -50,6 +55,10 @@ def _check_fits(program: str, link: LinkOptions) -> None:
             f"{layout.dense_ipv4_bytes} or more (make run MTU=...), or build fewer lanes (make build LANES=...)")
 
 
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
 class Session:
     #: seconds the controller keeps a job no worker has joined (its --join-timeout; run.py sets it)
     join_timeout_s: float = 120.0
@@ -57,7 +66,8 @@ class Session:
                  program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
                  grpc_base: int = 9559, thrift_base: int = 9090, prefix: str = "", log_dir: str = "logs",
                  pcap_dir: str | None = "pcaps", run_dir: str | Path = RUN_DIR, controller: bool = True,
-                 controller_args: list[str] | None = None, switch_log_level: str = "info", tls: bool = True):
+                 controller_args: list[str] | None = None, switch_log_level: str = "info", tls: bool = True,
+                 supervise: bool = False, say: Callable[[str], None] | None = None):
         if program and not Path(program).is_file():
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
@@ -84,6 +94,9 @@ class Session:
                 api_addr=self.api_addr, log_dir=log_dir, extra=controller_args,
                 admin_credential_file=self.admin_credential_path)
         self.relay: ApiRelay | None = None
+        self.supervise = supervise       # restart a switch target or the controller that dies
+        self.say: Callable[[str], None] = say or _say
+        self.supervisor: Supervisor | None = None
         self.default_job = "default"     # the job `run` created, what the CLI's `workers` runs
 
     def start(self) -> Session:
@@ -111,6 +124,8 @@ class Session:
                 self.relay = ApiRelay((host, int(port)))
                 for h in self.network.hosts:
                     self.relay.add_host(f"/proc/{h.pid}/ns/net", h.params["index"])
+            if self.supervise:
+                self.supervisor = self._supervisor().start()
         except BaseException:
             self.stop()
             raise
@@ -134,6 +149,21 @@ class Session:
             self.relay.grant(name, job["credential"], [h.params["index"] for h in chosen])
         return job
 
+    def _supervisor(self) -> Supervisor:
+        """A supervisor of every switch target and the controller this session started."""
+        sup = Supervisor(self.say, on_restart=self._record_restart)
+        for s in self.network.switches:
+            sup.watch(s.name, functools.partial(getattr, s, "process"), s.restart)
+        if self.controller is not None:
+            controller = self.controller
+            sup.watch("controller", lambda: controller.process, controller.restart)
+        return sup
+
+    def _record_restart(self) -> None:
+        """New PIDs: in run/state.json (what `make stop` ends) and run/topology.json."""
+        self._record()
+        write_description(self.network.description(), self.description_path)
+
     def _record(self) -> None:
         procs = [runstate.process_record(os.getpid(), "session")]
         for s in self.network.switches:
@@ -148,6 +178,9 @@ class Session:
         runstate.write_state(procs, intfs, tables, self.state_file)
 
     def stop(self) -> None:
+        if self.supervisor is not None:    # first: a deliberate stop is never "restarted"
+            self.supervisor.stop()
+            self.supervisor = None
         if self.relay:
             self.relay.close()
             self.relay = None

@@ -50,9 +50,10 @@ def session_factory(tmp_path, node_prefix, p4reduce_program):
     from p4reduce.mininet_topos.session import Session
     started = []
 
-    def start(workers=4, link=LinkOptions(), topo="star", controller_args=None, program=None):
+    def start(workers=4, link=LinkOptions(), topo="star", controller_args=None, program=None, supervise=False,
+              say=None):
         session = Session(topo=topo, workers=workers, link=link, program=program or p4reduce_program[0],
-                          target="p4sim",
+                          target="p4sim", supervise=supervise, say=say,
                           api_port=free_port(1), grpc_base=free_port(3),
                           thrift_base=free_port(3), prefix=node_prefix, log_dir=str(tmp_path / "logs"),
                           pcap_dir=None, run_dir=str(tmp_path / "run"),

@@ -30,8 +30,12 @@ SWITCH_LOG_LEVEL = "warn"
 class P4Net:
     """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
 
-    def __init__(self, hosts: int, link: LinkOptions, program: pathlib.Path = progmod.DEFAULT):
+    def __init__(self, hosts: int, link: LinkOptions, program: pathlib.Path = progmod.DEFAULT,
+                 supervise: bool = False):
+        """`supervise`: restart a switch or controller process that dies, as `make run` does (the
+        faults section kills the switch)."""
         self.nhosts = hosts
+        self.supervise = supervise
         self.link = link
         self.program = pathlib.Path(program)
         self.session: Session | None = None
@@ -48,7 +52,7 @@ class P4Net:
         session = Session(topo="star", workers=self.nhosts, link=self.link,
                           program=str(self.program), api_port=api_port, grpc_base=grpc_port,
                           thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
-                          pcap_dir=None, run_dir=str(RUN_DIR))
+                          pcap_dir=None, run_dir=str(RUN_DIR), supervise=self.supervise)
         # A switch logging every packet (BMv2's and p4sim's default with --log-file: trace) runs
         # several times slower; the benchmark measures the switch, not its logging.
         for name in session.network.topo.switches():

@@ -60,8 +60,9 @@ def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dic
     emit(event="progress", message="warm-up call done")
     warm = agent.reducer.stats
     bytes0, packets0, retx0 = agent.reducer.bytes_sent, warm.packets_sent, warm.retransmissions
-    times = []
+    times, starts = [], []
     for i in range(args.tensors):
+        starts.append(time.time())
         t0 = time.perf_counter()
         agent.allreduce(mine[i], out=results[i])
         times.append(time.perf_counter() - t0)
@@ -77,7 +78,7 @@ def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dic
             "bytes_dense": dense_bytes(args.elements, args.tensors, lanes),
             "packets_sent": stats.packets_sent - packets0, "retransmissions": stats.retransmissions - retx0,
             "lanes": lanes, "subblock": agent.params.subblock, "slots": agent.params.slot_count,
-            "allreduce_s": times, "calls_by_path": dict(agent.calls_by_path), "path": agent.path,
+            "allreduce_s": times, "call_starts": starts, "calls_by_path": dict(agent.calls_by_path), "path": agent.path,
             "fallback_episodes": agent.episodes}
 
 

@@ -1,6 +1,7 @@
 """Sections measured by other components' benchmark scripts, run as subprocesses.
 
-``bench/switch_rate.py`` (engine) and ``bench/worker_encode.py`` (worker) are called with
+``bench/switch_rate.py`` (engine), ``bench/worker_encode.py`` (worker) and ``bench/faults.py``
+(the switch killed mid-run, in Mininet) are called with
 ``python -m MODULE --json`` (plus ``--quick`` in quick mode when the script's --help offers it, else
 a short ``--seconds``) and must print one JSON document as the last line of stdout. A missing
 script or a failed run is recorded in the section, never fatal to the whole run. Figures named
@@ -86,4 +87,9 @@ def run_encode(grid: Grid, progress: bool) -> dict:
                       timeout=300 if grid.mode == "quick" else 1800)
 
 
-RUNNERS = {"switch-rate": run_switch_rate, "encode": run_encode}
+def run_faults(grid: Grid, progress: bool) -> dict:
+    """bench/faults.py: the switch killed twice mid-run, and a job without slots (Mininet, root)."""
+    return run_module("p4reduce.bench.faults", grid.mode == "quick", timeout=900)
+
+
+RUNNERS = {"switch-rate": run_switch_rate, "encode": run_encode, "faults": run_faults}

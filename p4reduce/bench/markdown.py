@@ -156,4 +156,30 @@ def render(doc: dict) -> str:
         lines += _table(["compressor", "M elements/s"],
                         [[r.get("case", r.get("compressor", "?")), f"{r['elements_per_s'] / 1e6:.1f}"]
                          for r in enc]) + [""]
+    lines += faults_lines(sections.get("faults", {}))
     return "\n".join(lines)
+
+
+def faults_lines(f: dict[str, Any]) -> list[str]:
+    """The faults section (bench/faults.py): each kill's figures, the job without slots, the targets."""
+    if not isinstance(f, dict) or not f.get("kills"):
+        return []
+    def s(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f} s" if isinstance(v, float) else str(v)
+    lines = [f"The switch killed (SIGKILL) mid-run, {f.get('workers')} workers, {f.get('calls')} calls of "
+             f"{f.get('elements'):,} int32 ({f.get('target', '')}): lost or wrong calls "
+             f"{f.get('lost_or_wrong_calls')}", ""]
+    rows = [[i + 1, s(k.get("detect_first_s")), s(k.get("detect_last_s")), s(k.get("restore_s")),
+             s(k.get("redo_call_s")), s(k.get("gloo_call_s")), s(k.get("back_after_restore_s")),
+             s(k.get("back_after_restore_calls"))] for i, k in enumerate(f["kills"])]
+    lines += _table(["kill", "detected (first)", "detected (last)", "switch restored", "redone call",
+                     "gloo call", "back on switch after restore", "calls until back"], rows) + [""]
+    slots = f.get("slots_exhausted") or {}
+    if slots:
+        verdict = "exact" if slots.get("exact") else "NOT exact"
+        lines += [f"No free slots: the job ran on the host fallback ({verdict}), {s(slots.get('fallback_call_s'))} "
+                  f"per call, next to {s(f.get('switch_call_s'))} on the switch.", ""]
+    met = f.get("met") or {}
+    if met:
+        lines += ["Targets: " + "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in met.items()), ""]
+    return lines

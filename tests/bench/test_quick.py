@@ -226,3 +226,17 @@ def test_charts_written(quick_run):
     for p in charts:
         with open(p, "rb") as fh:
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_faults_section_kills_the_switch_and_loses_no_call(quick_run):
+    """bench/faults.py in the quick run: the switch killed twice, every call exact on either path,
+    each kill detected and the switch restored; a job without slots exact on the fallback."""
+    f = quick_run[1]["sections"]["faults"]
+    assert f["status"] == "ok" and f["errors"] == [] and f["lost_or_wrong_calls"] == 0, f
+    assert len(f["kills"]) == 2 and all("error" not in k for k in f["kills"]), f["kills"]
+    for k in f["kills"]:
+        assert 0.5 < k["detect_first_s"] <= k["detect_last_s"] < 10 and k["restore_s"] is not None, k
+    assert f["kills"][0]["back_on_switch"], f["kills"]
+    slots = f["slots_exhausted"]
+    assert slots["exact"] and slots["on_fallback"] and slots["fallback_call_s"] > 0, slots
+    assert f["met"]["no lost or wrong call"]

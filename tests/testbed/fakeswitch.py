@@ -94,8 +94,8 @@ class FakeSwitch(UdpStandIn):
     def _serve(self) -> None:
         while not self._stop.is_set():
             if self._late is not None and time.monotonic() >= self._late[0]:
-                late, self._late = self._late[1], None
-                self._process(*late)
+                due, self._late = self._late[1], None
+                self._process(*due)
             try:
                 data, (ip, port) = self.sock.recvfrom(65536)
             except TimeoutError:

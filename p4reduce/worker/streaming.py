@@ -103,6 +103,9 @@ class StreamStats:
     wakeups: int = 0          # batches of datagrams received (results / wakeups: the batch size)
 
 
+DEADLINE_SLACK = 1e-6    # a stream's deadline fires just past it (the fail check is strict)
+
+
 class RoundTimers:
     """Retransmission timing of one call's open rounds, per slot: when its packet last left, when
     it first left, when the stream last moved on, its timer (backed off on timeouts) and how
@@ -185,14 +188,17 @@ class RoundTimers:
         self.tail_probes += 1
         return s
 
+    def expiry(self, s: int) -> float:
+        """When slot `s` needs the loop: its timer runs out, or its stream has gone `deadline`
+        without progress (the call fails then, not at the next backed-off timer)."""
+        return min(self.sent_at[s] + self.rto[s], self.progress[s] + self.retry.deadline + DEADLINE_SLACK)
+
     def next_expiry(self, open_slots: set[int]) -> float:
-        """When the first open round's timer runs out."""
-        sent_at, rto = self.sent_at, self.rto
-        return min((sent_at[s] + rto[s] for s in open_slots), default=time.monotonic())
+        """When the first open round needs the loop (RoundTimers.expiry)."""
+        return min((self.expiry(s) for s in open_slots), default=time.monotonic())
 
     def expired(self, open_slots: set[int], now: float) -> list[int]:
-        sent_at, rto = self.sent_at, self.rto
-        return [s for s in open_slots if now >= sent_at[s] + rto[s]]
+        return [s for s in open_slots if now >= self.expiry(s)]
 
     def path_alive(self, s: int) -> bool:
         """Since the round of `s` was last sent, another round sent once was answered: the path

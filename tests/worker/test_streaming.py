@@ -513,3 +513,23 @@ def test_tail_probe_timing_and_early_overtaking():
     assert sorted(timers.overtaken(open_slots, [3], early=True)) == [0, 1, 2]   # ... a probe's is
     timers.answered(3, now=1.3)
     assert timers.probe_due() < float("inf")                  # a result rearms the probe
+
+
+def test_a_silent_switch_fails_the_call_at_the_deadline_not_at_the_next_backed_off_timer():
+    """With timers backing off to 1 s, a switch gone silent fails the call `deadline` after the
+    last progress (the host fallback's detection time), on both loops alike: the loop wakes for the
+    deadline itself, not only for the next retransmission."""
+    retry = RetryPolicy(timeout=0.05, backoff=2.0, max_timeout=1.0, deadline=1.0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))               # a switch that reads nothing and answers nothing
+    red = UdpReducer(JobParams(1, 0, 1, 4, "127.0.0.1", sock.getsockname()[1], name="silent", lanes=C.LANES,
+                               subblock=C.SUBBLOCK), bind=("127.0.0.1", 0), retry=retry)
+    assert red.loop == os.environ["P4REDUCE_WORKER_LOOP"]
+    t0 = time.monotonic()
+    with pytest.raises(AggregationError, match="got no result"):
+        red.sum_int32(np.ones(100, np.int32))
+    took = time.monotonic() - t0
+    red.close()
+    sock.close()
+    # timers 0.05, 0.1, 0.2, 0.4, 0.8 s: the next retransmission after 1.0 s would be at 1.55 s
+    assert 1.0 <= took < 1.3, took

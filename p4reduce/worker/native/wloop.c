@@ -301,11 +301,17 @@ static double t_probe_due(wl *w) {
     return (w->result_at > w->sent_last ? w->result_at : w->sent_last) + wait;
 }
 
+/* RoundTimers.expiry: the slot's timer, or its stream's deadline without progress */
+static double t_expiry(wl *w, int s) {
+    double timer = w->sent_at[s] + w->rto[s], stuck = w->progress[s] + w->a->deadline + 1e-6;
+    return timer < stuck ? timer : stuck;
+}
+
 static double t_next_expiry(wl *w) {
     double m = INFINITY;
     int any = 0;
     for (int s = 0; s < w->S; s++)
-        if (w->open[s]) { double e = w->sent_at[s] + w->rto[s]; if (e < m) m = e; any = 1; }
+        if (w->open[s]) { double e = t_expiry(w, s); if (e < m) m = e; any = 1; }
     return any ? m : now_s();
 }
 
@@ -662,7 +668,7 @@ static int probe_tail(wl *w, double now) {
 static int retransmit_expired(wl *w, double now) {
     wl_args *a = w->a;
     int m = 0;
-    for (int s = 0; s < w->S; s++) if (w->open[s] && now >= w->sent_at[s] + w->rto[s]) w->tmp[m++] = s;
+    for (int s = 0; s < w->S; s++) if (w->open[s] && now >= t_expiry(w, s)) w->tmp[m++] = s;
     for (int i = 0; i < m; i++) {
         int s = w->tmp[i];
         if (now - w->progress[s] > a->deadline) {

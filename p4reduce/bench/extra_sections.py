@@ -30,8 +30,9 @@ def _options(module: str, env: dict) -> str:
         return ""
 
 
-def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 1.0) -> dict:
-    """Run ``python -m module --json ...``; return its JSON document or a failure record."""
+def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 1.0,
+               extra: tuple[str, ...] = ()) -> dict:
+    """Run ``python -m module --json ... extra``; return its JSON document or a failure record."""
     script = BENCH_DIR / (module.rsplit(".", 1)[-1] + ".py")
     if not script.exists():
         return {"status": "skipped", "error": f"{script.relative_to(BENCH_DIR.parent)} not present"}
@@ -43,6 +44,7 @@ def run_module(module: str, quick: bool, timeout: float, quick_seconds: float = 
             cmd.append("--quick")
         elif "--seconds" in options:
             cmd += ["--seconds", str(quick_seconds)]
+    cmd += list(extra)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               cwd=BENCH_DIR.parent, env=env)
@@ -89,7 +91,7 @@ def run_encode(grid: Grid, progress: bool) -> dict:
 
 def run_faults(grid: Grid, progress: bool) -> dict:
     """bench/faults.py: the switch killed twice mid-run, and a job without slots (Mininet, root)."""
-    return run_module("p4reduce.bench.faults", grid.mode == "quick", timeout=900)
+    return run_module("p4reduce.bench.faults", grid.mode == "quick", timeout=900, extra=("--program", grid.program))
 
 
 RUNNERS = {"switch-rate": run_switch_rate, "encode": run_encode, "faults": run_faults}

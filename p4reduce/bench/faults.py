@@ -134,9 +134,11 @@ def _kill_figures(results: list[dict], kill_at: float, restored_at: float | None
     return out
 
 
-def run(calls: int, elements: int, kills: int = 2) -> dict[str, Any]:
+def run(calls: int, elements: int, kills: int = 2, program: str | None = None) -> dict[str, Any]:
+    import pathlib
+
     from p4reduce.bench.p4net import P4Net
-    net = P4Net(WORKERS, LinkOptions(), supervise=True)
+    net = P4Net(WORKERS, LinkOptions(), supervise=True, **({"program": pathlib.Path(program)} if program else {}))
     net.start()
     doc: dict[str, Any] = {"workers": WORKERS, "calls": calls, "elements": elements, "dtype": "int32",
                            "target": net.describe(), "targets": TARGETS}
@@ -219,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="20 calls of 262144 elements")
     p.add_argument("--calls", type=int, default=50, help="allreduce calls in the killed run (default 50)")
     p.add_argument("--elements", type=int, default=1_000_000, help="int32 elements per call (default 1000000)")
+    p.add_argument("--program", default=None, help="the aggregation program's BMv2 JSON (default: the bench's)")
     args = p.parse_args(argv)
     if args.calls < 8:
         p.error(f"--calls {args.calls}: at least 8 (a quarter before the first kill)")
@@ -227,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         p.error("the faults section runs Mininet: run it as root")
     calls, elements = (20, 262144) if args.quick else (args.calls, args.elements)
-    doc = run(calls, elements)
+    if args.program is not None and not os.path.isfile(args.program):
+        p.error(f"--program {args.program}: not found")
+    doc = run(calls, elements, program=args.program)
     print(json.dumps(doc) if args.json else json.dumps(doc, indent=2))
     return 0
 

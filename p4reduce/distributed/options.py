@@ -10,7 +10,7 @@ DEFAULT_CONTROLLER = "127.0.0.1:8090"   # the controller as `make run` hosts rea
 DEFAULT_JOB = "default"                 # the job `make run` creates for its hosts
 ENV = {"controller": "P4REDUCE_CONTROLLER", "job": "P4REDUCE_JOB", "compressor": "P4REDUCE_COMPRESSOR",
        "mode": "P4REDUCE_MODE", "slots": "P4REDUCE_SLOTS", "loop": "P4REDUCE_WORKER_LOOP",
-       "switch": "P4REDUCE_SWITCH", "bind_ip": "P4REDUCE_BIND_IP"}
+       "switch": "P4REDUCE_SWITCH", "bind_ip": "P4REDUCE_BIND_IP", "switch_timeout_s": "P4REDUCE_SWITCH_TIMEOUT"}
 
 
 @dataclass
@@ -21,7 +21,9 @@ class Options:
     a worker compressor name (default fixedpoint: exact enough for training, no lossy step);
     ``compressor_options``: its parameters; ``mode``/``slots``: for a job rank 0 creates;
     ``loop``: the worker loop (native or python); ``switch``: HOST:PORT where packets go instead
-    of the job's switch (a stand-in or a tunnel); ``bind_ip``: the worker's UDP address."""
+    of the job's switch (a stand-in or a tunnel); ``bind_ip``: the worker's UDP address;
+    ``switch_timeout_s``: how long a call may go without progress on the switch before the group
+    moves to the host fallback (default the worker's, 1.5 s; at least 1)."""
 
     controller: str | None = None
     job: str | None = None
@@ -33,6 +35,7 @@ class Options:
     loop: str | None = None
     switch: str | None = None
     bind_ip: str | None = None
+    switch_timeout_s: float | str | None = None
 
     def resolved(self, environ: os._Environ[str] | dict[str, str] | None = None) -> Settings:
         """These options with every unset one taken from the environment, then the defaults;
@@ -49,6 +52,14 @@ class Options:
                 raise ValueError(f"{ENV['slots']}={out.slots!r}: must be a whole number of slots") from None
         if out.slots is not None and (isinstance(out.slots, bool) or not 1 <= out.slots <= 32767):
             raise ValueError(f"slots={out.slots!r}: must be 1..32767")
+        if isinstance(out.switch_timeout_s, str):
+            try:
+                out.switch_timeout_s = float(out.switch_timeout_s)
+            except ValueError:
+                raise ValueError(f"{ENV['switch_timeout_s']}={out.switch_timeout_s!r}: must be seconds") from None
+        if out.switch_timeout_s is not None and (isinstance(out.switch_timeout_s, bool)
+                                                 or not 1.0 <= out.switch_timeout_s <= 3600):
+            raise ValueError(f"switch_timeout_s={out.switch_timeout_s!r}: must be 1..3600 seconds")
         if out.mode is not None and out.mode not in ("dense", "sparse"):
             raise ValueError(f"mode={out.mode!r}: must be dense or sparse")
         if not isinstance(out.compressor_options, dict):
@@ -60,7 +71,8 @@ class Options:
         return Settings(controller=out.controller or DEFAULT_CONTROLLER, job=out.job or DEFAULT_JOB,
                         credential=out.credential, compressor=out.compressor or "fixedpoint",
                         compressor_options=dict(out.compressor_options), mode=out.mode, slots=out.slots,
-                        loop=out.loop, switch=out.switch, bind_ip=out.bind_ip or "0.0.0.0")
+                        loop=out.loop, switch=out.switch, bind_ip=out.bind_ip or "0.0.0.0",
+                        switch_timeout_s=None if out.switch_timeout_s is None else float(out.switch_timeout_s))
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ class Settings:
     loop: str | None
     switch: str | None
     bind_ip: str
+    switch_timeout_s: float | None = None
 
     def switch_addr(self) -> tuple[str, int] | None:
         if not self.switch:

@@ -30,7 +30,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo
 
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
-from p4reduce.worker.agent import Agent
+from p4reduce.worker.agent import SWITCH_TIMEOUT_S, Agent
 from p4reduce.worker.job import CREDENTIAL_ENV
 from p4reduce.worker.netif import interface_of
 
@@ -92,7 +92,8 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
             self.agent: Agent | None = Agent(
                 o.controller, o.job, compressor=o.compressor, compressor_options=o.compressor_options, loop=o.loop,
                 rank=rank, credential=credential or o.credential, switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
-                wait_timeout=timeout.total_seconds())
+                wait_timeout=timeout.total_seconds(),
+                switch_timeout_s=SWITCH_TIMEOUT_S if o.switch_timeout_s is None else o.switch_timeout_s)
         except Exception as e:
             raise DistributedSetupError(f"p4reduce: rank {rank} cannot join job {o.job!r} at {o.controller}: {e}") \
                 from None

@@ -44,8 +44,12 @@ class Network:
             time.sleep(0.02)
 
     def env(self, **extra):
+        # the stand-in runs in this (busy) test process: a stall of it is not a dead switch. A rank
+        # that finished a switch call and went into a gloo collective cannot help its peers redo
+        # that call (docs/distributed.md), so these tests give the switch 10 s, except where a
+        # test freezes it on purpose
         return {"P4REDUCE_CONTROLLER": self.addr, "P4REDUCE_SWITCH": "{}:{}".format(*self.switch.addr),
-                "P4REDUCE_BIND_IP": "127.0.0.1", **extra}
+                "P4REDUCE_BIND_IP": "127.0.0.1", "P4REDUCE_SWITCH_TIMEOUT": "10", **extra}
 
     def close(self):
         self._stop.set()

@@ -174,6 +174,11 @@ def test_options_and_setup_errors_are_clear(network, tmp_path):
         Options(mode="ring").resolved({})
     with pytest.raises(ValueError, match="switch='nohost'"):
         Options(switch="nohost").resolved({})
+    with pytest.raises(ValueError, match="P4REDUCE_SWITCH_TIMEOUT='soon'"):
+        Options().resolved({"P4REDUCE_SWITCH_TIMEOUT": "soon"})
+    with pytest.raises(ValueError, match="switch_timeout_s=0.1"):
+        Options(switch_timeout_s=0.1).resolved({})
+    assert Options().resolved({"P4REDUCE_SWITCH_TIMEOUT": "4"}).switch_timeout_s == 4.0
     o = Options().resolved({"P4REDUCE_JOB": "j9", "P4REDUCE_SLOTS": "8"})
     assert (o.controller, o.job, o.slots, o.compressor) == ("127.0.0.1:8090", "j9", 8, "fixedpoint")
     script = ("import sys, torch.distributed as dist, p4reduce.distributed\n"
@@ -198,7 +203,8 @@ def test_a_switch_frozen_mid_job_moves_the_group_to_the_fallback_with_the_same_a
     switch calls, and ends with every answer right (gloo's collectives interleaved), none hangs."""
     network.switch.stall = (20, 4.0)
     world = 3
-    outs = _run(COLLECTIVES, world, network.env(P4REDUCE_JOB="frozen"), tmp_path, timeout=150)
+    outs = _run(COLLECTIVES, world, network.env(P4REDUCE_JOB="frozen", P4REDUCE_SWITCH_TIMEOUT="1.5"), tmp_path,
+                timeout=150)
     for code, _out, err in outs:
         assert code == 0, err[-3000:]
     res = [json.load(open(tmp_path / f"r{r}.json")) for r in range(world)]

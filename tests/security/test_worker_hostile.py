@@ -78,7 +78,7 @@ def _join_answer(**job_changes):
     ((b"[1, 2, 3]",), "not a JSON object"),
     ((b"garbage that is not HTTP\r\n\r\n", 200, True), "bad_answer"),
     ((b"", 200, True), "unreachable"),                       # closes without a word
-    ((_join_answer(slots__count=0),), "slots.count is 0"),
+    ((_join_answer(slots__count=-1),), "slots.count is -1"),
     ((_join_answer(workers=0),), "workers is 0"),
     ((_join_answer(slots__count="many"),), "garbles"),
     ((_join_answer(switch__ip="not-an-ip"),), "switch.ip"),

@@ -35,9 +35,21 @@ def restarted(session, said, name, old_pid):
     return int(line.split("restarted as pid ")[1].split()[0])
 
 
+def _read_json(path, timeout=5.0):
+    """The file's JSON once whole: the supervisor rewrites it right after a restart (not atomically)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def recorded_pids(session):
-    state = json.loads((session.run_dir / "state.json").read_text())
-    topo = json.loads(session.description_path.read_text())
+    state = _read_json(session.run_dir / "state.json")
+    topo = _read_json(session.description_path)
     return ({p["role"]: p["pid"] for p in state["processes"]},
             {s["name"]: s["pid"] for s in topo["switches"]})
 

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,10 +44,15 @@ def process_record(pid: int, role: str, settle_s: float = 2.0) -> dict:
 
 def write_state(processes: list[dict], interfaces: list[str], nft_tables: list[str],
                 path: str | Path = STATE_FILE) -> None:
+    """Written whole or not at all (a temporary file renamed over it): `make stop` or a test may
+    read it while a restart rewrites it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"owner_pid": os.getpid(), "processes": processes,
-                                "interfaces": interfaces, "nft_tables": nft_tables}, indent=2) + "\n")
+    fd, tmp = tempfile.mkstemp(prefix=".state.", dir=path.parent)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"owner_pid": os.getpid(), "processes": processes,
+                              "interfaces": interfaces, "nft_tables": nft_tables}, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def anything_alive(path: str | Path = STATE_FILE) -> bool:

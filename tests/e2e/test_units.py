@@ -144,3 +144,30 @@ def test_delay_uses_netem_or_is_refused_clearly():
             options.tclink_params()
         assert LinkOptions(loss_pct=1).needs_nft_loss()
         assert LinkOptions(loss_pct=1).tclink_params() == {}
+
+
+def test_the_state_file_is_never_seen_half_written(tmp_path):
+    """A restart rewrites run/state.json while `make stop` or a test may read it: a reader sees the
+    old file or the new one, whole (the writer renames a finished temporary file over it)."""
+    import threading
+    state = tmp_path / "state.json"
+    procs = [{"pid": i, "role": f"host h{i}", "cmdline": "x" * 150} for i in range(200)]
+    runstate.write_state(procs, [], [], state)
+    done, torn = threading.Event(), []
+
+    def read():
+        while not done.is_set():
+            try:
+                json.loads(state.read_text())
+            except ValueError as e:
+                torn.append(str(e))
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(300):
+            runstate.write_state(procs, [f"s1-eth{i}" for i in range(50)], [], state)
+    finally:
+        done.set()
+        reader.join()
+    assert not torn, torn[:3]
+    assert not [p for p in tmp_path.iterdir() if p.name != "state.json"]    # no temporary file left

@@ -51,7 +51,7 @@ EVICTION_LOG_S = 10.0         # at most one log line per this many seconds about
 DRAIN_LIMIT = 4 * MAX_BODY     # what is read (and dropped) of a refused body before closing
 DEFAULT_ADDRESS = ("127.0.0.1", DEFAULT_PORT)
 
-CREATE_FIELDS = {"name", "workers", "mode", "slots", "lease_s"}
+CREATE_FIELDS = {"name", "workers", "mode", "slots", "lease_s", "aggregation"}
 JOIN_FIELDS = {"rank", "ip", "udp_port", "mac", "workers", "mode", "slots", "switch_port"}
 RANK_FIELDS = {"rank"}
 HEARTBEAT_FIELDS = {"rank", "path", "reason", "generation"}
@@ -146,7 +146,8 @@ class JobApi:
     def create_job(self, body: dict[str, Any], peer: str, caller: Caller) -> Answer:
         _fields(body, CREATE_FIELDS, required=("name",))
         job, created, credential = self.manager.create(body["name"], body.get("workers"), body.get("mode"),
-                                                       body.get("slots"), body.get("lease_s"), caller=caller)
+                                                       body.get("slots"), body.get("lease_s"), caller=caller,
+                                                       aggregation=body.get("aggregation"))
         if credential is not None:
             job = dict(job, credential=credential)
         return (201 if created else 200), job

@@ -117,6 +117,28 @@ def group_replicas(members: Iterable[SwitchMember]) -> list[tuple[int, int]]:
     return [(m.port, m.rank) for m in sorted(members, key=lambda m: m.rank) if m.port is not None]
 
 
+@dataclass(frozen=True)
+class ParentLink:
+    """How a switch below a job's root sends its partial sums up: out of `port`, as rank `rank` of
+    its parent, from its own address `ip`/`src_mac` to the parent's MAC."""
+    port: int
+    rank: int
+    ip: str
+    src_mac: str
+    dst_mac: str
+
+
+def tree_entry(job_id: int, children: int, parent: ParentLink | None) -> Entry:
+    """tree: job_id -> aggregate_root(children) at a job's root, aggregate_child(children, uplink)
+    below it. A job without one aggregates all its workers at this switch (children = workers)."""
+    match = {p4names.TREE_KEY[0]: job_id}
+    if parent is None:
+        return Entry(p4names.TREE, match, p4names.AGGREGATE_ROOT, {"children": children})
+    return Entry(p4names.TREE, match, p4names.AGGREGATE_CHILD,
+                 {"children": children, "up_port": parent.port, "up_rank": parent.rank, "up_ip": parent.ip,
+                  "up_src_mac": parent.src_mac, "up_dst_mac": parent.dst_mac})
+
+
 def slot_registers(job: JobSpec) -> tuple[int, int]:
     """[start, stop) of the job's slots (both shadow copies) in the slot registers."""
     return (p4names.register_index(job.slot_base, 0, 0),

@@ -27,10 +27,12 @@ from p4reduce.controller.job_entries import (
     RESET_REGISTERS,
     Entry,
     JobSpec,
+    SwitchMember,
     group_replicas,
     job_entry,
     member_entries,
     slot_registers,
+    tree_entry,
 )
 from p4reduce.controller.p4info import P4InfoIndex
 from p4reduce.protocol import constants, p4names
@@ -39,6 +41,7 @@ from p4reduce.protocol.wire import Layout, WireError
 if TYPE_CHECKING:
     from p4reduce.controller.jobs import Job, Member
     from p4reduce.controller.registers import RegisterAccess
+    from p4reduce.controller.tree import TreeNode
 
 
 log = logging.getLogger("p4reduce.controller.jobs")
@@ -162,6 +165,88 @@ class JobProgrammer:
                     raise
                 self.conn.write([update(Update.MODIFY, ent)])
 
+    # -- a job's node of its aggregation tree (controller/tree.py, controller/network.py) -----------
+    def _node_entities(self, job: Job, node: TreeNode, keys_only: bool = False) -> list[Any]:
+        """The node's tree entry and its children's entries (workers table and addresses)."""
+        entries = [tree_entry(job.job_id, len(node.children), node.uplink)]
+        for child in node.children:
+            entries += member_entries(job.job_id, child)
+        return [self._entity(e.key() if keys_only else e) for e in entries]
+
+    def _node_group(self, spec: JobSpec, children: Iterable[SwitchMember]) -> Any:
+        return multicast_group(spec.multicast_group, group_replicas(children))
+
+    def _node_job_entity(self, job: Job, spec: JobSpec) -> Any:
+        entity = self._entity(job_entry(spec))
+        entity.metadata = json.dumps({"name": job.name, "tree_node_of": job.job_id}, sort_keys=True).encode()
+        return entity
+
+    def install_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
+        """Make this switch aggregate `node` of the job's tree: its slots reset and its jobs entry
+        (`own_job_entry`: a switch other than the center, whose entry the job already has), the tree
+        entry, every child's entries and the multicast group to the children."""
+        updates = []
+        if own_job_entry:
+            self.reset_slots(spec)
+            updates.append(update(Update.INSERT, self._node_job_entity(job, spec)))
+        updates += [update(Update.INSERT, e) for e in self._node_entities(job, node)]
+        updates.append(update(Update.INSERT, self._node_group(spec, node.children)))
+        self.conn.write(updates)
+
+    def restore_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
+        """install_node whatever the switch holds now (missing entries inserted, others modified)."""
+        entities = [self._node_job_entity(job, spec) if own_job_entry else self._job_entity(job)]
+        entities += self._node_entities(job, node)
+        entities.append(self._node_group(spec, node.children))
+        for ent in entities:
+            try:
+                self.conn.write([update(Update.INSERT, ent)])
+            except SwitchError as e:
+                if "ALREADY_EXISTS" not in e.message:
+                    raise
+                self.conn.write([update(Update.MODIFY, ent)])
+
+    def remove_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
+        """Undo install_node (continuing past entries already gone)."""
+        ents = self._node_entities(job, node, keys_only=True) + [self._node_group(spec, [])]
+        if own_job_entry:
+            ents.append(self._entity(job_entry(spec).key()))
+        self._delete_quietly(ents)
+        if own_job_entry:
+            try:
+                self.reset_slots(spec)
+            except SwitchError as e:
+                log.warning("job %s: could not reset slot registers: %s", job.name, e.message)
+
+    def restore_job_entry(self, job: Job) -> None:
+        """Rewrite the job's entry (its descriptor changed: a tree's members are listed in it)."""
+        self.conn.write([update(Update.MODIFY, self._job_entity(job))])
+
+    def flat_members(self, job: Job, install: bool) -> None:
+        """The job's members as direct workers of this switch (`install`), or none of them: what
+        the center switch holds of a job aggregated here alone."""
+        ents = []
+        for m in job.members.values():
+            ents += self._member_entities(job, m, keys_only=not install)
+        if install:
+            updates = [update(Update.INSERT, e) for e in ents]
+            if job.members:
+                updates.append(update(Update.INSERT, self._group(job, job.members.values())))
+            self.conn.write(updates)
+        else:
+            self._delete_quietly(ents + [self._group(job, [])])
+
+    def node_slots(self, job_id: int) -> tuple[int, int] | None:
+        """(slot_base, slot_count) of job `job_id`'s entry on this switch, None without one."""
+        idx = self.index
+        for ent in self.conn.read(table_entry(idx, p4names.JOBS)):
+            d = decode_table_entry(idx, ent.table_entry)
+            if d["is_default"] or not d["action"]:
+                continue
+            if next(iter(d["match"].values())) == job_id:
+                return d["params"]["slot_base"], d["params"]["slot_count"]
+        return None
+
     def _delete_quietly(self, entities: Iterable[Any]) -> None:
         """Delete one by one so one missing entry does not keep the others installed."""
         for ent in entities:
@@ -186,9 +271,13 @@ class JobProgrammer:
         be read here. Two snapshots that differ mean the job made progress on the data plane (a
         slot advances only when all ranks contribute); equal ones, taken a second apart while
         the job runs, are rare (the same point of the same tensor), and only lose that second."""
+        return self.progress_mark_of(job.spec)
+
+    def progress_mark_of(self, spec: JobSpec) -> tuple[Any, ...] | None:
+        """progress_mark of the slots `spec` names (a job's node below its center switch)."""
         if self.registers is None:
             return None
-        start, stop = slot_registers(job.spec)
+        start, stop = slot_registers(spec)
         names = [n for n in (*RESET_REGISTERS, p4names.ROUND_OFFSET) if self.index.has("register", n)]
         if not names:
             return None
@@ -222,6 +311,11 @@ class JobProgrammer:
                    "mcast_grp": p["mcast_grp"], "wire_token": p.get("wire_token", 0), "members": []}
             if "lease_s" in desc:
                 rec["lease_s"] = desc["lease_s"]
+            if desc.get("aggregation") in ("tree", "root"):
+                rec["aggregation"] = desc["aggregation"]
+            if isinstance(desc.get("members"), list):   # aggregated as a tree: its members are below
+                rec["members"] = [m for m in desc["members"] if isinstance(m, dict)]
+                rec["members_known"] = True
             if isinstance(desc.get("credential_sha256"), str):   # who may change the job (controller/auth.py)
                 rec["credential_sha256"] = desc["credential_sha256"]
             jobs.append(rec)
@@ -245,7 +339,7 @@ class JobProgrammer:
                                    for k in p4names.WORKERS_KEY)
             job_id, rank = d["match"][job_k], d["params"]["rank"]
             owner = by_id.get(job_id)
-            if owner is None:
+            if owner is None or owner.get("members_known"):
                 continue
             addr = addrs.get((job_id, rank), {})
             owner["members"].append({

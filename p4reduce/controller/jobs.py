@@ -30,12 +30,16 @@ from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE
 from p4reduce.protocol.wire import DEFAULT_LAYOUT, Layout
 
 if TYPE_CHECKING:
-    from p4reduce.controller.job_programmer import JobProgrammer
+    from p4reduce.controller.network import JobNetwork
     from p4reduce.controller.topology import Topology
+    from p4reduce.controller.tree import JobTree
 
 
 
 MODES = ("dense", "sparse")
+# where a job's sums are made: "tree", at every switch on its members' paths (controller/network.py),
+# or "root", at the aggregating switch alone
+AGGREGATIONS = ("tree", "root")
 
 
 # how long every rank of a job must have been on the host fallback before its slots are reset for
@@ -84,6 +88,11 @@ class Job:
         # gives it some once they are), else None; and how many it asked for
         self.off_switch: str | None = None
         self.slots_asked = slots.count
+        self.aggregation = "tree"
+        # the switches that sum the job below the aggregating one, once it is whole (network.py),
+        # and the slots each of them gives it
+        self.tree: JobTree | None = None
+        self.tree_slots: dict[str, SlotRange] = {}
 
     @property
     def on_switch(self) -> bool:
@@ -128,7 +137,7 @@ class Job:
             "workers": self.workers, "joined": len(self.members),
             "lanes": layout.lanes, "subblock": layout.subblock,
             "slots": self.slots.to_json(), "multicast_group": self.spec.multicast_group,
-            "lease_s": self.lease_s, "switch": switch_info,
+            "lease_s": self.lease_s, "switch": switch_info, "aggregation": self.aggregation,
             "members": [m.to_json(now) for _, m in sorted(self.members.items())],
             "created_at": self.created_at,
         }
@@ -137,6 +146,12 @@ class Job:
         if why:
             desc["path_reason"] = why
         desc["generation"] = self.generation
+        if self.tree is not None:
+            tree = self.tree.to_json()
+            for name, node in tree["switches"].items():
+                rng = self.tree_slots.get(name)
+                node["slots"] = (rng or self.slots).to_json()
+            desc["tree"] = tree
         if members_only:
             desc["wire_token"] = self.wire_token
         return desc
@@ -144,7 +159,10 @@ class Job:
     def descriptor(self) -> dict[str, Any]:
         """What the switch must remember to resume this job after a controller restart."""
         desc: dict[str, Any] = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
-                "slots": self.slots.to_json()}
+                "slots": self.slots.to_json(), "aggregation": self.aggregation}
+        if self.tree is not None:      # the members sit below other switches: a restart finds them here
+            desc["members"] = [{"rank": m.rank, "ip": m.ip, "udp_port": m.udp_port, "mac": m.mac, "port": m.port}
+                               for _, m in sorted(self.members.items())]
         if self.credential_digest:
             desc["credential_sha256"] = self.credential_digest
         return desc
@@ -165,7 +183,7 @@ def _check_number(value: object, field: str, lo: float, hi: float) -> float:
 class JobManager:
     """Creates, admits, renews and ends jobs; thread-safe."""
 
-    def __init__(self, pool: SlotPool, programmer: JobProgrammer | None = None, topology: Topology | None = None,
+    def __init__(self, pool: SlotPool, programmer: JobNetwork | None = None, topology: Topology | None = None,
                  default_workers: int | None = None, default_mode: str = "dense", default_slots: int | None = None,
                  default_lease_s: float = 10.0, join_timeout_s: float = 120.0,
                  clock: Callable[[], float] = time.monotonic, switch_info: dict[str, Any] | None = None,
@@ -262,8 +280,11 @@ class JobManager:
 
     # -- create --------------------------------------------------------------------------------
     def create(self, name: str, workers: int | None = None, mode: str | None = None, slots: int | None = None,
-               lease_s: float | None = None, caller: Caller = TRUSTED) -> tuple[dict[str, Any], bool, str | None]:
+               lease_s: float | None = None, caller: Caller = TRUSTED,
+               aggregation: str | None = None) -> tuple[dict[str, Any], bool, str | None]:
         """Create a job (idempotent for identical parameters and the job's own credential).
+        `aggregation`: "tree" (the default: summed at every switch on its members' paths, once
+        whole) or "root" (at the aggregating switch alone, e.g. to compare).
 
         Returns (job_json, created, credential): the new job's credential, or None when it existed."""
         self._check_name(name)
@@ -278,6 +299,9 @@ class JobManager:
             slots = self.default_slots or defaults.default_job_slots(self.pool.total, self.layout)
         lease_s = self.default_lease_s if lease_s is None else lease_s
         workers, mode, slots, lease_s = self._validate_params(workers, mode, slots, lease_s)
+        if aggregation is not None and aggregation not in AGGREGATIONS:
+            raise BadRequest(f"field 'aggregation': must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}",
+                             field="aggregation")
         with self.lock:
             existing = self.jobs.get(name)
             if existing is not None:
@@ -285,10 +309,12 @@ class JobManager:
                     raise Conflict(f"job {name!r} exists (creating it again needs its job credential)",
                                    code="job_exists")
                 if (existing.workers, existing.mode, existing.lease_s) != (workers, mode, lease_s) or \
-                        (asked_slots and existing.slots_asked != slots):
+                        (asked_slots and existing.slots_asked != slots) or \
+                        (aggregation is not None and existing.aggregation != aggregation):
                     raise Conflict(
                         f"job {name!r} exists with workers={existing.workers}, mode={existing.mode}, "
-                        f"slots={existing.slots_asked}, lease_s={existing.lease_s:g}", code="job_exists")
+                        f"slots={existing.slots_asked}, lease_s={existing.lease_s:g}, "
+                        f"aggregation={existing.aggregation}", code="job_exists")
                 return existing.to_json(self.clock(), self.switch_info, self.layout, members_only=True), False, None
             job_id = self._free_job_id()
             largest = self.pool.largest_free()
@@ -301,6 +327,7 @@ class JobManager:
             now = self.clock()
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
             job.slots_asked = wanted
+            job.aggregation = aggregation or "tree"
             if not largest:
                 job.off_switch = (f"no free slots on the switch (all {self.pool.total} held by other jobs): "
                                   "on the host fallback until some are freed")
@@ -451,7 +478,7 @@ class JobManager:
         agg = topo.aggregation_switch.name
         return {ap for a, ap, _b, _bp in topo.links if a == agg} | {bp for _a, _ap, b, bp in topo.links if b == agg}
 
-    def _apply(self, job: Job, action: Callable[[JobProgrammer], None], undo: Callable[[], object]) -> None:
+    def _apply(self, job: Job, action: Callable[[JobNetwork], None], undo: Callable[[], object]) -> None:
         """Run `action` on the switch (when there is one and it holds the job); on failure `undo`
         the bookkeeping."""
         if self.programmer is None or not job.on_switch:
@@ -556,8 +583,7 @@ class JobManager:
                 old_token, job.wire_token = job.wire_token, new_wire_token()
                 try:
                     if self.programmer is not None:
-                        self.programmer.restore_job(job)
-                        self.programmer.reset_slots(job.spec)
+                        self.programmer.rearm_job(job)
                 except ControllerError as e:
                     job.wire_token = old_token
                     self.log(f"job {job.name}: cannot re-arm it on the switch yet: {e.message}")

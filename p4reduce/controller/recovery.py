@@ -60,7 +60,13 @@ def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
                       rec.get("lease_s", manager.default_lease_s), now, time.time())
             job.credential_digest = rec.get("credential_sha256")   # None: only the admin credential opens it
             job.wire_token = rec.get("wire_token", 0)     # from the jobs-table entry itself
+            if rec.get("aggregation") in ("tree", "root"):
+                job.aggregation = rec["aggregation"]
             for m in rec.get("members", []):
+                if not isinstance(m.get("rank"), int) or not isinstance(m.get("ip"), str) or \
+                        not isinstance(m.get("udp_port"), int) or not 0 <= m["rank"] < rec["workers"]:
+                    manager.log(f"job {rec['name']}: a member record read back is unusable, skipped: {m!r}")
+                    continue
                 mac, port = m.get("mac"), m.get("port")
                 host = topology.host_by_ip(m["ip"]) if topology is not None else None
                 if topology is not None and host is not None:  # entries partly lost: the topology fills gaps
@@ -169,7 +175,15 @@ class SwitchWatchdog:
             pushed = conn.ensure_pipeline(self.ctl.p4info, self.ctl.device_config, report=self.ctl.report)
         install_forwarding(conn, self.ctl.topology, self.name, report=lambda msg: None)
         manager = self.ctl.manager
-        if manager is None or self.name != self.ctl.topology.aggregation_switch.name or manager.programmer is None:
+        if manager is None or manager.programmer is None:
+            return
+        if self.name != self.ctl.topology.aggregation_switch.name:   # a switch of some jobs' trees
+            if pushed:
+                self.ctl.reopen_registers(self.name)
+            with manager.lock:
+                n = manager.programmer.replay_switch(self.name, list(manager.jobs.values()))
+            if n:
+                self.ctl.report(f"switch {self.name}: its part of {n} job tree(s) restored after the takeover")
             return
         if pushed:
             self.ctl.reopen_registers()
@@ -207,10 +221,17 @@ class SwitchWatchdog:
                     return False
                 pushed = False
             install_forwarding(conn, self.ctl.topology, self.name, report=self.ctl.report)
-            if pushed and self.ctl.manager is not None and self.name == self.ctl.topology.aggregation_switch.name:
+            manager = self.ctl.manager
+            if pushed and manager is not None and self.name == self.ctl.topology.aggregation_switch.name:
                 self.ctl.reopen_registers()
-                n = replay_jobs(self.ctl.manager)
+                n = replay_jobs(manager)
                 self.ctl.report(f"switch {self.name}: {n} job(s) reinstalled")
+            elif pushed and manager is not None and manager.programmer is not None:
+                self.ctl.reopen_registers(self.name)
+                with manager.lock:
+                    n = manager.programmer.replay_switch(self.name, list(manager.jobs.values()))
+                if n:
+                    self.ctl.report(f"switch {self.name}: its part of {n} job tree(s) reinstalled")
             self.ctl.report(f"switch {self.name}: recovered")
             return True
         except SwitchError as e:

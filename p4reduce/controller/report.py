@@ -7,6 +7,7 @@ from typing import Any
 
 from p4reduce.controller.inspection import format_value
 from p4reduce.protocol import constants, p4names
+from p4reduce.protocol.job_api import tree_text
 
 
 def jobs_text(jobs: list[dict[str, Any]]) -> str:
@@ -24,6 +25,9 @@ def jobs_text(jobs: list[dict[str, Any]]) -> str:
         rows.append((j["name"], str(j["job_id"]), state, j["mode"], f"{len(j.get('members', []))}/{j['workers']}",
                      f"[{s['base']}, {s['base'] + s['count']})", str(group), members or "-"))
     text = _table(rows)
+    trees = [tree_text(j) for j in jobs if isinstance(j.get("tree"), dict)]
+    if trees:
+        text += "\n" + "\n".join(trees)
     degraded = [f"  {j['name']}: {j.get('path_reason', '')}" for j in jobs if j.get("path") == "fallback"]
     if degraded:
         text += "\ndegraded (calls on the host fallback, not the switch):\n" + "\n".join(degraded)

@@ -22,6 +22,7 @@ from p4reduce.controller.forwarding import install_forwarding
 from p4reduce.controller.job_programmer import JobProgrammer, program_layout, slot_pool_size
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.leases import LeaseReaper
+from p4reduce.controller.network import JobNetwork, SwitchNode
 from p4reduce.controller.recovery import SwitchWatchdog, resume_jobs
 from p4reduce.controller.registers import RegisterAccess, open_register_access, thrift_address
 from p4reduce.controller.slots import SlotPool
@@ -82,6 +83,7 @@ class Controller:
         self.report: Callable[[str], None] = report or log.info
         self.connections: dict[str, SwitchConnection] = {}
         self.manager: JobManager | None = None
+        self.network: JobNetwork | None = None
         self.reaper: LeaseReaper | None = None
         self.api_server: JobApiServer | None = None
         self.resumed: list[str] = []
@@ -125,10 +127,15 @@ class Controller:
             raise SwitchError(f"switch {agg.name} does not run a p4reduce program: {e}") from None
         self.report(f"switch {agg.name}: {layout.lanes} lanes per packet "
                     f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
-        self.manager = manager = JobManager(SlotPool(slot_pool_size(conn.pipeline)), programmer, self.topology,
+        center = SwitchNode(agg.name, programmer, SlotPool(slot_pool_size(conn.pipeline)), layout)
+        self.network = network = JobNetwork(center, self._tree_nodes(), self.topology, log=self.report)
+        self.manager = manager = JobManager(center.pool, network, self.topology,
                                             log=self.report, layout=layout, **self.manager_args)
-        manager.progress = programmer.progress_mark     # liveness from the data plane (jobs.py)
+        manager.progress = network.progress_mark     # liveness from the data plane (jobs.py)
         self.resumed = resume_jobs(manager, programmer, self.state)
+        with manager.lock:
+            for job in manager.jobs.values():
+                network.resume(job)
         manager.on_change = lambda: self.state.save(manager)
         self.reaper = LeaseReaper(manager).start()
         if self.watch_switches:
@@ -139,11 +146,29 @@ class Controller:
             self.report(f"job API listening on http://{self.api_server.address}/v1")
         return self
 
-    def _open_registers(self) -> RegisterAccess | None:
-        """Register access on the aggregating switch for slot resets (None where impossible)."""
+    def _tree_nodes(self) -> dict[str, SwitchNode]:
+        """The other switches that run a p4reduce program: they can sum jobs below the center."""
+        nodes = {}
+        for sw in self.topology.switches.values():
+            if sw.name == self.topology.aggregation_switch.name:
+                continue
+            conn = self.connections[sw.name]
+            try:
+                layout = program_layout(conn.pipeline)
+            except ValueError:
+                continue            # a plain switch: it forwards, it does not aggregate
+            if not conn.pipeline.has("table", p4names.TREE):
+                continue            # a program from before trees (issue #23)
+            nodes[sw.name] = SwitchNode(sw.name, JobProgrammer(conn, self._open_registers(sw.name)),
+                                        SlotPool(slot_pool_size(conn.pipeline)), layout)
+        return nodes
+
+    def _open_registers(self, name: str | None = None) -> RegisterAccess | None:
+        """Register access on a switch (the aggregating one by default) for slot resets (None
+        where impossible)."""
         if not self.reset_registers:
             return None
-        agg = self.topology.aggregation_switch
+        agg = self.topology.switches[name] if name else self.topology.aggregation_switch
         conn = self.connections[agg.name]
         probe = p4names.SEEN if conn.pipeline.has("register", p4names.SEEN) else None
         try:
@@ -152,10 +177,13 @@ class Controller:
             self.report(f"switch {agg.name}: slot registers will not be reset: {e.message}")
             return None
 
-    def reopen_registers(self) -> None:
-        """After the aggregating switch came back (its Thrift connection is gone too)."""
-        if self.manager is not None and self.manager.programmer is not None:
-            self.manager.programmer.registers = self._open_registers()
+    def reopen_registers(self, name: str | None = None) -> None:
+        """After a switch came back (its Thrift connection is gone too); the aggregating one by default."""
+        if self.network is None:
+            return
+        node = self.network.nodes.get(name or self.network.center.name)
+        if node is not None:
+            node.programmer.registers = self._open_registers(node.name)
 
     def stop(self) -> None:
         for dog in self.watchdogs:

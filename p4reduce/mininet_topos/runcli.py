@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 from mininet.cli import CLI
 
-from p4reduce.protocol.job_api import JobApiClient, JobApiError
+from p4reduce.protocol.job_api import JobApiClient, JobApiError, tree_text
 
 WORKER = [sys.executable, "-m", "p4reduce.worker", "allreduce"]
 EXAMPLES_DIR = Path("examples")                   # the repository's, relative to `make run`'s directory
@@ -387,4 +387,6 @@ def jobs_table(jobs: list[dict[str, Any]]) -> str:
             span += f"  (host fallback: {str(j.get('path_reason', ''))[:200]})"
         lines.append(f"{j.get('name', '?'):<16} {state:<10} "
                      f"{j.get('joined', 0)}/{j.get('workers', '?'):<6} {j.get('mode', '?'):<7} {span}")
+        if isinstance(j.get("tree"), dict):
+            lines.append(tree_text(j))
     return "\n".join(lines)

@@ -132,9 +132,10 @@ class JobApiClient:
         return self.request("GET", "/jobs")["jobs"]
 
     def create(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
-               lease_s: float | None = None) -> dict[str, Any]:
+               lease_s: float | None = None, aggregation: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"name": name, "workers": workers}
-        body.update({k: v for k, v in (("mode", mode), ("slots", slots), ("lease_s", lease_s)) if v is not None})
+        body.update({k: v for k, v in (("mode", mode), ("slots", slots), ("lease_s", lease_s),
+                                       ("aggregation", aggregation)) if v is not None})
         return self._remember(name, self.request("POST", "/jobs", body, self.credential_for(name)))
 
     def job(self, name: str) -> dict[str, Any]:
@@ -174,3 +175,16 @@ class JobApiClient:
                 raise JobApiError(None, "timeout", f"job {name!r}: {job['joined']}/{job['workers']} workers "
                                   f"joined after {timeout:g} s")
             time.sleep(poll)
+
+
+def tree_text(job: dict[str, Any]) -> str:
+    """A job description's aggregation tree (its `tree`: the controller's controller/tree.py), one
+    switch a line, the root last."""
+    tree = job["tree"]
+    lines = [f"{job.get('name', '?')}: aggregated as a tree rooted at {tree.get('root')}"]
+    for name, node in (tree.get("switches") or {}).items():
+        slots = node.get("slots") or {}
+        span = f"[{slots.get('base')}, {slots.get('base', 0) + slots.get('count', 0)})" if slots else "?"
+        up = f" -> {node['parent']} as rank {node.get('rank_at_parent')}" if node.get("parent") else " (root)"
+        lines.append(f"  {name:<10} sums {', '.join(node.get('children', []))}; slots {span}{up}")
+    return "\n".join(lines)

@@ -31,6 +31,7 @@ L2_FORWARD = f"{_FORWARDING}.l2_forward"                # key hdr.ethernet.dstAd
 WORKER_ADDRS = f"{_REPLICA_REWRITE}.worker_addrs"       # keys hdr.p4r.job_id, standard_metadata.egress_rid
 SOURCE_GUARD = f"{_GUARD}.hosts"                        # key standard_metadata.ingress_port
 ARP_RESPONDER = f"{_ARP}.addresses"                     # key hdr.arp.tpa
+TREE = f"{_ADMISSION}.tree"                             # key hdr.p4r.job_id
 
 # table keys (JSON key names / P4Info match field names)
 JOBS_KEY = ("hdr.p4r.job_id",)
@@ -40,6 +41,7 @@ L2_FORWARD_KEY = ("hdr.ethernet.dstAddr",)
 WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
 SOURCE_GUARD_KEY = ("standard_metadata.ingress_port",)
 ARP_RESPONDER_KEY = ("hdr.arp.tpa",)
+TREE_KEY = ("hdr.p4r.job_id",)
 
 # actions (parameters in docs/protocol.md section 3)
 SET_JOB = f"{_ADMISSION}.set_job"       # slot_base, slot_count, num_workers, mcast_grp, mode, wire_token
@@ -50,6 +52,8 @@ FLOOD = f"{_FORWARDING}.flood"                          # mcast_grp
 DROP_PACKET = f"{_FORWARDING}.drop_packet"
 SET_WORKER_ADDR = f"{_REPLICA_REWRITE}.set_worker_addr"  # mac, ip, udp_port
 HOST_SOURCE = f"{_GUARD}.host_source"                   # ip (the only IPv4 source allowed on the port)
+AGGREGATE_ROOT = f"{_ADMISSION}.aggregate_root"         # children
+AGGREGATE_CHILD = f"{_ADMISSION}.aggregate_child"  # children, up_port, up_rank, up_ip, up_src_mac, up_dst_mac
 ARP_REPLY = f"{_ARP}.reply"                             # mac (the owner of the asked address)
 
 # counters (indices: protocol.constants.DropReason / AggEvent); the pipeline counts, not a stage

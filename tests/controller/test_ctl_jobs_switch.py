@@ -257,7 +257,7 @@ def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
     first = start()
     job = JobApiClient(first.api_server.address).create("named", 1, slots=4)
     conn = first.connections["s1"]
-    prog = first.manager.programmer
+    prog = first.network.center.programmer
     entry = prog._job_entity(first.manager.jobs["named"])
     entry.metadata = b""  # as on a target that does not keep entry metadata
     conn.write([update(Update.MODIFY, entry)])

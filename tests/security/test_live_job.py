@@ -140,7 +140,7 @@ class Intruder:
         requests: queue.Queue = queue.Queue()
         stream = self.stub.StreamChannel(iter(requests.get, None))
         election = 1000
-        programmer = self.live.manager.programmer
+        programmer = self.live.manager.programmer.programmer    # the center switch's
         job = self.live.manager.jobs[self.name]
         for _ in range(self.times):
             election = max(election, self._primary_id() + 1)
@@ -163,7 +163,7 @@ class Intruder:
         requests.put(None)
 
     def _primary_id(self):
-        eid = self.live.manager.programmer.conn.election_id
+        eid = self.live.manager.programmer.programmer.conn.election_id
         return (eid[0] << 64) | eid[1]
 
     def start(self):

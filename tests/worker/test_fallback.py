@@ -182,6 +182,10 @@ class _SlotResetter:
             self.sw.add_worker(job.job_id, m.rank, m.ip, m.udp_port)
         self.installs += 1
 
+    def rearm_job(self, job):         # as controller.network.JobNetwork: restore, then reset
+        self.restore_job(job)
+        self.reset_slots(job.spec)
+
     def reset_slots(self, spec):
         mine = self.sw.model.jobs[spec.job_id]
         self.sw.model.clear_slots(mine.slot_base, mine.slot_count)

@@ -4,7 +4,7 @@ Mininet's own commands (`h1 ping -c1 h2`, `pingall`, `xterm h1`, ...) work as us
 shown (Mininet prints it through its logger, so the log level must let `output` through). Added:
 
     jobs                          the controller's jobs (state, workers joined, mode, slots)
-    job NAME [WORKERS] [MODE] [--slots S] [--lease SECONDS]
+    job NAME [WORKERS] [MODE] [--slots S] [--lease SECONDS] [--aggregation tree|root]
                                   create job NAME (again, once it has ended) and grant it to the hosts
     workers [JOB] [OPTIONS...]    run `p4reduce-worker allreduce` on the job's hosts at once (rank i
                                   on the i-th host); each host's progress and JSON report are
@@ -62,7 +62,8 @@ class RunCLI(CLI):
         self._say(jobs_table(jobs))
 
     def do_job(self, line: str) -> None:
-        """job NAME [WORKERS] [dense|sparse] [--slots S] [--lease SECONDS]: create job NAME
+        """job NAME [WORKERS] [dense|sparse] [--slots S] [--lease SECONDS] [--aggregation tree|root]:
+        create job NAME
         (default: every host, the run's mode, the controller's slots and lease) and grant it to its
         first WORKERS hosts; a job that has ended is created again. Prints its slots and when the
         controller reclaims it if no worker joins."""
@@ -168,7 +169,8 @@ class RunCLI(CLI):
             return None
         try:
             job = self.session.create_job(spec.name, spec.workers, spec.mode, slots=spec.slots,
-                                          hosts=hosts[:spec.workers], lease_s=spec.lease_s)
+                                          hosts=hosts[:spec.workers], lease_s=spec.lease_s,
+                                          aggregation=spec.aggregation)
         except Exception as e:       # SessionError and the job API's refusals: one line
             self._say(f"job: {e}")
             return None
@@ -185,11 +187,13 @@ class JobSpec:
     mode: str
     slots: int | None = None
     lease_s: float | None = None
+    aggregation: str | None = None     # "tree" (the controller's default) or "root"
 
 
 def parse_job_line(line: str, hosts: int, mode: str) -> JobSpec | str:
-    """`NAME [WORKERS] [MODE] [--slots S] [--lease SECONDS]` -> JobSpec, or the error text."""
-    usage = "usage: job NAME [WORKERS] [dense|sparse] [--slots S] [--lease SECONDS]"
+    """`NAME [WORKERS] [MODE] [--slots S] [--lease SECONDS] [--aggregation tree|root]` -> JobSpec,
+    or the error text."""
+    usage = "usage: job NAME [WORKERS] [dense|sparse] [--slots S] [--lease SECONDS] [--aggregation tree|root]"
     try:
         words = shlex.split(line)
     except ValueError as e:
@@ -199,7 +203,7 @@ def parse_job_line(line: str, hosts: int, mode: str) -> JobSpec | str:
     i = 0
     while i < len(words):
         w = words[i]
-        if w in ("--slots", "--lease"):
+        if w in ("--slots", "--lease", "--aggregation"):
             if i + 1 >= len(words):
                 return f"job: {w} needs a value; {usage}"
             options[w] = words[i + 1]
@@ -234,7 +238,10 @@ def parse_job_line(line: str, hosts: int, mode: str) -> JobSpec | str:
             return f"job: --lease must be a number of seconds, got {options['--lease']!r}"
         if not lease == lease or lease <= 0:
             return f"job: --lease must be a positive number of seconds, got {options['--lease']!r}"
-    return JobSpec(name, workers, job_mode, slots, lease)
+    aggregation = options.get("--aggregation")
+    if aggregation is not None and aggregation not in ("tree", "root"):
+        return f"job: --aggregation must be tree or root, got {aggregation!r}"
+    return JobSpec(name, workers, job_mode, slots, lease, aggregation)
 
 
 def describe_job(job: dict[str, Any]) -> str:

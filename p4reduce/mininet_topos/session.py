@@ -136,12 +136,14 @@ class Session:
         return read_credential_file(self.admin_credential_path)
 
     def create_job(self, name: str, workers: int, mode: str | None = None, slots: int | None = None,
-                   hosts: Iterable[Any] | None = None, lease_s: float | None = None) -> dict[str, Any]:
+                   hosts: Iterable[Any] | None = None, lease_s: float | None = None,
+                   aggregation: str | None = None) -> dict[str, Any]:
         """Create a job and grant it to `hosts` (Mininet hosts; default: every host): workers
         started there join with only the job's name, the relay adds the job credential (apirelay.py).
         Returns the Job, with its `credential`."""
         try:
-            job = JobApiClient(self.api_addr).create(name, workers, mode, slots=slots, lease_s=lease_s)
+            job = JobApiClient(self.api_addr).create(name, workers, mode, slots=slots, lease_s=lease_s,
+                                                     aggregation=aggregation)
         except JobApiError as e:
             raise SessionError(f"cannot create job {name!r}: {e}") from None
         if self.relay is not None:

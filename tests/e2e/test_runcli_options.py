@@ -41,6 +41,9 @@ def test_options_add_to_the_defaults():
     ("x 2 --lease -1", "job: --lease must be a positive number of seconds, got '-1'"),
     ("x 2 --lease nan", "job: --lease must be a positive number of seconds"),
     ("x 2 --color red", "job: unknown option '--color'"),
+    ("cmp 8 --aggregation root", JobSpec("cmp", 8, "dense", aggregation="root")),
+    ("cmp 8 --aggregation tree --slots 16", JobSpec("cmp", 8, "dense", 16, aggregation="tree")),
+    ("cmp 8 --aggregation ring", "job: --aggregation must be tree or root, got 'ring'"),
 ])
 def test_job_line(line, want):
     got = parse_job_line(line, 4, "dense")
@@ -66,7 +69,7 @@ class _Session:
         self.network = type("N", (), {"hosts": [_Host(f"h{i}") for i in range(1, 5)]})()
         self.created = []
 
-    def create_job(self, name, workers, mode, slots=None, hosts=None, lease_s=None):
+    def create_job(self, name, workers, mode, slots=None, hosts=None, lease_s=None, aggregation=None):
         self.created.append((name, workers, mode, slots, lease_s, [h.name for h in hosts]))
         return {"name": name, "workers": workers, "mode": mode, "lease_s": lease_s or 10.0,
                 "slots": {"base": 64, "count": slots or 64}}

@@ -13,11 +13,13 @@ from p4reduce.controller.job_entries import (
     RESET_REGISTERS,
     Entry,
     JobSpec,
+    ParentLink,
     SwitchMember,
     group_replicas,
     job_entry,
     member_entries,
     slot_registers,
+    tree_entry,
 )
 
 
@@ -62,6 +64,10 @@ class EngineJobWriter:
         members = self._members.setdefault(job.job_id, {})
         members[member.rank] = member
         self.sw.mc_group_set(job.multicast_group, group_replicas(members.values()))
+
+    def set_tree(self, job: JobSpec, children: int, parent: ParentLink | None) -> None:
+        """The job's place in its tree of switches (controller/tree.py): root, or below the root."""
+        self._write(tree_entry(job.job_id, children, parent))
 
     def install(self, job: JobSpec, members: Sequence[SwitchMember]) -> None:
         """A whole job at once: the job, then every member."""

@@ -1,7 +1,9 @@
 /* Admission (docs/protocol.md sections 3 and 5, steps 1-6): which job a packet belongs to, which
  * rank its sender is, and every check that keeps a job's slots safe from malformed packets, other
  * jobs and other hosts. A packet of no job aggregated here (ordinary traffic, or a contribution
- * passing through on its way to the aggregating switch) is left to forwarding. */
+ * passing through on its way to the aggregating switch) is left to forwarding. On a switch below
+ * the root of a job's tree (section 11), the job's results come down from the parent: a result
+ * arriving on the job's uplink port is admitted as such (from_parent), any other one is not. */
 #ifndef P4REDUCE_ADMISSION_P4
 #define P4REDUCE_ADMISSION_P4
 #include <core.p4>
@@ -13,7 +15,7 @@
 /* Outcome: drop_reason != DROP_NONE drops the packet; otherwise local_job says whether it is a
  * contribution to aggregate here (from `worker` of `job`) or a packet to forward. */
 control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
-                  out bool local_job, out job_t job, out worker_t worker,
+                  out bool local_job, out bool from_parent, out job_t job, out worker_t worker,
                   out drop_reason_t drop_reason) {
     PayloadLength() payload_length;
 
@@ -31,6 +33,33 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
     table jobs {
         key = { hdr.p4r.job_id: exact; }
         actions = { set_job; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    /* The job's root: a round completes after `children` contributions (its workers and the
+     * switches below it, each one contribution), not num_workers. */
+    action aggregate_root(bit<8> children) {
+        job.children = children;
+    }
+
+    /* A switch below the job's root: a round complete here goes up out of up_port as one
+     * contribution of rank up_rank, from this switch's own address (section 11). */
+    action aggregate_child(bit<8> children, bit<9> up_port, bit<8> up_rank, ipv4_addr_t up_ip,
+                           mac_addr_t up_src_mac, mac_addr_t up_dst_mac) {
+        job.children = children;
+        job.has_parent = true;
+        job.up_port = up_port;
+        job.up_rank = up_rank;
+        job.up_ip = up_ip;
+        job.up_src_mac = up_src_mac;
+        job.up_dst_mac = up_dst_mac;
+    }
+
+    /* job id -> its place in the job's tree of switches; a miss: aggregated here alone */
+    table tree {
+        key = { hdr.p4r.job_id: exact; }
+        actions = { aggregate_root; aggregate_child; NoAction; }
         default_action = NoAction();
         size = 1024;
     }
@@ -56,6 +85,14 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
 
     apply {
         local_job = false;
+        from_parent = false;
+        job.children = 0;
+        job.has_parent = false;
+        job.up_port = 0;
+        job.up_rank = 0;
+        job.up_ip = 0;
+        job.up_src_mac = 0;
+        job.up_dst_mac = 0;
         job.slot_base = 0;
         job.slot_count = 0;
         job.num_workers = 0;
@@ -78,33 +115,48 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
             drop_reason = DROP_BAD_CHECKSUM;
             return;
         }
-        if (hdr.p4r.msg_type != MSG_CONTRIB) {
+        bool is_result = hdr.p4r.msg_type == MSG_RESULT;
+        if (hdr.p4r.msg_type != MSG_CONTRIB && !is_result) {
             drop_reason = DROP_BAD_TYPE;
             return;
         }
 
         /* step 2: a job of this switch, from a known worker on its own port */
         if (!jobs.apply().hit) {
-            return;                             /* not aggregated here: forwarded */
+            if (is_result) {
+                drop_reason = DROP_BAD_TYPE;    /* results are for workers, not for switches */
+            }
+            return;                             /* a contribution not aggregated here: forwarded */
         }
         local_job = true;
-        if (!workers.apply().hit) {
-            drop_reason = DROP_UNKNOWN_WORKER;
-            return;
-        }
-        if (standard_metadata.ingress_port != worker.port) {
-            drop_reason = DROP_SPOOFED_PORT;
-            return;
-        }
+        job.children = job.num_workers;
+        tree.apply();
+        if (is_result) {
+            /* only the parent's result for a job this switch sends up, on its uplink */
+            if (!job.has_parent || standard_metadata.ingress_port != job.up_port) {
+                drop_reason = DROP_BAD_TYPE;
+                return;
+            }
+            from_parent = true;
+        } else {
+            if (!workers.apply().hit) {
+                drop_reason = DROP_UNKNOWN_WORKER;
+                return;
+            }
+            if (standard_metadata.ingress_port != worker.port) {
+                drop_reason = DROP_SPOOFED_PORT;
+                return;
+            }
 
-        /* step 3: the rank the worker claims is its own, and within the job */
-        if (hdr.p4r.rank != worker.rank) {
-            drop_reason = DROP_BAD_RANK;
-            return;
-        }
-        if (worker.rank >= job.num_workers || worker.rank >= MAX_WORKERS) {
-            drop_reason = DROP_RANK_RANGE;
-            return;
+            /* step 3: the rank the worker claims is its own, and within the job */
+            if (hdr.p4r.rank != worker.rank) {
+                drop_reason = DROP_BAD_RANK;
+                return;
+            }
+            if (worker.rank >= job.num_workers || worker.rank >= MAX_WORKERS) {
+                drop_reason = DROP_RANK_RANGE;
+                return;
+            }
         }
 
         /* step 4: a slot of the job */

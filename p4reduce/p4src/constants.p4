@@ -30,6 +30,7 @@ const bit<32> NEXT_NONE = 0xFFFFFFFF;
 const bit<2>  RESULT_NONE      = 0;
 const bit<2>  RESULT_MULTICAST = 1;
 const bit<2>  RESULT_UNICAST   = 2;
+const bit<2>  RESULT_UP        = 3;     /* a partial sum sent to the parent switch (a job's tree) */
 
 /* indices of counters ReduceIngress.drop_reasons and ReduceEgress.egress_drops; a stage that
  * decides a packet's fate hands its reason to the pipeline, DROP_NONE when it does not drop */
@@ -53,13 +54,17 @@ const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
 const bit<32> DROP_SPOOFED_SOURCE    = 17;
 const bit<32> DROP_BAD_WIRE_TOKEN    = 18;
-#define DROP_REASONS_SIZE 19
+const bit<32> DROP_STALE_RESULT      = 19;  /* a result from the parent for no round waiting on it */
+#define DROP_REASONS_SIZE 20
 
 /* indices of counter ReduceIngress.agg_events */
 const bit<32> EVENT_ABSORBED         = 0;
 const bit<32> EVENT_RESULT_MULTICAST = 1;
 const bit<32> EVENT_RESULT_UNICAST   = 2;
 const bit<32> EVENT_FORWARDED        = 3;
-#define AGG_EVENTS_SIZE 4
+const bit<32> EVENT_SENT_UP          = 4;   /* a completed round's partial sum to the parent */
+const bit<32> EVENT_RESENT_UP        = 5;   /* sent again: a child retransmitted, no result yet */
+const bit<32> EVENT_RESULT_DOWN      = 6;   /* the parent's result, multicast to the children */
+#define AGG_EVENTS_SIZE 7
 
 #endif

@@ -18,7 +18,7 @@
  *   slots.p4                  Slots: seen bitmap, count, round offset, union bitmap
  *   exponent_next.p4          ExponentNext: max exponent and min next offset
  *   lane_adders.p4            LaneAdders, SubBlockAdder: one register per lane, store/add/load
- *   result.p4                 Result: contribution -> result rewrite
+ *   result.p4                 Result: contribution -> result rewrite (or partial sum -> parent)
  *   payload_length.p4         PayloadLength: UDP payload size of the sub-blocks present
  *   replica_rewrite.p4        ReplicaRewrite: per-worker destination of multicast replicas
  *   deparser.p4               checksum update and deparser
@@ -94,10 +94,11 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
 
         /* ---- an aggregation packet for a job of this switch, or something to forward? ---- */
         bool local_job;
+        bool from_parent;
         job_t job;
         worker_t worker;
         drop_reason_t reason;
-        admission.apply(hdr, standard_metadata, local_job, job, worker, reason);
+        admission.apply(hdr, standard_metadata, local_job, from_parent, job, worker, reason);
         if (reason != DROP_NONE) {
             drop_with(reason);
             return;
@@ -121,7 +122,7 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
 
-        /* ---- a contribution carries its job's wire token ---- */
+        /* ---- a contribution (or a parent's result) carries its job's wire token ---- */
         bool bad_wire_token;
         wire_token_check.apply(hdr.p4r, job, bad_wire_token);
         if (bad_wire_token) {
@@ -131,7 +132,7 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
 
         /* ---- the slot copy's round ---- */
         round_t round;
-        slots.apply(hdr.p4r, job, worker.rank, round, reason);
+        slots.apply(hdr.p4r, job, worker.rank, from_parent, round, reason);
         if (reason != DROP_NONE) {
             drop_with(reason);
             return;
@@ -141,14 +142,23 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
         exp_next_t merged;
         exponent_next.apply(hdr.p4r, round, merged);
         lane_adders.apply(hdr, round);
-        if (!round.resend && !round.last) {
+        if (!round.resend && !round.last && !round.from_parent) {
             absorb();
             return;
         }
 
-        /* ---- the result: to the job's group, or resent to the sender ---- */
+        /* ---- the result: to the job's group, or resent to the sender; below a tree's root,
+         * the partial sum to the parent, and the parent's result to the group ---- */
         result.apply(hdr, standard_metadata, job, round, merged, meta.result);
-        if (round.resend) {
+        if (round.from_parent) {
+            agg_events.count(EVENT_RESULT_DOWN);
+        } else if (meta.result == RESULT_UP) {
+            if (round.resend) {
+                agg_events.count(EVENT_RESENT_UP);
+            } else {
+                agg_events.count(EVENT_SENT_UP);
+            }
+        } else if (round.resend) {
             agg_events.count(EVENT_RESULT_UNICAST);
         } else {
             agg_events.count(EVENT_RESULT_MULTICAST);

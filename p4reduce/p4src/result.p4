@@ -1,7 +1,9 @@
 /* Turning a contribution into a result (docs/protocol.md section 5, "The result"): the header from
  * the round's state, the lengths from the sub-blocks it carries, and its way out: a multicast to
  * the job's group when the round completes, or back to the sender alone when a retransmission
- * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica. */
+ * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica.
+ * Below the root of a job's tree (section 11) a complete round goes up instead, as one
+ * contribution to the parent, and the parent's result comes down as the multicast. */
 #ifndef P4REDUCE_RESULT_P4
 #define P4REDUCE_RESULT_P4
 #include <core.p4>
@@ -10,7 +12,7 @@
 #include "metadata.p4"
 #include "payload_length.p4"
 
-/* delivery: RESULT_MULTICAST or RESULT_UNICAST, for egress */
+/* delivery: RESULT_MULTICAST, RESULT_UNICAST or RESULT_UP, for egress */
 control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
                in job_t job, in round_t round, in exp_next_t merged, out bit<2> delivery) {
     PayloadLength() payload_length;
@@ -24,6 +26,37 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
         hdr.p4r.exponent = merged.max_exp;
         hdr.p4r.bitmap = round.union_bitmap;
         hdr.p4r.wire_token = job.wire_token;   /* workers take only results with their job's wire token */
+    }
+
+    /* The round's partial sum as this switch's contribution to its parent. */
+    action fill_contribution(bit<8> flags) {
+        hdr.p4r.msg_type = MSG_CONTRIB;
+        hdr.p4r.flags = flags;
+        hdr.p4r.rank = job.up_rank;
+        hdr.p4r.count = job.children;
+        hdr.p4r.offset = round.offset;
+        hdr.p4r.next_offset = merged.min_next;
+        hdr.p4r.exponent = merged.max_exp;
+        hdr.p4r.bitmap = round.union_bitmap;
+        hdr.p4r.wire_token = job.wire_token;
+    }
+
+    /* Up the uplink, from this switch's own address, to the address the workers sent to. */
+    action up() {
+        hdr.ipv4.srcAddr = job.up_ip;
+        hdr.ethernet.srcAddr = job.up_src_mac;
+        hdr.ethernet.dstAddr = job.up_dst_mac;
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        hdr.udp.dstPort = AGG_UDP_PORT;
+        standard_metadata.egress_spec = job.up_port;
+        delivery = RESULT_UP;
+    }
+
+    /* The parent's result to the children: it keeps its source, the address the workers sent to. */
+    action down() {
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        standard_metadata.mcast_grp = job.mcast_grp;
+        delivery = RESULT_MULTICAST;
     }
 
     /* The result comes from the address the workers sent to; egress writes each worker's. */
@@ -59,7 +92,14 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
 
     apply {
         bit<8> flags = (merged.min_next == NEXT_NONE) ? FLAG_EOT : 8w0;
-        if (round.resend) {
+        if (round.from_parent) {
+            fill_header(flags);
+            down();
+        } else if (job.has_parent && !round.have_result) {
+            /* complete here (round.last), or a child asks again before the result came down */
+            fill_contribution(round.resend ? flags | FLAG_RETX : flags);
+            up();
+        } else if (round.resend) {
             fill_header(flags | FLAG_RETX);
             unicast();
         } else {

@@ -39,7 +39,8 @@ def test_enums_agree():
     for event in C.AggEvent:
         assert d[f"EVENT_{event.name}"] == event, event
     assert max(C.DropReason) < C.DROP_REASONS_SIZE
-    assert C.DropReason.SPOOFED_SOURCE == 17 and C.DropReason.BAD_WIRE_TOKEN == 18 and C.DROP_REASONS_SIZE == 19   # appended, others unchanged
+    assert C.DropReason.SPOOFED_SOURCE == 17 and C.DropReason.BAD_WIRE_TOKEN == 18   # appended, others unchanged
+    assert C.DropReason.STALE_RESULT == 19 and C.DROP_REASONS_SIZE == 20 and C.AggEvent.RESULT_DOWN == 6
 
 
 def test_p4_names_exist_in_the_source():

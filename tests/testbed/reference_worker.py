@@ -37,6 +37,7 @@ class JobRun:
         self.n = len(tensors)
         self.job_id = job_id
         self.slots = slot_count
+        self.wire_token = 0         # the job's wire token, carried by every contribution
         self.mode = Mode(mode)
         self.exponent = exponent
         length = max(len(t) for t in tensors)
@@ -75,7 +76,7 @@ class JobRun:
         h = Header(msg_type=MsgType.CONTRIB, flags=Flags.EOT if nxt < 0 else 0, job_id=self.job_id,
                    rank=rank, ver=int(self.ver[rank, slot]), slot=slot, offset=block * self.lanes,
                    next_offset=C.NEXT_NONE if nxt < 0 else nxt * self.lanes,
-                   exponent=self.exponent(rank, block * self.lanes), bitmap=bitmap)
+                   exponent=self.exponent(rank, block * self.lanes), bitmap=bitmap, wire_token=self.wire_token)
         return encode(h, data, self.layout)
 
     def start(self) -> list[tuple[int, bytes]]:
@@ -141,6 +142,8 @@ class JobRun:
         problems = []
         if h.count != self.n:
             problems.append(f"count {h.count} != {self.n}")
+        if h.wire_token != self.wire_token:
+            problems.append(f"wire token {h.wire_token:#x} != the job's {self.wire_token:#x}")
         if h.next_offset != want_next:
             problems.append(f"next_offset {h.next_offset} != {want_next}")
         if h.exponent != want_exp:

@@ -86,10 +86,11 @@ def resolve(args: argparse.Namespace) -> None:
     args.uplink.tclink_params()
     topo = topology_class(args.topo)(workers=args.workers, link=args.link, uplink=args.uplink, **shape)
     args.topo_options = {k: int(v) for k, v in shape.items()}
+    args.topo_shape = dict(getattr(topo, "shape", {}))     # with the defaults: what the banner says
     args.workers = len(topo.hosts())
 
 
 def describe_topology(args: argparse.Namespace) -> str:
     """'tree topology (depth 3, fanout 2)' for banners."""
-    shape = ", ".join(f"{k} {v}" for k, v in getattr(args, "topo_options", {}).items())
+    shape = ", ".join(f"{k} {v}" for k, v in getattr(args, "topo_shape", {}).items())
     return f"{args.topo} topology" + (f" ({shape})" if shape else "")

@@ -140,5 +140,6 @@ class TreeTopo(Topo):
         if not leaves <= workers <= MAX_WORKERS:
             raise ValueError(f"--workers {workers}: the tree of depth {d} and fanout {f} has {leaves} leaves "
                              f"and takes {leaves}..{MAX_WORKERS} workers (at least one per leaf)")
+        self.shape = {"depth": d, "fanout": f}
         build_tree(self, [f ** level for level in range(d)], ("root", "root"), workers, link, uplink,
                    prefix, switch_params)

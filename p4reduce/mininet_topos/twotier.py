@@ -33,4 +33,5 @@ class TwoTierTopo(Topo):
         if not n_leaves <= n_workers <= MAX_WORKERS:
             raise ValueError(f"--workers {n_workers}: the two-tier topology with {n_leaves} leaves takes "
                              f"{n_leaves}..{MAX_WORKERS} workers (at least one per leaf)")
+        self.shape = {"leaves": n_leaves}
         build_tree(self, [1, n_leaves], ("spine", "spine"), n_workers, link, uplink, prefix, switch_params)

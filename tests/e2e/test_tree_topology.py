@@ -19,6 +19,7 @@ import pytest
 
 from p4reduce.controller.topology import load
 from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions
+from p4reduce.mininet_topos.ports import free_port
 from p4reduce.mininet_topos.tree import TreeTopo, spread
 from p4reduce.mininet_topos.twotier import TwoTierTopo
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, switch_address
@@ -230,6 +231,35 @@ def test_two_tier_with_4_leaves_loses_on_uplinks_only(session_factory, node_pref
     out = h1.cmd("ping -n -q -c 300 -i 0.005 -W 2 " + h3.IP())
     sent, got = map(int, re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
     assert sent == 300 and 0.50 <= got / sent <= 0.80, out
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("make_vars, banner, workers, uplink", [
+    (["TOPO=tree", "UPLINK_BW=200"], "tree topology (depth 3, fanout 2), 8 workers", 8, {"bw_mbps": 200.0}),
+    (["TOPO=two-tier", "WORKERS=8", "UPLINK_LOSS=1"], "two-tier topology (leaves 2), 8 workers", 8,
+     {"loss_pct": 1.0}),
+], ids=["tree", "two-tier-8"])
+def test_make_run_passes_the_topology_and_its_cli_runs_workers(make_vars, banner, workers, uplink, tmp_path,
+                                                               node_prefix):
+    """`make run TOPO=tree` (8 hosts: fanout**depth, as no WORKERS is given) and `make run
+    TOPO=two-tier WORKERS=8`, with an uplink option as a make variable: the banner names the
+    shape, the CLI's `workers` sums exactly on every host, `jobs` answers, `exit` ends it all."""
+    run_dir = tmp_path / "run"
+    args = (f"--cli --target p4sim --api-port {free_port(1)} --grpc-port {free_port(16)} "
+            f"--thrift-port {free_port(16)} --run-dir {run_dir} --log-dir {tmp_path}/logs --prefix {node_prefix}")
+    commands = "workers --count 2 --size 20000\njobs\nexit\n"
+    out = subprocess.run(["make", "run", *make_vars, f"ARGS={args}"], cwd=REPO, input=commands,
+                         capture_output=True, text=True, timeout=400)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    text = out.stdout
+    assert f"p4reduce is up: {banner}, switch(es) " in text, text[:3000]
+    rows = [line.split() for line in text.splitlines() if re.match(rf"{node_prefix}h\d+ +\d+ ", line)]
+    assert [r[1] for r in rows] == [str(k) for k in range(workers)], text[-4000:]
+    assert all(r[2] == "ok" for r in rows), text[-4000:]
+    desc = json.loads((run_dir / "topology.json").read_text())
+    assert len(desc["hosts"]) == workers
+    assert {k: desc["link_options"]["uplink"][k] for k in uplink} == uplink
+    assert not (run_dir / "state.json").exists()       # exit stopped everything it started
 
 
 # -- no network needed ---------------------------------------------------------------------------

@@ -2,6 +2,10 @@
 # Targets follow the P4 tutorials' names (build, run, stop, clean) plus setup, demo, shell, test, bench.
 # The real toolchain (p4c-bm2-ss, simple_switch_grpc) is used when it is on PATH, p4sim otherwise.
 # Options: make run TOPO=two-tier WORKERS=6 PCAP=1 ARGS="--bw 100 --loss 1"; make shell SWITCH=leaf1
+# Topologies (run, demo): TOPO=star|two-tier|tree; WORKERS=N (default 4; tree: FANOUT**DEPTH);
+#   make run TOPO=two-tier LEAVES=4 WORKERS=16;  make run TOPO=tree DEPTH=3 FANOUT=2
+# Switch-to-switch links, apart from the worker links (ARGS="--bw ... --loss ..."):
+#   make run TOPO=tree UPLINK_BW=100 UPLINK_LOSS=1 [UPLINK_DELAY=1ms]
 # P4 build settings (p4src/config.p4 has the defaults and the supported range):
 #   make build LANES=256 SUBBLOCK=16 [SLOTS=4096] [MAX_WORKERS=32]
 # Jumbo frames: MTU is both the program's IPV4_MTU and the links' MTU (make run/demo pass --mtu):
@@ -13,7 +17,6 @@ PY    := $(VENV)/bin/python
 BUILD := build
 P4SRC := p4reduce/p4src
 PROG  := p4reduce
-WORKERS ?= 4
 TOPO  ?= star
 ARGS  ?=
 
@@ -35,6 +38,11 @@ $(foreach s,$(P4_SETTINGS),$(if $(filter-out undefined,$(origin $(s))),$(if $(or
 P4_DEFINES := $(strip $(foreach s,$(filter-out MTU,$(P4_SETTINGS)),$(if $($(s)),-D$(s)=$($(s)))) \
 	$(if $(MTU),-DIPV4_MTU=$(MTU)))
 LINK_ARGS := $(if $(MTU),--mtu $(MTU))
+# The topology's shape and uplink options, each passed only when set (the program checks the values).
+TOPO_ARGS := $(strip --topo '$(TOPO)' $(if $(WORKERS),--workers '$(WORKERS)') $(if $(LEAVES),--leaves '$(LEAVES)') \
+	$(if $(DEPTH),--depth '$(DEPTH)') $(if $(FANOUT),--fanout '$(FANOUT)') \
+	$(if $(UPLINK_BW),--uplink-bw '$(UPLINK_BW)') $(if $(UPLINK_LOSS),--uplink-loss '$(UPLINK_LOSS)') \
+	$(if $(UPLINK_DELAY),--uplink-delay '$(UPLINK_DELAY)'))
 # Captures of every switch port (pcaps/), off unless asked: make run PCAP=1
 PCAP_ARGS := $(if $(filter-out 0,$(PCAP)),--pcap)
 
@@ -63,10 +71,10 @@ build: setup $(BUILD)/$(PROG).json
 	@cat $(BUILD)/$(PROG).layout
 
 run: build
-	$(PY) -m p4reduce.mininet_topos run --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(PCAP_ARGS) $(ARGS)
+	$(PY) -m p4reduce.mininet_topos run $(TOPO_ARGS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(PCAP_ARGS) $(ARGS)
 
 demo: build
-	$(PY) -m p4reduce.mininet_topos demo --topo $(TOPO) --workers $(WORKERS) --program $(BUILD)/$(PROG).json \
+	$(PY) -m p4reduce.mininet_topos demo $(TOPO_ARGS) --program $(BUILD)/$(PROG).json \
 		$(LINK_ARGS) $(ARGS)
 
 # make shell [SWITCH=leaf1]: a switch of the running topology (default: the aggregating one).

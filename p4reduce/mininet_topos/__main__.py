@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stop":
         stop_recorded(Path(args.run_dir) / STATE_FILE.name)
         return 0
+    try:
+        cli_args.resolve(args)     # bad options: one line naming the option, before anything starts
+    except ValueError as err:
+        print(f"{args.command}: error: {err}", file=sys.stderr)
+        return 1
     if os.geteuid() != 0:
         print(f"{args.command}: Mininet needs root (run as root or with sudo)", file=sys.stderr)
         return 2

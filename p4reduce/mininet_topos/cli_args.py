@@ -1,14 +1,28 @@
-"""Command-line options shared by `python -m p4reduce.mininet_topos run` and `demo`."""
+"""Command-line options shared by `python -m p4reduce.mininet_topos run` and `demo`, and their
+check (`resolve`): a bad value is a ValueError naming the option, which the entry point prints as
+one line (exit status 1)."""
 import argparse
+from typing import Any
 
 from p4reduce.mininet_topos import links
+from p4reduce.mininet_topos.topologies import SHAPE_OPTIONS, topology_class
 from p4reduce.protocol.job_api import DEFAULT_PORT
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, default_topo: str = "star") -> None:
-    parser.add_argument("--topo", default=default_topo, choices=["star", "two-tier"],
-                        help="star: one switch; two-tier: two leaves under a spine (default %(default)s)")
-    parser.add_argument("--workers", type=int, default=4, help="worker hosts (default %(default)s)")
+    parser.add_argument("--topo", default=default_topo, choices=["star", "two-tier", "tree"],
+                        help="star: one switch; two-tier: leaves under a spine; tree: leaves under "
+                             "aggregation switches under a root (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker hosts (default 4; tree: fanout**depth), split evenly over the leaves "
+                             "in host order")
+    # read as text and checked by resolve() (one line naming the option), as the uplink options
+    parser.add_argument("--leaves", default=None, metavar="L",
+                        help="two-tier: leaf switches under the spine, 2..16 (default 2)")
+    parser.add_argument("--depth", default=None, metavar="D",
+                        help="tree: levels of switches, 2..4 (default 3: root, aggregation, leaves)")
+    parser.add_argument("--fanout", default=None, metavar="F",
+                        help="tree: children of each switch above the leaves, 2..8 (default 2)")
     parser.add_argument("--program", default="build/p4reduce.json",
                         help="BMv2 JSON pushed by the controller; its P4Info sits beside it "
                              "(default %(default)s, written by `make build`)")
@@ -44,3 +58,39 @@ def pcap_dir(args: argparse.Namespace) -> str | None:
     if args.pcap_dir:
         return str(args.pcap_dir)
     return "pcaps" if args.pcap else None
+
+
+def resolve(args: argparse.Namespace) -> None:
+    """Check the topology and link options together, before anything starts, and fill in what
+    they imply: `args.topo_options` (the topology's shape: leaves, or depth and fanout),
+    `args.link` and `args.uplink` (LinkOptions of the worker links and of the switch-to-switch
+    links) and `args.workers` (the topology's host count when --workers was not given).
+    Raises ValueError (LinkOptionError) naming the option at fault."""
+    shape: dict[str, Any] = {}
+    for name in ("leaves", "depth", "fanout"):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if name not in SHAPE_OPTIONS[args.topo]:
+            takers = " and ".join(f"--topo {t}" for t, names in SHAPE_OPTIONS.items() if name in names)
+            raise ValueError(f"--{name} {value}: only {takers} takes it, not --topo {args.topo}")
+        shape[name] = value
+    args.link = links.from_args(args)
+    args.uplink = links.uplink_from_args(args)
+    if args.topo == "star":
+        given = [f"--uplink-{n}" for n in ("bw", "delay", "loss") if getattr(args, f"uplink_{n}", None) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: the star topology has no switch-to-switch links "
+                             "(use --topo two-tier or tree)")
+    args.link.tclink_params()           # a delay without netem is refused here, naming the option
+    args.uplink.tclink_params()
+    topo = topology_class(args.topo)(workers=args.workers, link=args.link, uplink=args.uplink, **shape)
+    args.topo_options = {k: int(v) for k, v in shape.items()}
+    args.topo_shape = dict(getattr(topo, "shape", {}))     # with the defaults: what the banner says
+    args.workers = len(topo.hosts())
+
+
+def describe_topology(args: argparse.Namespace) -> str:
+    """'tree topology (depth 3, fanout 2)' for banners."""
+    shape = ", ".join(f"{k} {v}" for k, v in getattr(args, "topo_shape", {}).items())
+    return f"{args.topo} topology" + (f" ({shape})" if shape else "")

@@ -21,7 +21,6 @@ from typing import Any
 
 from p4reduce.mininet_topos import cli_args
 from p4reduce.mininet_topos.hostproc import HostRun, follow, start_on_hosts
-from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.session import Session
 from p4reduce.mininet_topos.target import describe_target, find_target
 
@@ -199,10 +198,11 @@ def run_phase(session: Session, phase: Phase, args: argparse.Namespace, quiet: b
 def compare_on_shaped_links(args: argparse.Namespace, quiet: bool, failures: list[str]) -> list[str]:
     """The dense job and the ring again, on a fresh network whose links run at --compare-bw: there
     the network, not the CPU, is the bottleneck, which is where in-network aggregation pays."""
-    link = dataclasses.replace(from_args(args), bw_mbps=args.compare_bw)
+    link = dataclasses.replace(args.link, bw_mbps=args.compare_bw)
     print(f"demo: the dense comparison again on {args.compare_bw:g} Mbit/s links ...", file=sys.stderr)
     phase = phases(args)[0]
-    with Session(topo=args.topo, workers=args.workers, link=link, program=args.program,
+    with Session(topo=args.topo, workers=args.workers, link=link, uplink=args.uplink,
+                 topo_options=args.topo_options, program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
                  pcap_dir=None, prefix=args.prefix, switch_log_level=args.switch_log_level,
@@ -221,10 +221,12 @@ def main(args: argparse.Namespace) -> int:
     quiet = args.quiet
     started = time.monotonic()
     on = describe_target(find_target(args.target))
-    print(f"demo: starting a {args.topo} topology with {args.workers} workers on {on} ...", file=sys.stderr)
+    print(f"demo: starting a {cli_args.describe_topology(args)} with {args.workers} workers on {on} ...",
+          file=sys.stderr)
     failures = []
     report = []
-    with Session(topo=args.topo, workers=args.workers, link=from_args(args), program=args.program,
+    with Session(topo=args.topo, workers=args.workers, link=args.link, uplink=args.uplink,
+                 topo_options=args.topo_options, program=args.program,
                  target=args.target, api_port=args.api_port, grpc_base=args.grpc_port,
                  thrift_base=args.thrift_port, run_dir=args.run_dir, log_dir=args.log_dir,
                  pcap_dir=cli_args.pcap_dir(args), prefix=args.prefix,

@@ -1,20 +1,22 @@
 """The topology description file: what the controller needs to know about a running network.
 
 Written by `python -m p4reduce.mininet_topos run|demo` (default `run/topology.json`) once every switch's
-gRPC port is up. Format (version 1):
+gRPC port is up. Format (version 1; fields are only ever added):
 
     {
       "version": 1,
-      "topology": "star" | "two-tier",
+      "topology": "star" | "two-tier" | "tree",
       "service": {"ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"},   # where workers send
-      "switches": [{"name": "s1", "device_id": 0, "role": "tor"|"leaf"|"spine",
+      "switches": [{"name": "s1", "device_id": 0,
+                    "role": "tor" | "leaf" | "aggregation" | "spine" | "root",
                     "aggregate": true, "ip": "10.0.0.254", "mac": "00:00:00:00:01:fe",
                     "grpc_addr": "127.0.0.1:9559", "thrift_port": 9090, "cpu_port": 64,
                     "target": "p4sim-switch", "pid": 1234, "log_file": "logs/s1.log",
                     "pcap_dir": "pcaps", "program": "build/p4reduce.json" | null,
                     "ports": [{"port": 1, "intf": "s1-eth1", "peer": "h1", "peer_port": 0,
                                "peer_intf": "h1-eth0"}, ...],
-                    "uplink_port": 3 | null}],          # leaves: the port towards the spine
+                    "parent": "agg1" | null,       # the switch above this one; null on the root
+                    "uplink_port": 3 | null}],     # this switch's port towards its parent; null on the root
       "hosts": [{"name": "h1", "ip": "10.0.0.1", "prefix_len": 24, "mac": "00:00:00:00:00:01",
                  "intf": "h1-eth0", "switch": "s1", "port": 1, "pid": 4321,
                  "netns": "/proc/4321/ns/net", "api_source": "127.100.0.1"}],
@@ -22,11 +24,20 @@ gRPC port is up. Format (version 1):
       "p4runtime_tls": {"ca": "run/tls/ca.pem", "cert": "run/tls/controller.pem",
                         "key": "run/tls/controller.key"},     # only when the switches require TLS
       "link_options": {"name": null, "bw_mbps": null, "delay": null, "loss_pct": 0.0, "queue_ms": null,
-                       "loss_method": null, "delay_applied": null, "applied": "unshaped veth"}
+                       "mtu": 1500, "loss_method": null, "delay_applied": null, "applied": "unshaped veth",
+                       "uplink": {...the same fields...} | null}
     }
 
-The switch marked `aggregate` (the star's switch, the two-tier's spine) owns the service address.
-This is a superset of what `controller/topology.py` reads (switches, hosts, links).
+The switches form a tree: the root (the star's `s1`, the two-tier's `spine`, the tree's `root`) is
+the one without a parent; it is marked `aggregate` and owns the service address (its `ip`/`mac`
+are the service's). Every other switch has an address of its own from the address plan
+(protocol/addressing.py: the switch with device id d is `switch_address(d + 1)`, 10.0.1.(d+1),
+MAC 00:00:00:00:02:(d+1)): never routed, it is the source of the partial sums the switch sends up
+its uplink to its parent and the destination of the results the parent sends down, in a job
+aggregated as a tree. `link_options`' own fields describe the worker links (--bw, --delay,
+--loss); `link_options.uplink` the switch-to-switch links (--uplink-bw, --uplink-delay,
+--uplink-loss), null on a topology without them (the star). This is a superset of what
+`controller/topology.py` reads (switches, hosts, links).
 
 `hosts[].api_source` is the loopback address the job-API relay (mininet_topos/apirelay.py) connects
 from on behalf of that host: a controller seeing a request from it knows which host is calling.
@@ -42,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from p4reduce.mininet_topos.apirelay import api_source
-from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
+from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC, switch_address
 
 if TYPE_CHECKING:
     from p4reduce.mininet_topos.network import P4Network
@@ -60,23 +71,26 @@ def describe(network: P4Network) -> dict[str, Any]:
     """The description of a started P4Network."""
     net = network.started()
     switch_names = {s.name for s in net.switches}
-    aggregator = "spine" if network.kind == "two-tier" else "s1"
     ip, mac = SERVICE_IP, SERVICE_MAC
     switches, hosts, switch_links = [], [], []
     for switch in net.switches:
         entry = switch.describe()
         entry["role"] = switch.params.get("role")
-        entry["aggregate"] = switch.name == network.prefix + aggregator
+        parent = switch.params.get("parent")
+        entry["aggregate"] = parent is None              # the root aggregates, at the service address
         if entry["aggregate"]:
             entry["ip"], entry["mac"] = ip, mac
-        entry["ports"], entry["uplink_port"] = [], None
+        else:
+            own = switch_address(switch.device_id + 1)
+            entry["ip"], entry["mac"] = own.ip, own.mac
+        entry["ports"], entry["parent"], entry["uplink_port"] = [], parent, None
         for port, intf in switch.data_ports():
             peer = _peer(intf)
             peer_port = peer.node.ports[peer]
             entry["ports"].append({"port": port, "intf": intf.name, "peer": peer.node.name,
                                    "peer_port": peer_port, "peer_intf": peer.name})
             if peer.node.name in switch_names:
-                if entry["role"] == "leaf":
+                if peer.node.name == parent:
                     entry["uplink_port"] = port
                 if switch.name < peer.node.name:
                     switch_links.append({"a": switch.name, "a_port": port,
@@ -92,7 +106,8 @@ def describe(network: P4Network) -> dict[str, Any]:
                       "api_source": api_source(host.params.get("index", 0))})
     description = {"version": VERSION, "topology": network.kind, "service": {"ip": ip, "mac": mac},
                    "switches": switches, "hosts": hosts, "links": switch_links,
-                   "link_options": network.link.describe()}
+                   "link_options": dict(network.link.describe(),
+                                        uplink=network.uplink.describe() if switch_links else None)}
     if network.tls is not None:   # how the controller's tools reach the switches (certs.py)
         description["p4runtime_tls"] = network.tls.describe()
     return description

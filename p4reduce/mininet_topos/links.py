@@ -7,6 +7,10 @@ both ends' egress -- the same place netem sits, before packet taps, so the P4 ta
 lost frame -- and delay is refused with a clear error rather than silently ignored, unless the
 options say the delay is optional (benchmarks: the results then record it as not applied).
 
+Host links (a worker's link to its switch: --bw, --delay, --loss) and uplinks (every
+switch-to-switch link: --uplink-bw, --uplink-delay, --uplink-loss) are shaped apart, each by its
+own LinkOptions; an uplink's errors name the --uplink-* option (`option_prefix`).
+
 The MTU applies to every interface of the network (hosts, switch ports, links between switches):
 a link is only as wide as its narrower end. Jumbo frames let a packet carry more lanes
 (docs/protocol.md, "Wider packets on links with a larger MTU"); the program must be built for it
@@ -44,19 +48,24 @@ class LinkOptions:
     mtu: int | None = None            # IPv4 MTU of every interface, bytes (None: DEFAULT_MTU)
     delay_optional: bool = False      # without netem: leave the delay out (and say so) instead of refusing
     name: str = ""                    # a named setting (benchmarks), reported with its results
+    option_prefix: str = ""           # "uplink-": errors name --uplink-bw, ... (the switch-to-switch links')
 
     def __post_init__(self) -> None:
         if self.bw_mbps is not None and not 0 < self.bw_mbps <= 100000:
-            raise LinkOptionError(f"--bw {self.bw_mbps}: must be in (0, 100000] Mbit/s")
+            raise LinkOptionError(f"{self.option('bw')} {self.bw_mbps}: must be in (0, 100000] Mbit/s")
         if self.delay is not None and not re.fullmatch(r"\d+(\.\d+)?(us|ms|s)", self.delay):
-            raise LinkOptionError(f"--delay {self.delay!r}: expected a duration such as 2ms or 500us")
+            raise LinkOptionError(f"{self.option('delay')} {self.delay!r}: expected a duration such as 2ms or 500us")
         if not 0 <= self.loss_pct < 100:
-            raise LinkOptionError(f"--loss {self.loss_pct}: must be a percentage in [0, 100)")
+            raise LinkOptionError(f"{self.option('loss')} {self.loss_pct}: must be a percentage in [0, 100)")
         if self.queue_ms is not None and not self.queue_ms > 0:
             raise LinkOptionError(f"queue {self.queue_ms} ms: must be > 0")
         if self.mtu is not None and (isinstance(self.mtu, bool) or not isinstance(self.mtu, int)
                                      or not MIN_MTU <= self.mtu <= MAX_MTU):
             raise LinkOptionError(f"--mtu {self.mtu}: must be a whole number of bytes in {MIN_MTU}..{MAX_MTU}")
+
+    def option(self, name: str) -> str:
+        """The command-line option these options' `name` came from: '--bw', or '--uplink-bw'."""
+        return f"--{self.option_prefix}{name}"
 
     @property
     def link_mtu(self) -> int:
@@ -86,8 +95,8 @@ class LinkOptions:
                 params["loss"] = self.loss_pct
         elif self.delay and not self.delay_optional:
             raise LinkOptionError(
-                f"--delay {self.delay}: this kernel has no netem qdisc (sch_netem), which link "
-                "delay needs; run without --delay or on a kernel with CONFIG_NET_SCH_NETEM")
+                f"{self.option('delay')} {self.delay}: this kernel has no netem qdisc (sch_netem), which link "
+                f"delay needs; run without {self.option('delay')} or on a kernel with CONFIG_NET_SCH_NETEM")
         return params
 
     def needs_nft_loss(self) -> bool:
@@ -119,7 +128,7 @@ class LinkOptions:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """--bw/--delay/--loss/--mtu on a CLI parser."""
+    """--bw/--delay/--loss/--mtu and --uplink-bw/--uplink-delay/--uplink-loss on a CLI parser."""
     parser.add_argument("--bw", type=float, default=None, metavar="MBPS",
                         help="bandwidth of every worker link, Mbit/s (TCLink/htb)")
     parser.add_argument("--delay", default=None, metavar="DURATION",
@@ -130,10 +139,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"MTU of every interface, hosts and switch ports, {MIN_MTU}..{MAX_MTU} "
                              f"(default {DEFAULT_MTU}); the program must be built for it: "
                              "make build MTU=BYTES")
+    # read as text and checked by uplink_from_args: a bad value is one line naming the option
+    parser.add_argument("--uplink-bw", default=None, metavar="MBPS",
+                        help="bandwidth of every switch-to-switch link, Mbit/s (two-tier, tree; "
+                             "default unshaped)")
+    parser.add_argument("--uplink-delay", default=None, metavar="DURATION",
+                        help="one-way delay of every switch-to-switch link, e.g. 1ms (needs netem)")
+    parser.add_argument("--uplink-loss", default=None, metavar="PERCENT",
+                        help="random loss of every switch-to-switch link, percent per direction, e.g. 1")
 
 
 def from_args(args: argparse.Namespace) -> LinkOptions:
+    """The worker links' options (--bw, --delay, --loss, --mtu)."""
     return LinkOptions(bw_mbps=args.bw, delay=args.delay, loss_pct=args.loss, mtu=getattr(args, "mtu", None))
+
+
+def uplink_from_args(args: argparse.Namespace) -> LinkOptions:
+    """The switch-to-switch links' options (--uplink-bw, --uplink-delay, --uplink-loss; --mtu is
+    every link's); LinkOptionError naming the option for a value that is not one."""
+    bw, loss = getattr(args, "uplink_bw", None), getattr(args, "uplink_loss", None)
+    return LinkOptions(bw_mbps=None if bw is None else _number(bw, "--uplink-bw", "a rate in Mbit/s such as 100"),
+                       delay=getattr(args, "uplink_delay", None),
+                       loss_pct=0.0 if loss is None else _number(loss, "--uplink-loss", "a percentage such as 1"),
+                       mtu=getattr(args, "mtu", None), option_prefix="uplink-")
+
+
+def _number(value: object, option: str, expected: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        raise LinkOptionError(f"{option} {value!r}: expected {expected}") from None
 
 
 @lru_cache(maxsize=1)
@@ -172,10 +209,12 @@ def nft_loss_script(interfaces: Iterable[str], loss_pct: float, table: str = LOS
     return f"table netdev {table} {{\n" + "\n".join(chains) + "\n}\n"
 
 
-def apply_nft_loss(node: Any, interfaces: Iterable[str], loss_pct: float, table: str = LOSS_TABLE) -> None:
-    """Install the loss table in node's network namespace (node.cmd runs there)."""
+def apply_nft_loss(node: Any, interfaces: Iterable[str], loss_pct: float, table: str = LOSS_TABLE,
+                   option: str = "--loss") -> None:
+    """Install the loss table in node's network namespace (node.cmd runs there); errors name
+    `option` (the host links' --loss, or --uplink-loss)."""
     if not shutil.which("nft"):
-        raise LinkOptionError("--loss: this kernel has no netem and the nft command is missing "
+        raise LinkOptionError(f"{option}: this kernel has no netem and the nft command is missing "
                               "(apt-get install nftables, or `make setup`)")
     script = nft_loss_script(interfaces, loss_pct, table)
     with tempfile.NamedTemporaryFile("w", prefix="p4reduce-loss-", suffix=".nft") as f:
@@ -183,7 +222,7 @@ def apply_nft_loss(node: Any, interfaces: Iterable[str], loss_pct: float, table:
         f.flush()
         out = node.cmd(f"nft -f {f.name}; echo rc=$?")
     if "rc=0" not in out:
-        raise LinkOptionError(f"--loss on {node.name}: nft refused the loss table: {out.strip()}")
+        raise LinkOptionError(f"{option} on {node.name}: nft refused the loss table: {out.strip()}")
 
 
 def apply_mtu(net_links: Iterable[Any], mtu: int) -> None:

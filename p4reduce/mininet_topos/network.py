@@ -33,20 +33,27 @@ DEFAULT_THRIFT_BASE = 9090
 class P4Network:
     """Build, start and stop one topology; usable as a context manager."""
 
-    def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
+    def __init__(self, topo: str = "star", workers: int | None = None, link: LinkOptions = LinkOptions(),
                  json_path: str | None = None, target: str = "auto", grpc_base: int = DEFAULT_GRPC_BASE,
                  thrift_base: int = DEFAULT_THRIFT_BASE, log_dir: str = "logs", pcap_dir: str | None = "pcaps",
                  description_path: str | None = None, prefix: str = "", cpu_port: int | None = 64,
-                 switch_log_level: str | None = "info", start_timeout: float = 30.0):
+                 switch_log_level: str | None = "info", start_timeout: float = 30.0,
+                 uplink: LinkOptions = LinkOptions(), topo_options: dict[str, Any] | None = None):
+        """`workers`: hosts (None: the topology's default); `link` shapes the worker links,
+        `uplink` the switch-to-switch links; `topo_options` the topology's shape (two-tier:
+        leaves; tree: depth, fanout; topologies.SHAPE_OPTIONS)."""
         self.kind = topo
-        self.workers = workers
         self.link = link
+        self.uplink = uplink
         self.prefix = prefix
         self.description_path = Path(description_path) if description_path else None
         self.loss_table = f"{links.LOSS_TABLE}_{os.getpid()}"
+        self.uplink_loss_table = f"{links.LOSS_TABLE}_up_{os.getpid()}"
         common = dict(json_path=json_path, target=target, log_dir=log_dir, pcap_dir=pcap_dir,
                       cpu_port=cpu_port, log_level=switch_log_level, start_timeout=start_timeout)
-        self.topo = topology_class(topo)(workers=workers, link=link, prefix=prefix)
+        self.topo = topology_class(topo)(workers=workers, link=link, uplink=uplink, prefix=prefix,
+                                         **(topo_options or {}))
+        self.workers = len(self.topo.hosts())
         for name in self.topo.switches():
             info = self.topo.nodeInfo(name)
             info.update(common, grpc_port=grpc_base + info["device_id"],
@@ -74,6 +81,8 @@ class P4Network:
                 self._configure_host(host)
             if self.link.needs_nft_loss():
                 self._apply_nft_loss()
+            if self.uplink.needs_nft_loss():
+                self._apply_uplink_nft_loss()
             self.net.start()
             if self.description_path:
                 write_description(self.description(), self.description_path)
@@ -89,8 +98,9 @@ class P4Network:
         net, self.net = self.net, None
         for switch in net.switches:
             switch._terminate()
-        if self.link.needs_nft_loss() and net.switches:
-            links.remove_nft_loss(_root_shell(net), self.loss_table)
+        if net.switches:
+            for table in self.loss_tables():
+                links.remove_nft_loss(_root_shell(net), table)
         net.stop()
 
     def __enter__(self) -> P4Network:
@@ -126,6 +136,22 @@ class P4Network:
             links.apply_nft_loss(host, [intf.name], self.link.loss_pct)
             switch_side.append(intf.link.intf2.name if intf.link.intf1 is intf else intf.link.intf1.name)
         links.apply_nft_loss(_root_shell(net), switch_side, self.link.loss_pct, self.loss_table)
+
+    def _apply_uplink_nft_loss(self) -> None:
+        """Loss on both directions of every switch-to-switch link: egress of both switch ports
+        (both in the root namespace), in a table of their own."""
+        net = self.started()
+        switch_names = {s.name for s in net.switches}
+        ends = [intf.name for link in net.links for intf in (link.intf1, link.intf2)
+                if link.intf1.node.name in switch_names and link.intf2.node.name in switch_names]
+        if ends:
+            links.apply_nft_loss(_root_shell(net), ends, self.uplink.loss_pct, self.uplink_loss_table,
+                                 option=self.uplink.option("loss"))
+
+    def loss_tables(self) -> list[str]:
+        """The nftables tables this network installs in the root namespace (loss without netem)."""
+        return ([self.loss_table] if self.link.needs_nft_loss() else []) + \
+            ([self.uplink_loss_table] if self.uplink.needs_nft_loss() else [])
 
     # -- queries -----------------------------------------------------------------------------
     def host(self, name: str) -> Any:

@@ -8,12 +8,11 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from p4reduce.mininet_topos import cli_args
-from p4reduce.mininet_topos.links import from_args
 from p4reduce.mininet_topos.runcli import RunCLI
 from p4reduce.mininet_topos.session import Session
 
 BANNER = """\
-p4reduce is up: {topo} topology, {workers} workers, switch(es) {switches}
+p4reduce is up: {topo}, {workers} workers, switch(es) {switches}
   topology description       {description}
   controller job API         http://{api}/v1   (also at this address inside every host)
   default job                {job!r}: {workers} workers, {mode} (the relay gives its credential to every host)
@@ -50,7 +49,8 @@ def _venv_on_path() -> None:
 
 def main(args: argparse.Namespace) -> int:
     _venv_on_path()
-    session = Session(topo=args.topo, workers=args.workers, link=from_args(args),
+    session = Session(topo=args.topo, workers=args.workers, link=args.link, uplink=args.uplink,
+                      topo_options=args.topo_options,
                       program=None if args.no_controller else args.program, target=args.target,
                       api_port=args.api_port, grpc_base=args.grpc_port, thrift_base=args.thrift_port,
                       controller=not args.no_controller, run_dir=args.run_dir, log_dir=args.log_dir,
@@ -60,12 +60,13 @@ def main(args: argparse.Namespace) -> int:
     session.join_timeout_s = args.join_timeout
     with session:
         if args.no_controller:
-            print(BARE_BANNER.format(topo=args.topo, workers=args.workers, description=session.description_path,
+            print(BARE_BANNER.format(topo=cli_args.describe_topology(args), workers=args.workers,
+                                     description=session.description_path,
                                      switches=", ".join(f"{s.name}@{s.grpc_addr}" for s in session.network.switches)))
         else:
             session.create_job(args.job, args.workers, args.mode)
             session.default_job = args.job
-            print(BANNER.format(topo=args.topo, workers=args.workers,
+            print(BANNER.format(topo=cli_args.describe_topology(args), workers=args.workers,
                             switches=", ".join(f"{s.label()} @{s.grpc_addr}" for s in session.network.switches),
                             description=session.description_path, api=session.api_addr, job=args.job,
                             mode=args.mode, admin=session.admin_credential_path))

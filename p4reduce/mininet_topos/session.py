@@ -62,12 +62,13 @@ def _say(text: str) -> None:
 class Session:
     #: seconds the controller keeps a job no worker has joined (its --join-timeout; run.py sets it)
     join_timeout_s: float = 120.0
-    def __init__(self, topo: str = "star", workers: int = 4, link: LinkOptions = LinkOptions(),
+    def __init__(self, topo: str = "star", workers: int | None = None, link: LinkOptions = LinkOptions(),
                  program: str | None = "build/p4reduce.json", target: str = "auto", api_port: int = DEFAULT_PORT,
                  grpc_base: int = 9559, thrift_base: int = 9090, prefix: str = "", log_dir: str = "logs",
                  pcap_dir: str | None = "pcaps", run_dir: str | Path = RUN_DIR, controller: bool = True,
                  controller_args: list[str] | None = None, switch_log_level: str = "info", tls: bool = True,
-                 supervise: bool = False, say: Callable[[str], None] | None = None):
+                 supervise: bool = False, say: Callable[[str], None] | None = None,
+                 uplink: LinkOptions = LinkOptions(), topo_options: dict[str, Any] | None = None):
         if program and not Path(program).is_file():
             raise SessionError(f"--program {program}: not found (run `make build` first)")
         if program and not Path(p4info_for(program)).is_file():
@@ -83,7 +84,8 @@ class Session:
         self.network = P4Network(topo=topo, workers=workers, link=link, json_path=None, target=target,
                                  grpc_base=grpc_base, thrift_base=thrift_base, log_dir=log_dir,
                                  pcap_dir=pcap_dir, description_path=str(self.description_path),
-                                 prefix=prefix, switch_log_level=switch_log_level)
+                                 prefix=prefix, switch_log_level=switch_log_level, uplink=uplink,
+                                 topo_options=topo_options)
         self.tls = tls      # P4Runtime over TLS with client certificates made for this run (certs.py)
         self.certificates: RunCertificates | None = None
         self.want_controller = controller
@@ -176,7 +178,7 @@ class Session:
         for h in self.network.hosts:
             procs.append(runstate.process_record(h.pid, f"host {h.name}"))
         intfs = [intf.name for s in self.network.switches for _, intf in s.data_ports()]
-        tables = [self.network.loss_table] if self.network.link.needs_nft_loss() else []
+        tables = self.network.loss_tables()
         runstate.write_state(procs, intfs, tables, self.state_file)
 
     def stop(self) -> None:

@@ -5,7 +5,7 @@ switch that aggregates.
 """
 from mininet.topo import Topo
 
-from p4reduce.mininet_topos.links import LinkOptions
+from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions
 from p4reduce.protocol.addressing import host_address
 
 DEFAULT_WORKERS = 4
@@ -16,10 +16,14 @@ class StarTopo(Topo):
 
     kind = "star"
 
-    def build(self, workers: int = DEFAULT_WORKERS, link: LinkOptions = LinkOptions(), prefix: str = "",
-              switch_params: dict | None = None) -> None:
+    def build(self, workers: int | None = None, link: LinkOptions = LinkOptions(),
+              uplink: LinkOptions = LinkOptions(), prefix: str = "", switch_params: dict | None = None) -> None:
+        workers = DEFAULT_WORKERS if workers is None else workers
         if not 1 <= workers <= 64:
             raise ValueError(f"--workers {workers}: the star topology takes 1..64 workers")
+        if uplink.shaped:
+            raise LinkOptionError("--uplink-bw/--uplink-delay/--uplink-loss: the star topology has no "
+                                  "switch-to-switch links (use --topo two-tier or tree)")
         switch = self.addSwitch(f"{prefix}s1", device_id=0, role="tor", **(switch_params or {}))
         for i in range(1, workers + 1):
             addr = host_address(i, prefix=f"{prefix}h")

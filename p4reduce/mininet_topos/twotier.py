@@ -1,39 +1,37 @@
-"""Two-tier topology: two leaf P4 switches under one spine P4 switch.
+"""Two-tier topology: leaf P4 switches under one spine P4 switch (`--leaves L`, 2..16, default 2).
 
-Workers are split between the leaves (the first half on leaf1); each leaf's hosts sit on ports
-1..k and its uplink to the spine is port k+1; the spine reaches leaf1 on port 1 and leaf2 on port
-2. Every switch is a separate P4 target with its own device id and gRPC port, so a controller can
-program the leaves to aggregate their rack and the spine to aggregate the leaves (hierarchical
-aggregation). Worker links get the command line's link options; the leaf-spine links do not.
+Workers are split evenly between the leaves in host order (the first ones on leaf1: 8 workers on
+2 leaves are h1..h4 on leaf1, h5..h8 on leaf2); each leaf's hosts sit on ports 1..k and its uplink
+to the spine is port k+1; the spine reaches leaf j on port j. Every switch is a separate P4 target
+with its own device id and gRPC port, so a controller can program the leaves to aggregate their
+rack and the spine to aggregate the leaves (hierarchical aggregation). Worker links get the
+command line's host link options, the leaf-spine links the uplink options. The layout rules are
+tree.py's (a two-tier topology is a tree of depth 2 whose root is named `spine`).
 """
 from mininet.topo import Topo
 
 from p4reduce.mininet_topos.links import LinkOptions
-from p4reduce.protocol.addressing import host_address
+from p4reduce.mininet_topos.tree import MAX_WORKERS, build_tree, whole
 
 DEFAULT_WORKERS = 4
+DEFAULT_LEAVES = 2
+MAX_LEAVES = 16
 
 
 class TwoTierTopo(Topo):
-    """build(workers=4, ...) -> 'leaf1', 'leaf2' (device ids 0, 1), 'spine' (device id 2)."""
+    """build(workers=4, leaves=2, ...) -> 'leaf1'..'leafL' (device ids 0..L-1) under 'spine'
+    (device id L); the first hosts on leaf1."""
 
     kind = "two-tier"
 
-    def build(self, workers: int = DEFAULT_WORKERS, link: LinkOptions = LinkOptions(), prefix: str = "",
-              switch_params: dict | None = None) -> None:
-        if not 2 <= workers <= 64:
-            raise ValueError(f"--workers {workers}: the two-tier topology takes 2..64 workers")
-        params = switch_params or {}
-        leaves = [self.addSwitch(f"{prefix}leaf{j}", device_id=j - 1, role="leaf", **params)
-                  for j in (1, 2)]
-        spine = self.addSwitch(f"{prefix}spine", device_id=2, role="spine", **params)
-        split = (workers + 1) // 2
-        groups = [range(1, split + 1), range(split + 1, workers + 1)]
-        for leaf, hosts in zip(leaves, groups):
-            for port, i in enumerate(hosts, start=1):
-                addr = host_address(i, prefix=f"{prefix}h")
-                host = self.addHost(addr.name, ip=addr.cidr, mac=addr.mac, index=i)
-                self.addLink(host, leaf, port1=0, port2=port, **link.tclink_params())
-        for spine_port, (leaf, hosts) in enumerate(zip(leaves, groups), start=1):
-            self.addLink(leaf, spine, port1=len(hosts) + 1, port2=spine_port)
-
+    def build(self, workers: int | None = None, link: LinkOptions = LinkOptions(),
+              uplink: LinkOptions = LinkOptions(), prefix: str = "", switch_params: dict | None = None,
+              leaves: int | str | None = None) -> None:
+        n_leaves = whole(DEFAULT_LEAVES if leaves is None else leaves, "--leaves",
+                         range(2, MAX_LEAVES + 1))
+        n_workers = DEFAULT_WORKERS if workers is None else workers
+        if not n_leaves <= n_workers <= MAX_WORKERS:
+            raise ValueError(f"--workers {n_workers}: the two-tier topology with {n_leaves} leaves takes "
+                             f"{n_leaves}..{MAX_WORKERS} workers (at least one per leaf)")
+        self.shape = {"leaves": n_leaves}
+        build_tree(self, [1, n_leaves], ("spine", "spine"), n_workers, link, uplink, prefix, switch_params)

@@ -1,5 +1,6 @@
 """Topology files: parsing, clear errors naming file and field, paths across switches."""
 import json
+import re
 
 import pytest
 
@@ -100,3 +101,60 @@ def test_source_guard_skips_a_port_shared_by_hosts(p4reduce_build, caplog):
     guards = [(d, e) for d, e in forwarding_entries(t, "s1", index) if d.startswith("source guard")]
     assert [d for d, _ in guards] == ["source guard port 1 -> 10.0.0.1 (h1)"]
     assert "hosts h2, h3 share it" in caplog.text
+
+
+def _depth_3_tree():
+    """What `--topo tree` (depth 3, fanout 2) describes: root over agg1-2 over leaf1-4, two hosts
+    per leaf on ports 1-2, every uplink the port after a switch's children (mininet_topos/tree.py)."""
+    switches = {"root": {"grpc_addr": "a:7", "device_id": 6, "aggregate": True, "ip": "10.0.0.254",
+                         "mac": "00:00:00:00:01:fe"}}
+    links, hosts = [], {}
+    for j, (agg, leaves) in enumerate((("agg1", ("leaf1", "leaf2")), ("agg2", ("leaf3", "leaf4"))), start=1):
+        switches[agg] = {"grpc_addr": f"a:{5 + j}", "device_id": 4 + j - 1, "ip": f"10.0.1.{4 + j}",
+                         "mac": f"00:00:00:00:02:0{4 + j}", "parent": "root", "uplink_port": 3}
+        links.append({"a": agg, "a_port": 3, "b": "root", "b_port": j})
+        for k, leaf in enumerate(leaves, start=1):
+            n = int(leaf[-1])
+            switches[leaf] = {"grpc_addr": f"a:{n}", "device_id": n - 1, "ip": f"10.0.1.{n}",
+                              "mac": f"00:00:00:00:02:0{n}", "parent": agg, "uplink_port": 3}
+            links.append({"a": leaf, "a_port": 3, "b": agg, "b_port": k})
+            for port, i in enumerate((2 * n - 1, 2 * n), start=1):
+                hosts[f"h{i}"] = {"ip": f"10.0.0.{i}", "mac": f"00:00:00:00:00:0{i}", "switch": leaf, "port": port}
+    return from_dict({"version": 1, "topology": "tree", "service": {"ip": "10.0.0.254", "mac": "00:00:00:00:01:fe"},
+                      "switches": switches, "hosts": hosts, "links": links})
+
+
+def test_forwarding_on_a_depth_3_tree(p4reduce_build):
+    """Jobs aggregated at the root of a three-level tree: every switch routes the service address
+    up its uplink and each host down the port towards it; the switches' own addresses are never
+    routed; only the root answers ARP for the service address."""
+    p4info, _ = p4reduce_build
+    index = P4InfoIndex(p4info)
+    t = _depth_3_tree()
+    assert t.aggregation_switch.name == "root" and t.switches["agg2"].ip == "10.0.1.6"
+
+    def routes(switch):
+        out = {}
+        for d, _ in forwarding_entries(t, switch, index):
+            m = re.match(r"route (\S+)/32 .*-> port (\d+)$", d)
+            if m:
+                out[m[1]] = int(m[2])
+        return out
+
+    every = [f"10.0.0.{i}" for i in range(1, 9)]
+    assert routes("leaf1") == {**dict.fromkeys(every, 3), "10.0.0.1": 1, "10.0.0.2": 2, "10.0.0.254": 3}
+    assert routes("leaf4") == {**dict.fromkeys(every, 3), "10.0.0.7": 1, "10.0.0.8": 2, "10.0.0.254": 3}
+    assert routes("agg1") == {**dict.fromkeys(every, 3), "10.0.0.1": 1, "10.0.0.2": 1, "10.0.0.3": 2,
+                              "10.0.0.4": 2, "10.0.0.254": 3}
+    assert routes("agg2") == {**dict.fromkeys(every, 3), "10.0.0.5": 1, "10.0.0.6": 1, "10.0.0.7": 2,
+                              "10.0.0.8": 2, "10.0.0.254": 3}
+    assert routes("root") == {**dict.fromkeys(every[:4], 1), **dict.fromkeys(every[4:], 2)}
+    for sw in t.switches:
+        desc = [d for d, _ in forwarding_entries(t, sw, index)]
+        assert not any("10.0.1." in d for d in desc), desc          # switch addresses: never routed
+        assert any(d.startswith("arp 10.0.0.254") for d in desc) == (sw == "root")
+        guards = [d for d in desc if d.startswith("source guard")]
+        assert len(guards) == (2 if sw.startswith("leaf") else 0), (sw, guards)
+    # where the root binds each worker (its arrival port) and sends its results
+    assert [t.arrival_port("root", t.hosts[f"h{i}"]) for i in range(1, 9)] == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert t.arrival_port("agg2", t.hosts["h8"]) == 2 and t.arrival_port("agg2", t.hosts["h1"]) == 3

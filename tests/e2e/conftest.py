@@ -51,11 +51,12 @@ def session_factory(tmp_path, node_prefix, p4reduce_program):
     started = []
 
     def start(workers=4, link=LinkOptions(), topo="star", controller_args=None, program=None, supervise=False,
-              say=None):
+              say=None, uplink=LinkOptions(), topo_options=None):
+        # gRPC and Thrift ports: base + device id, a block for up to 16 switches
         session = Session(topo=topo, workers=workers, link=link, program=program or p4reduce_program[0],
-                          target="p4sim", supervise=supervise, say=say,
-                          api_port=free_port(1), grpc_base=free_port(3),
-                          thrift_base=free_port(3), prefix=node_prefix, log_dir=str(tmp_path / "logs"),
+                          target="p4sim", supervise=supervise, say=say, uplink=uplink, topo_options=topo_options,
+                          api_port=free_port(1), grpc_base=free_port(16),
+                          thrift_base=free_port(16), prefix=node_prefix, log_dir=str(tmp_path / "logs"),
                           pcap_dir=None, run_dir=str(tmp_path / "run"),
                           controller_args=["--state-file", ""] + list(controller_args or []))
         started.append(session)

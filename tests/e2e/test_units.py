@@ -9,7 +9,7 @@ from p4reduce.mininet_topos import runstate
 from p4reduce.mininet_topos.links import LinkOptionError, LinkOptions, nft_loss_script
 from p4reduce.mininet_topos.target import SwitchCommand, describe_target, find_target, target_name
 from p4reduce.protocol import p4names
-from p4reduce.protocol.addressing import host_address
+from p4reduce.protocol.addressing import MAX_HOSTS, SERVICE_IP, SERVICE_MAC, host_address, switch_address
 from p4reduce.protocol.program_files import packet_layout
 
 
@@ -89,6 +89,20 @@ def test_address_plan():
     assert host_address(250).mac == "00:00:00:00:00:fa"
     with pytest.raises(ValueError, match="host index 0"):
         host_address(0)
+
+
+def test_switch_addresses_are_their_own():
+    """Switch k is 10.0.1.k, MAC 00:00:00:00:02:k: none is a host's or the service's."""
+    s = switch_address(7)
+    assert (s.index, s.ip, s.mac) == (7, "10.0.1.7", "00:00:00:00:02:07")
+    assert (switch_address(254).ip, switch_address(254).mac) == ("10.0.1.254", "00:00:00:00:02:fe")
+    switches = {(switch_address(k).ip, switch_address(k).mac) for k in range(1, 255)}
+    hosts = {(host_address(i).ip, host_address(i).mac) for i in range(1, MAX_HOSTS + 1)}
+    assert len(switches) == 254 and not {ip for ip, _ in switches} & ({ip for ip, _ in hosts} | {SERVICE_IP})
+    assert not {mac for _, mac in switches} & ({mac for _, mac in hosts} | {SERVICE_MAC})
+    for bad in (0, 255, True, "3", 2.0):
+        with pytest.raises(ValueError, match=f"switch index {bad!r}: must be a whole number in 1..254"):
+            switch_address(bad)
 
 
 def test_stop_signals_only_recorded_processes_that_are_still_the_same(tmp_path):

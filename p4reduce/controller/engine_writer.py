@@ -66,7 +66,7 @@ class EngineJobWriter:
         self.sw.mc_group_set(job.multicast_group, group_replicas(members.values()))
 
     def set_tree(self, job: JobSpec, children: int, parent: ParentLink | None) -> None:
-        """The job's place in its tree of switches (controller/tree.py): root, or below the root."""
+        """The job's place in its tree of switches (controller/aggregation_tree.py): root, or below the root."""
         self._write(tree_entry(job.job_id, children, parent))
 
     def install(self, job: JobSpec, members: Sequence[SwitchMember]) -> None:

@@ -39,9 +39,9 @@ from p4reduce.protocol import constants, p4names
 from p4reduce.protocol.wire import Layout, WireError
 
 if TYPE_CHECKING:
+    from p4reduce.controller.aggregation_tree import TreeNode
     from p4reduce.controller.jobs import Job, Member
     from p4reduce.controller.registers import RegisterAccess
-    from p4reduce.controller.tree import TreeNode
 
 
 log = logging.getLogger("p4reduce.controller.jobs")
@@ -165,7 +165,7 @@ class JobProgrammer:
                     raise
                 self.conn.write([update(Update.MODIFY, ent)])
 
-    # -- a job's node of its aggregation tree (controller/tree.py, controller/network.py) -----------
+    # -- a job's node of its aggregation tree (controller/aggregation_tree.py, controller/network.py) -----------
     def _node_entities(self, job: Job, node: TreeNode, keys_only: bool = False) -> list[Any]:
         """The node's tree entry and its children's entries (workers table and addresses)."""
         entries = [tree_entry(job.job_id, len(node.children), node.uplink)]

@@ -30,9 +30,9 @@ from p4reduce.protocol.job_api import JOB_NAME, JOB_NAME_RULE
 from p4reduce.protocol.wire import DEFAULT_LAYOUT, Layout
 
 if TYPE_CHECKING:
+    from p4reduce.controller.aggregation_tree import JobTree
     from p4reduce.controller.network import JobNetwork
     from p4reduce.controller.topology import Topology
-    from p4reduce.controller.tree import JobTree
 
 
 

@@ -3,7 +3,7 @@
 A controller is a collection of switches: each SwitchNode is one p4reduce switch with its own
 P4Runtime session (its JobProgrammer), slot pool and packet layout. JobNetwork is what the
 JobManager programs jobs through: the center switch (the service address's owner) admits a job
-and its members as it always has; once every rank has joined, the job's tree (controller/tree.py)
+and its members as it always has; once every rank has joined, the job's tree (controller/aggregation_tree.py)
 is written to the switches on its members' paths, children first, so each switch sums its own
 children and sends one partial sum up. When a rank leaves, the tree is taken down and the center
 holds the job's members directly again until the job is whole. A job created with
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from p4reduce.controller.aggregation_tree import JobTree, NoTree, TreeNode, plan
 from p4reduce.controller.errors import ControllerError
 from p4reduce.controller.job_entries import JobSpec
 from p4reduce.controller.slots import SlotPool, SlotRange
-from p4reduce.controller.tree import JobTree, NoTree, TreeNode, plan
 from p4reduce.protocol.wire import Layout
 
 if TYPE_CHECKING:

@@ -178,7 +178,7 @@ class JobApiClient:
 
 
 def tree_text(job: dict[str, Any]) -> str:
-    """A job description's aggregation tree (its `tree`: the controller's controller/tree.py), one
+    """A job description's aggregation tree (its `tree`: the controller's controller/aggregation_tree.py), one
     switch a line, the root last."""
     tree = job["tree"]
     lines = [f"{job.get('name', '?')}: aggregated as a tree rooted at {tree.get('root')}"]

@@ -1,14 +1,14 @@
-"""A job's aggregation tree (issue #23): planning it from the topology (controller/tree.py) and
+"""A job's aggregation tree (issue #23): planning it from the topology (controller/aggregation_tree.py) and
 writing it to the switches through JobNetwork (controller/network.py), against recording
 programmers; the data plane itself is tested in tests/dataplane/test_p4_tree.py and on Mininet."""
 import pytest
 
+from p4reduce.controller.aggregation_tree import NoTree, plan
 from p4reduce.controller.errors import SlotsExhausted
 from p4reduce.controller.jobs import JobManager
 from p4reduce.controller.network import JobNetwork, SwitchNode
 from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import Host, Switch, Topology
-from p4reduce.controller.tree import NoTree, plan
 from p4reduce.protocol.constants import AGG_UDP_PORT
 from p4reduce.protocol.wire import Layout
 

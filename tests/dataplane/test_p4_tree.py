@@ -1,7 +1,7 @@
 """Aggregation across switches (issue #23, docs/protocol.md section 11): every switch of a job's
 tree runs the P4 program; a switch below the root sums its children and sends one partial sum up,
 as one worker of its parent, and passes the parent's result down. The tree is planned by the
-controller's planner (controller/tree.py) from a topology and written with the controller's entry
+controller's planner (controller/aggregation_tree.py) from a topology and written with the controller's entry
 builder, so what runs here is what the controller installs. Workers are the reference workers
 (testbed/reference_worker.py) behind a lossy network; uplinks may lose and duplicate too. Every
 result is checked against numpy's sum (and the protocol's promises, by the reference worker)."""
@@ -12,10 +12,10 @@ import pytest
 from testbed.lossy_net import LossyNetwork
 from testbed.reference_worker import JobRun
 
+from p4reduce.controller.aggregation_tree import plan
 from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import JobSpec, MemberSpec
 from p4reduce.controller.topology import Host, Switch, Topology
-from p4reduce.controller.tree import plan
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC

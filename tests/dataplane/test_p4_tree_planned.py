@@ -1,4 +1,4 @@
-"""Aggregation across switches (issue #23, docs/protocol.md section 11): every switch of a job's
+"""Trees as the controller plans them (controller/aggregation_tree.py) on the P4 program (issue #23,
 tree runs the P4 program; a switch below the root sums its children and sends one partial sum up,
 as one worker of its parent, and passes the parent's result down. The tree is planned by the
 controller's planner (controller/aggregation_tree.py) from a topology and written with the controller's entry

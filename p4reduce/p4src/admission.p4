@@ -1,7 +1,8 @@
 /* Admission (docs/protocol.md sections 3 and 5, steps 1-6): which job a packet belongs to, which
  * rank its sender is, and every check that keeps a job's slots safe from malformed packets, other
  * jobs and other hosts. A packet of no job aggregated here (ordinary traffic, or a contribution
- * passing through on its way to the aggregating switch) is left to forwarding. */
+ * passing through on its way to the aggregating switch) is left to forwarding. On an interior
+ * switch of a job's tree, the parent's result for a round is admitted too (section 11). */
 #ifndef P4REDUCE_ADMISSION_P4
 #define P4REDUCE_ADMISSION_P4
 #include <core.p4>
@@ -11,9 +12,10 @@
 #include "payload_length.p4"
 
 /* Outcome: drop_reason != DROP_NONE drops the packet; otherwise local_job says whether it is a
- * contribution to aggregate here (from `worker` of `job`) or a packet to forward. */
+ * contribution to aggregate here (from `worker` of `job`) or a packet to forward, and from_parent
+ * that it is the parent's result for a round this switch sent up (no worker: the tree's uplink). */
 control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
-                  out bool local_job, out job_t job, out worker_t worker,
+                  out bool local_job, out bool from_parent, out job_t job, out worker_t worker,
                   out drop_reason_t drop_reason) {
     PayloadLength() payload_length;
 
@@ -31,6 +33,33 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
     table jobs {
         key = { hdr.p4r.job_id: exact; }
         actions = { set_job; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    /* The tree's root: a round completes after `children` contributions (its child switches,
+     * plus any workers attached here), and the result goes down to them. */
+    action aggregate_root(bit<8> children) {
+        job.children = children;
+    }
+
+    /* An interior switch: a round completes after `children` contributions, and its partial sum
+     * goes up to the parent as one worker (rank up_rank, from up_ip, out of up_port). */
+    action aggregate_child(bit<8> children, bit<9> up_port, bit<8> up_rank, bit<32> up_ip,
+                           bit<48> up_src_mac, bit<48> up_dst_mac) {
+        job.children = children;
+        job.has_parent = true;
+        job.up_port = up_port;
+        job.up_rank = up_rank;
+        job.up_ip = up_ip;
+        job.up_src_mac = up_src_mac;
+        job.up_dst_mac = up_dst_mac;
+    }
+
+    /* job id -> the job's place in a tree of switches; a miss aggregates the job flat, here alone */
+    table tree {
+        key = { hdr.p4r.job_id: exact; }
+        actions = { aggregate_root; aggregate_child; NoAction; }
         default_action = NoAction();
         size = 1024;
     }
@@ -62,11 +91,19 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         job.mcast_grp = 0;
         job.mode = 0;
         job.wire_token = 0;
+        job.children = 0;
+        job.has_parent = false;
+        job.up_port = 0;
+        job.up_rank = 0;
+        job.up_ip = 0;
+        job.up_src_mac = 0;
+        job.up_dst_mac = 0;
+        from_parent = false;
         worker.rank = 0;
         worker.port = 0;
         drop_reason = DROP_NONE;
 
-        /* step 1: parsed whole, intact, and a contribution */
+        /* step 1: parsed whole, intact, and a contribution (or a result: step 2) */
         if (standard_metadata.parser_error != error.NoError) {
             drop_reason = DROP_TRUNCATED;       /* on any packet: BMv2 does not drop by itself */
             return;
@@ -78,33 +115,48 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
             drop_reason = DROP_BAD_CHECKSUM;
             return;
         }
-        if (hdr.p4r.msg_type != MSG_CONTRIB) {
+        bool is_result = hdr.p4r.msg_type == MSG_RESULT;
+        if (hdr.p4r.msg_type != MSG_CONTRIB && !is_result) {
             drop_reason = DROP_BAD_TYPE;
             return;
         }
 
-        /* step 2: a job of this switch, from a known worker on its own port */
+        /* step 2: a job of this switch, from a known worker on its own port; or the parent's
+         * result, which only an interior switch of the job's tree takes, and only on its uplink */
         if (!jobs.apply().hit) {
+            if (is_result) {
+                drop_reason = DROP_BAD_TYPE;
+            }
             return;                             /* not aggregated here: forwarded */
         }
         local_job = true;
-        if (!workers.apply().hit) {
-            drop_reason = DROP_UNKNOWN_WORKER;
-            return;
-        }
-        if (standard_metadata.ingress_port != worker.port) {
-            drop_reason = DROP_SPOOFED_PORT;
-            return;
-        }
+        job.children = job.num_workers;
+        tree.apply();
+        if (is_result) {
+            if (!job.has_parent || standard_metadata.ingress_port != job.up_port) {
+                drop_reason = DROP_BAD_TYPE;
+                return;
+            }
+            from_parent = true;
+        } else {
+            if (!workers.apply().hit) {
+                drop_reason = DROP_UNKNOWN_WORKER;
+                return;
+            }
+            if (standard_metadata.ingress_port != worker.port) {
+                drop_reason = DROP_SPOOFED_PORT;
+                return;
+            }
 
-        /* step 3: the rank the worker claims is its own, and within the job */
-        if (hdr.p4r.rank != worker.rank) {
-            drop_reason = DROP_BAD_RANK;
-            return;
-        }
-        if (worker.rank >= job.num_workers || worker.rank >= MAX_WORKERS) {
-            drop_reason = DROP_RANK_RANGE;
-            return;
+            /* step 3: the rank the worker claims is its own, and within the job */
+            if (hdr.p4r.rank != worker.rank) {
+                drop_reason = DROP_BAD_RANK;
+                return;
+            }
+            if (worker.rank >= job.num_workers || worker.rank >= MAX_WORKERS) {
+                drop_reason = DROP_RANK_RANGE;
+                return;
+            }
         }
 
         /* step 4: a slot of the job */

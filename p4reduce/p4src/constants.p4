@@ -53,13 +53,17 @@ const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
 const bit<32> DROP_SPOOFED_SOURCE    = 17;
 const bit<32> DROP_BAD_WIRE_TOKEN    = 18;
-#define DROP_REASONS_SIZE 19
+const bit<32> DROP_STALE_RESULT      = 19;  /* a result from the parent no slot copy waits for */
+#define DROP_REASONS_SIZE 20
 
 /* indices of counter ReduceIngress.agg_events */
 const bit<32> EVENT_ABSORBED         = 0;
 const bit<32> EVENT_RESULT_MULTICAST = 1;
 const bit<32> EVENT_RESULT_UNICAST   = 2;
 const bit<32> EVENT_FORWARDED        = 3;
-#define AGG_EVENTS_SIZE 4
+const bit<32> EVENT_SENT_UP          = 4;   /* a child's partial sum sent to its parent */
+const bit<32> EVENT_RESENT_UP        = 5;   /* ... sent again: a worker asked, no result yet */
+const bit<32> EVENT_RESULT_DOWN      = 6;   /* the parent's result multicast to the children */
+#define AGG_EVENTS_SIZE 7
 
 #endif

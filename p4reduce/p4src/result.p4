@@ -1,7 +1,8 @@
 /* Turning a contribution into a result (docs/protocol.md section 5, "The result"): the header from
  * the round's state, the lengths from the sub-blocks it carries, and its way out: a multicast to
  * the job's group when the round completes, or back to the sender alone when a retransmission
- * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica. */
+ * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica.
+ * On an interior switch of a tree the parent's result goes down to the children the same way. */
 #ifndef P4REDUCE_RESULT_P4
 #define P4REDUCE_RESULT_P4
 #include <core.p4>
@@ -10,9 +11,11 @@
 #include "metadata.p4"
 #include "payload_length.p4"
 
-/* delivery: RESULT_MULTICAST or RESULT_UNICAST, for egress */
+/* from_parent: the packet is the parent's result, to pass down; delivery: RESULT_MULTICAST or
+ * RESULT_UNICAST, for egress */
 control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
-               in job_t job, in round_t round, in exp_next_t merged, out bit<2> delivery) {
+               in job_t job, in round_t round, in exp_next_t merged, in bool from_parent,
+               out bit<2> delivery) {
     PayloadLength() payload_length;
 
     action fill_header(bit<8> flags) {
@@ -29,6 +32,15 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
     /* The result comes from the address the workers sent to; egress writes each worker's. */
     action multicast() {
         hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        standard_metadata.mcast_grp = job.mcast_grp;
+        delivery = RESULT_MULTICAST;
+    }
+
+    /* The parent's result already comes from the address the workers sent to (the parent made
+     * it so): only the Ethernet source is this switch's. */
+    action multicast_down() {
         hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
         hdr.udp.srcPort = AGG_UDP_PORT;
         standard_metadata.mcast_grp = job.mcast_grp;
@@ -62,6 +74,9 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
         if (round.resend) {
             fill_header(flags | FLAG_RETX);
             unicast();
+        } else if (from_parent) {
+            fill_header(flags);
+            multicast_down();
         } else {
             fill_header(flags);
             multicast();

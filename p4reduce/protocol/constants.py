@@ -66,9 +66,10 @@ class DropReason(enum.IntEnum):
     SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
     SPOOFED_SOURCE = 17         # IPv4 from a host port with another source than the host's (source guard)
     BAD_WIRE_TOKEN = 18         # a contribution whose wire token is not its job's (WireTokenCheck)
+    STALE_RESULT = 19           # a result from the parent that no slot copy waits for (a duplicate, a late copy)
 
 
-DROP_REASONS_SIZE = 19
+DROP_REASONS_SIZE = 20
 
 
 class AggEvent(enum.IntEnum):
@@ -77,6 +78,9 @@ class AggEvent(enum.IntEnum):
     RESULT_MULTICAST = 1
     RESULT_UNICAST = 2
     FORWARDED = 3
+    SENT_UP = 4                 # a tree child's completed round sent to its parent as one contribution
+    RESENT_UP = 5               # ... sent again: a worker retransmitted and no result had come down
+    RESULT_DOWN = 6             # the parent's result multicast to a tree child's children
 
 
-AGG_EVENTS_SIZE = 4
+AGG_EVENTS_SIZE = 7

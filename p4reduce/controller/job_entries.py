@@ -1,6 +1,6 @@
 """A job's state on a p4reduce switch, as plain values (docs/protocol.md section 3): the jobs-table
-entry, each worker's admission and egress-address entries, the job's multicast group and the slot
-registers to clear before the job uses its slots.
+entry, its place in a tree of switches (section 11), each worker's admission and egress-address
+entries, the job's multicast group and the slot registers to clear before the job uses its slots.
 
 The one builder for everything that programs a p4reduce switch; two writers put its output on a
 switch: JobProgrammer (controller/job_programmer.py) over P4Runtime, as the controller does, and
@@ -90,6 +90,30 @@ def job_entry(job: JobSpec) -> Entry:
     return Entry(p4names.JOBS, {p4names.JOBS_KEY[0]: job.job_id}, p4names.SET_JOB,
                  {"slot_base": job.slot_base, "slot_count": job.slot_count, "num_workers": job.workers,
                   "mcast_grp": job.multicast_group, "mode": int(job.mode), "wire_token": job.wire_token})
+
+
+@dataclass(frozen=True)
+class ParentLink:
+    """How an interior switch of a job's tree reaches its parent, to which it is one worker: out of
+    `port`, as rank `rank`, from its own address `ip` (and AGG_UDP_PORT), MACs src_mac -> dst_mac.
+    The parent knows it as a member (ip, AGG_UDP_PORT, rank, its port towards this switch)."""
+    port: int
+    rank: int
+    ip: str
+    src_mac: str
+    dst_mac: str
+
+
+def tree_entry(job_id: int, children: int, parent: ParentLink | None) -> Entry:
+    """tree: job_id -> aggregate_root(children) at the tree's root (parent None), else
+    aggregate_child(children, the parent link). A round completes after `children` contributions;
+    a job without an entry is flat (its num_workers workers, no parent)."""
+    match = {p4names.TREE_KEY[0]: job_id}
+    if parent is None:
+        return Entry(p4names.TREE, match, p4names.AGGREGATE_ROOT, {"children": children})
+    return Entry(p4names.TREE, match, p4names.AGGREGATE_CHILD,
+                 {"children": children, "up_port": parent.port, "up_rank": parent.rank, "up_ip": parent.ip,
+                  "up_src_mac": parent.src_mac, "up_dst_mac": parent.dst_mac})
 
 
 def worker_entry(job_id: int, member: SwitchMember) -> Entry:

@@ -31,8 +31,9 @@ class JobRun:
     def __init__(self, tensors: Sequence[np.ndarray], job_id: int, slot_count: int,
                  mode: Mode = Mode.DENSE, *, layout: Layout,
                  exponent: Callable[[int, int], int] = default_exponent,
-                 versions: np.ndarray | None = None):
+                 versions: np.ndarray | None = None, wire_token: int = 0):
         self.layout = layout
+        self.wire_token = wire_token                # every contribution carries it, every result must
         self.lanes = layout.lanes
         self.n = len(tensors)
         self.job_id = job_id
@@ -75,7 +76,7 @@ class JobRun:
         h = Header(msg_type=MsgType.CONTRIB, flags=Flags.EOT if nxt < 0 else 0, job_id=self.job_id,
                    rank=rank, ver=int(self.ver[rank, slot]), slot=slot, offset=block * self.lanes,
                    next_offset=C.NEXT_NONE if nxt < 0 else nxt * self.lanes,
-                   exponent=self.exponent(rank, block * self.lanes), bitmap=bitmap)
+                   exponent=self.exponent(rank, block * self.lanes), bitmap=bitmap, wire_token=self.wire_token)
         return encode(h, data, self.layout)
 
     def start(self) -> list[tuple[int, bytes]]:
@@ -97,6 +98,8 @@ class JobRun:
         h, data = decode(payload, self.layout)
         if h.msg_type != MsgType.RESULT or h.job_id != self.job_id or h.rank != rank:
             raise ProtocolViolation(f"worker {rank} got a packet not meant for it: {h}")
+        if h.wire_token != self.wire_token:
+            raise ProtocolViolation(f"worker {rank} got a result without its job's wire token: {h}")
         slot = h.slot
         if slot >= self.slots or self.current[rank][slot] != h.offset or self.ver[rank, slot] != h.ver:
             return []                                   # late duplicate of an older round

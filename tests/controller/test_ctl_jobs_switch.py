@@ -225,7 +225,7 @@ def test_cli_views_of_jobs(controller_factory, capsys):
     labels = {c["label"] for c in ctrs[p4names.DROP_REASONS]}
     assert {"UNKNOWN_JOB", "BAD_RANK", "DUPLICATE_PENDING"} <= labels
     assert [c["label"] for c in ctrs[p4names.AGG_EVENTS]] == ["ABSORBED", "RESULT_MULTICAST", "RESULT_UNICAST",
-                                                               "FORWARDED"]
+                                                               "FORWARDED", "SENT_UP", "RESENT_UP", "RESULT_DOWN"]
     assert cli_main(["counters", "--grpc-addr", addr]) == 0
     text = capsys.readouterr().out
     assert "UNKNOWN_JOB" in text and "[  0]" not in text.split(p4names.AGG_EVENTS)[0]  # no unused cells

@@ -142,6 +142,19 @@ def test_two_jobs_sharing_the_leaves_stay_apart(program, layout):
     tree.assert_counters_match_models()
 
 
+def test_switches_with_workers_of_their_own_next_to_child_switches(program, layout):
+    """A switch's children may be workers and switches at once (the root's and mid2's here), and a
+    tree may leave switches out (leaf2) or have a single child (mid1)."""
+    tree = TreeFabric(program, layout, DEPTH3)
+    where = ["root", "leaf1", "mid2", "leaf1", "leaf3", "leaf4", "root"]
+    tree.add_job(4, where, slot_count=2, mode=Mode.SPARSE, wire_token=TOKEN)
+    net = TreeNetwork(tree, seed=4, loss=0.05, dup=0.02)
+    run_tensors(tree, net, 4, len(where), Mode.SPARSE, 2, np.random.default_rng(4), count=2, blocks=5)
+    assert tree.events("leaf2")[AggEvent.SENT_UP] == 0
+    assert set(tree.total_drops()) <= {DropReason.DUPLICATE_PENDING, DropReason.STALE_RESULT}
+    tree.assert_counters_match_models()
+
+
 # ---- single rounds, frame by frame --------------------------------------------------------------
 
 def contribution(layout, job, rank, slot=0, ver=0, offset=0, value=None, flags=0, wire_token=TOKEN):

@@ -70,7 +70,9 @@ class TreeFabric:
     # ---- control plane, as a controller installs a tree ------------------------------------------
     def add_job(self, job_id: int, placement: Sequence[str], slot_count: int, mode: Mode = Mode.DENSE,
                 wire_token: int = 0, slot_base: int = 0) -> None:
-        """Job `job_id` with worker r on leaf placement[r] (the leaf's port 1, 2, ... in rank order)."""
+        """Job `job_id` with worker r on switch placement[r] (its port 1, 2, ... in rank order; usually
+        a leaf, but any switch may have workers next to its child switches). A child switch's rank
+        at its parent is the lowest one none of the parent's own workers has."""
         n = len(placement)
         job = JobSpec(job_id, n, slot_base, slot_count, Mode(mode), wire_token)
         self.jobs[job_id] = job
@@ -90,7 +92,7 @@ class TreeFabric:
             parent = None
             if node.parent is not None:
                 up = self.nodes[node.parent]
-                parent = ParentLink(port=UPLINK, rank=[c for c in up.children if c in on].index(name),
+                parent = ParentLink(port=UPLINK, rank=self._up_ranks(placement, on, up)[name],
                                     ip=node.ip, src_mac=node.mac, dst_mac=up.mac)
             node.fabric.set_tree(job_id, len(workers) + len(child_switches), parent)
             for local, r in enumerate(workers):
@@ -99,9 +101,17 @@ class TreeFabric:
                 node.fabric.add_worker(end)
                 self.ends[(job_id, r)] = (name, end)
                 self.by_addr[(end.ip, end.port)] = (job_id, r)
-            for up_rank, child in enumerate(child_switches):
+            up_ranks = self._up_ranks(placement, on, node)
+            for child in child_switches:
                 c = self.nodes[child]
-                node.fabric.add_worker(WorkerEnd(job_id, up_rank, c.ip, C.AGG_UDP_PORT, c.mac, node.port_to(child)))
+                node.fabric.add_worker(WorkerEnd(job_id, up_ranks[child], c.ip, C.AGG_UDP_PORT, c.mac,
+                                                 node.port_to(child)))
+
+    @staticmethod
+    def _up_ranks(placement: Sequence[str], on: set[str], node: Node) -> dict[str, int]:
+        """The ranks of `node`'s child switches in the job: those its own workers leave free."""
+        free = [r for r in range(len(placement)) if placement[r] != node.name]
+        return dict(zip([c for c in node.children if c in on], free))
 
     # ---- data plane ---------------------------------------------------------------------------
     def worker_frame(self, job_id: int, rank: int, payload: bytes) -> tuple[str, int, bytes]:

@@ -37,8 +37,9 @@ class EngineControl(Protocol):
 class EngineJobWriter:
     """Installs jobs and their workers on one in-process engine switch.
 
-    install_job clears the job's slot registers and writes its jobs-table entry; add_member writes
-    the worker's entries and sets the job's multicast group to every member added so far.
+    install_job clears the job's slot registers and writes its jobs-table entry; set_tree its place
+    in a tree of switches; add_member writes the worker's entries (a child switch is a member too)
+    and sets the job's multicast group to every member added so far.
     """
 
     def __init__(self, switch: EngineControl):
@@ -58,6 +59,10 @@ class EngineJobWriter:
         self._write(job_entry(job))
         self._members[job.job_id] = {}
 
+    def set_tree(self, job_id: int, children: int, parent: ParentLink | None) -> None:
+        """The job's tree entry: the root (parent None) or an interior switch below `parent`."""
+        self._write(tree_entry(job_id, children, parent))
+
     def add_member(self, job: JobSpec, member: SwitchMember) -> None:
         for entry in member_entries(job.job_id, member):
             self._write(entry)
@@ -65,12 +70,12 @@ class EngineJobWriter:
         members[member.rank] = member
         self.sw.mc_group_set(job.multicast_group, group_replicas(members.values()))
 
-    def set_tree(self, job: JobSpec, children: int, parent: ParentLink | None) -> None:
-        """The job's place in its tree of switches (controller/aggregation_tree.py): root, or below the root."""
-        self._write(tree_entry(job.job_id, children, parent))
-
-    def install(self, job: JobSpec, members: Sequence[SwitchMember]) -> None:
-        """A whole job at once: the job, then every member."""
+    def install(self, job: JobSpec, members: Sequence[SwitchMember],
+                tree: tuple[int, ParentLink | None] | None = None) -> None:
+        """A whole job at once: the job, its tree entry (children, parent) when given, then every
+        member."""
         self.install_job(job)
+        if tree is not None:
+            self.set_tree(job.job_id, *tree)
         for member in members:
             self.add_member(job, member)

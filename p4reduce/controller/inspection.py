@@ -26,7 +26,7 @@ from p4reduce.controller.registers import RegisterAccess, open_register_access, 
 from p4reduce.protocol import constants, p4names
 
 SLOT_STATE_REGISTERS = (p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET, p4names.UNION_BITMAP,
-                        p4names.MIN_NEXT, p4names.MAX_EXP)
+                        p4names.MIN_NEXT, p4names.MAX_EXP, p4names.HAVE_RESULT)
 
 
 def counter_labels() -> dict[str, dict[int, str]]:

@@ -1,6 +1,6 @@
 """A job's state on a p4reduce switch, as plain values (docs/protocol.md section 3): the jobs-table
-entry, each worker's admission and egress-address entries, the job's multicast group and the slot
-registers to clear before the job uses its slots.
+entry, its place in a tree of switches (section 11), each worker's admission and egress-address
+entries, the job's multicast group and the slot registers to clear before the job uses its slots.
 
 The one builder for everything that programs a p4reduce switch; two writers put its output on a
 switch: JobProgrammer (controller/job_programmer.py) over P4Runtime, as the controller does, and
@@ -92,6 +92,30 @@ def job_entry(job: JobSpec) -> Entry:
                   "mcast_grp": job.multicast_group, "mode": int(job.mode), "wire_token": job.wire_token})
 
 
+@dataclass(frozen=True)
+class ParentLink:
+    """How an interior switch of a job's tree reaches its parent, to which it is one worker: out of
+    `port`, as rank `rank`, from its own address `ip` (and AGG_UDP_PORT), MACs src_mac -> dst_mac.
+    The parent knows it as a member (ip, AGG_UDP_PORT, rank, its port towards this switch)."""
+    port: int
+    rank: int
+    ip: str
+    src_mac: str
+    dst_mac: str
+
+
+def tree_entry(job_id: int, children: int, parent: ParentLink | None) -> Entry:
+    """tree: job_id -> aggregate_root(children) at the tree's root (parent None), else
+    aggregate_child(children, the parent link). A round completes after `children` contributions;
+    a job without an entry is flat (its num_workers workers, no parent)."""
+    match = {p4names.TREE_KEY[0]: job_id}
+    if parent is None:
+        return Entry(p4names.TREE, match, p4names.AGGREGATE_ROOT, {"children": children})
+    return Entry(p4names.TREE, match, p4names.AGGREGATE_CHILD,
+                 {"children": children, "up_port": parent.port, "up_rank": parent.rank, "up_ip": parent.ip,
+                  "up_src_mac": parent.src_mac, "up_dst_mac": parent.dst_mac})
+
+
 def worker_entry(job_id: int, member: SwitchMember) -> Entry:
     """workers: (ip, UDP port, job) -> set_rank(rank, port). Bound to the port its packets arrive
     on: from any other port the same addresses are dropped as SPOOFED_PORT."""
@@ -115,28 +139,6 @@ def member_entries(job_id: int, member: SwitchMember) -> list[Entry]:
 def group_replicas(members: Iterable[SwitchMember]) -> list[tuple[int, int]]:
     """The job's multicast replicas: (switch port, rank) of every member, by rank."""
     return [(m.port, m.rank) for m in sorted(members, key=lambda m: m.rank) if m.port is not None]
-
-
-@dataclass(frozen=True)
-class ParentLink:
-    """How a switch below a job's root sends its partial sums up: out of `port`, as rank `rank` of
-    its parent, from its own address `ip`/`src_mac` to the parent's MAC."""
-    port: int
-    rank: int
-    ip: str
-    src_mac: str
-    dst_mac: str
-
-
-def tree_entry(job_id: int, children: int, parent: ParentLink | None) -> Entry:
-    """tree: job_id -> aggregate_root(children) at a job's root, aggregate_child(children, uplink)
-    below it. A job without one aggregates all its workers at this switch (children = workers)."""
-    match = {p4names.TREE_KEY[0]: job_id}
-    if parent is None:
-        return Entry(p4names.TREE, match, p4names.AGGREGATE_ROOT, {"children": children})
-    return Entry(p4names.TREE, match, p4names.AGGREGATE_CHILD,
-                 {"children": children, "up_port": parent.port, "up_rank": parent.rank, "up_ip": parent.ip,
-                  "up_src_mac": parent.src_mac, "up_dst_mac": parent.dst_mac})
 
 
 def slot_registers(job: JobSpec) -> tuple[int, int]:

@@ -91,7 +91,8 @@ def slot_text(info: dict[str, Any]) -> str:
         head += f" (job {info['job']}, job slot {info['job_slot']})"
     lines = [head]
     for c in info["copies"]:
-        state = " ".join(f"{k}={c[k]}" for k in ("count", "round_offset", "min_next", "max_exp") if k in c)
+        state = " ".join(f"{k}={c[k]}" for k in ("count", "round_offset", "min_next", "max_exp", "have_result")
+                         if k in c)
         lines.append(f"  ver {c['ver']} (register index {c['index']}): seen={c.get('seen', 0):#x} "
                      f"ranks {c['seen_ranks']} union_bitmap={c.get('union_bitmap', 0):#x} {state}")
         lanes, sub = c["lanes"], info.get("subblock", constants.SUBBLOCK)

@@ -1,9 +1,8 @@
 /* Admission (docs/protocol.md sections 3 and 5, steps 1-6): which job a packet belongs to, which
  * rank its sender is, and every check that keeps a job's slots safe from malformed packets, other
  * jobs and other hosts. A packet of no job aggregated here (ordinary traffic, or a contribution
- * passing through on its way to the aggregating switch) is left to forwarding. On a switch below
- * the root of a job's tree (section 11), the job's results come down from the parent: a result
- * arriving on the job's uplink port is admitted as such (from_parent), any other one is not. */
+ * passing through on its way to the aggregating switch) is left to forwarding. On an interior
+ * switch of a job's tree, the parent's result for a round is admitted too (section 11). */
 #ifndef P4REDUCE_ADMISSION_P4
 #define P4REDUCE_ADMISSION_P4
 #include <core.p4>
@@ -13,7 +12,8 @@
 #include "payload_length.p4"
 
 /* Outcome: drop_reason != DROP_NONE drops the packet; otherwise local_job says whether it is a
- * contribution to aggregate here (from `worker` of `job`) or a packet to forward. */
+ * contribution to aggregate here (from `worker` of `job`) or a packet to forward, and from_parent
+ * that it is the parent's result for a round this switch sent up (no worker: the tree's uplink). */
 control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
                   out bool local_job, out bool from_parent, out job_t job, out worker_t worker,
                   out drop_reason_t drop_reason) {
@@ -37,16 +37,16 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         size = 1024;
     }
 
-    /* The job's root: a round completes after `children` contributions (its workers and the
-     * switches below it, each one contribution), not num_workers. */
+    /* The tree's root: a round completes after `children` contributions (its child switches,
+     * plus any workers attached here), and the result goes down to them. */
     action aggregate_root(bit<8> children) {
         job.children = children;
     }
 
-    /* A switch below the job's root: a round complete here goes up out of up_port as one
-     * contribution of rank up_rank, from this switch's own address (section 11). */
-    action aggregate_child(bit<8> children, bit<9> up_port, bit<8> up_rank, ipv4_addr_t up_ip,
-                           mac_addr_t up_src_mac, mac_addr_t up_dst_mac) {
+    /* An interior switch: a round completes after `children` contributions, and its partial sum
+     * goes up to the parent as one worker (rank up_rank, from up_ip, out of up_port). */
+    action aggregate_child(bit<8> children, bit<9> up_port, bit<8> up_rank, bit<32> up_ip,
+                           bit<48> up_src_mac, bit<48> up_dst_mac) {
         job.children = children;
         job.has_parent = true;
         job.up_port = up_port;
@@ -56,7 +56,7 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         job.up_dst_mac = up_dst_mac;
     }
 
-    /* job id -> its place in the job's tree of switches; a miss: aggregated here alone */
+    /* job id -> the job's place in a tree of switches; a miss aggregates the job flat, here alone */
     table tree {
         key = { hdr.p4r.job_id: exact; }
         actions = { aggregate_root; aggregate_child; NoAction; }
@@ -85,7 +85,12 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
 
     apply {
         local_job = false;
-        from_parent = false;
+        job.slot_base = 0;
+        job.slot_count = 0;
+        job.num_workers = 0;
+        job.mcast_grp = 0;
+        job.mode = 0;
+        job.wire_token = 0;
         job.children = 0;
         job.has_parent = false;
         job.up_port = 0;
@@ -93,17 +98,12 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
         job.up_ip = 0;
         job.up_src_mac = 0;
         job.up_dst_mac = 0;
-        job.slot_base = 0;
-        job.slot_count = 0;
-        job.num_workers = 0;
-        job.mcast_grp = 0;
-        job.mode = 0;
-        job.wire_token = 0;
+        from_parent = false;
         worker.rank = 0;
         worker.port = 0;
         drop_reason = DROP_NONE;
 
-        /* step 1: parsed whole, intact, and a contribution */
+        /* step 1: parsed whole, intact, and a contribution (or a result: step 2) */
         if (standard_metadata.parser_error != error.NoError) {
             drop_reason = DROP_TRUNCATED;       /* on any packet: BMv2 does not drop by itself */
             return;
@@ -121,18 +121,18 @@ control Admission(in headers_t hdr, in standard_metadata_t standard_metadata,
             return;
         }
 
-        /* step 2: a job of this switch, from a known worker on its own port */
+        /* step 2: a job of this switch, from a known worker on its own port; or the parent's
+         * result, which only an interior switch of the job's tree takes, and only on its uplink */
         if (!jobs.apply().hit) {
             if (is_result) {
-                drop_reason = DROP_BAD_TYPE;    /* results are for workers, not for switches */
+                drop_reason = DROP_BAD_TYPE;
             }
-            return;                             /* a contribution not aggregated here: forwarded */
+            return;                             /* not aggregated here: forwarded */
         }
         local_job = true;
         job.children = job.num_workers;
         tree.apply();
         if (is_result) {
-            /* only the parent's result for a job this switch sends up, on its uplink */
             if (!job.has_parent || standard_metadata.ingress_port != job.up_port) {
                 drop_reason = DROP_BAD_TYPE;
                 return;

@@ -30,7 +30,6 @@ const bit<32> NEXT_NONE = 0xFFFFFFFF;
 const bit<2>  RESULT_NONE      = 0;
 const bit<2>  RESULT_MULTICAST = 1;
 const bit<2>  RESULT_UNICAST   = 2;
-const bit<2>  RESULT_UP        = 3;     /* a partial sum sent to the parent switch (a job's tree) */
 
 /* indices of counters ReduceIngress.drop_reasons and ReduceEgress.egress_drops; a stage that
  * decides a packet's fate hands its reason to the pipeline, DROP_NONE when it does not drop */
@@ -54,7 +53,7 @@ const bit<32> DROP_STALE_COPY        = 15;
 const bit<32> DROP_SPOOFED_PORT      = 16;
 const bit<32> DROP_SPOOFED_SOURCE    = 17;
 const bit<32> DROP_BAD_WIRE_TOKEN    = 18;
-const bit<32> DROP_STALE_RESULT      = 19;  /* a result from the parent for no round waiting on it */
+const bit<32> DROP_STALE_RESULT      = 19;  /* a result from the parent no slot copy waits for */
 #define DROP_REASONS_SIZE 20
 
 /* indices of counter ReduceIngress.agg_events */
@@ -62,9 +61,9 @@ const bit<32> EVENT_ABSORBED         = 0;
 const bit<32> EVENT_RESULT_MULTICAST = 1;
 const bit<32> EVENT_RESULT_UNICAST   = 2;
 const bit<32> EVENT_FORWARDED        = 3;
-const bit<32> EVENT_SENT_UP          = 4;   /* a completed round's partial sum to the parent */
-const bit<32> EVENT_RESENT_UP        = 5;   /* sent again: a child retransmitted, no result yet */
-const bit<32> EVENT_RESULT_DOWN      = 6;   /* the parent's result, multicast to the children */
+const bit<32> EVENT_SENT_UP          = 4;   /* a child's partial sum sent to its parent */
+const bit<32> EVENT_RESENT_UP        = 5;   /* ... sent again: a worker asked, no result yet */
+const bit<32> EVENT_RESULT_DOWN      = 6;   /* the parent's result multicast to the children */
 #define AGG_EVENTS_SIZE 7
 
 #endif

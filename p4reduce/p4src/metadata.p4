@@ -15,14 +15,15 @@ struct job_t {
     bit<16> mcast_grp;          /* the job's multicast group: one replica per worker */
     bit<8>  mode;               /* MODE_DENSE or MODE_SPARSE */
     bit<32> wire_token;         /* the job's wire token (WireTokenCheck, Result) */
-    /* its place in the job's tree of switches (table tree; docs/protocol.md section 11) */
-    bit<8>      children;       /* contributions that complete a round here */
-    bool        has_parent;     /* false: the job's root (or a job aggregated here alone) */
-    bit<9>      up_port;        /* towards the parent */
-    bit<8>      up_rank;        /* this switch's rank at the parent */
-    ipv4_addr_t up_ip;          /* this switch's own address: the source of its partial sums */
-    mac_addr_t  up_src_mac;
-    mac_addr_t  up_dst_mac;
+    /* the job's tree (table tree): a round completes after `children` contributions, and a
+     * switch with a parent sends it the round's partial sum as one worker of rank up_rank */
+    bit<8>  children;           /* num_workers unless the tree says otherwise */
+    bool    has_parent;         /* aggregate_child: this switch is an interior node */
+    bit<9>  up_port;            /* the port towards the parent; its results arrive there */
+    bit<8>  up_rank;            /* this switch's rank at the parent */
+    bit<32> up_ip;              /* this switch's own address: the partial sum's IPv4 source */
+    bit<48> up_src_mac;
+    bit<48> up_dst_mac;
 }
 
 /* Admission: the sending worker, from the workers table (set_rank) */
@@ -37,8 +38,7 @@ struct round_t {
     bool        first;          /* the contribution opens the round */
     bool        last;           /* the contribution completes the round: multicast the result */
     bool        resend;         /* a retransmission into a completed round: unicast its result */
-    bool        from_parent;    /* the parent's result for the round (a switch below a tree's root) */
-    bool        have_result;    /* the copy holds its final result (below a root: it came down) */
+    bool        have_result;    /* resend: the copy holds the result from the parent (tree child) */
     sb_bitmap_t stored;         /* sub-blocks the lane registers hold for the round so far */
     sb_bitmap_t union_bitmap;   /* sub-blocks of the round's result, this packet included */
     bit<32>     offset;         /* the round's block offset */

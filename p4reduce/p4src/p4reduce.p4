@@ -18,7 +18,8 @@
  *   slots.p4                  Slots: seen bitmap, count, round offset, union bitmap
  *   exponent_next.p4          ExponentNext: max exponent and min next offset
  *   lane_adders.p4            LaneAdders, SubBlockAdder: one register per lane, store/add/load
- *   result.p4                 Result: contribution -> result rewrite (or partial sum -> parent)
+ *   result.p4                 Result: contribution -> result rewrite
+ *   uplink.p4                 Uplink: a tree child's completed round -> one contribution to its parent
  *   payload_length.p4         PayloadLength: UDP payload size of the sub-blocks present
  *   replica_rewrite.p4        ReplicaRewrite: per-worker destination of multicast replicas
  *   deparser.p4               checksum update and deparser
@@ -43,6 +44,7 @@
 #include "exponent_next.p4"
 #include "lane_adders.p4"
 #include "result.p4"
+#include "uplink.p4"
 #include "replica_rewrite.p4"
 #include "deparser.p4"
 
@@ -61,6 +63,7 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
     ExponentNext() exponent_next;
     LaneAdders() lane_adders;
     Result() result;
+    Uplink() uplink;
 
     action drop_with(drop_reason_t reason) {
         drop_reasons.count(reason);
@@ -122,7 +125,7 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
 
-        /* ---- a contribution (or a parent's result) carries its job's wire token ---- */
+        /* ---- a contribution (or the parent's result) carries its job's wire token ---- */
         bool bad_wire_token;
         wire_token_check.apply(hdr.p4r, job, bad_wire_token);
         if (bad_wire_token) {
@@ -142,22 +145,28 @@ control ReduceIngress(inout headers_t hdr, inout metadata_t meta,
         exp_next_t merged;
         exponent_next.apply(hdr.p4r, round, merged);
         lane_adders.apply(hdr, round);
-        if (!round.resend && !round.last && !round.from_parent) {
+        if (!from_parent && !round.resend && !round.last) {
             absorb();
             return;
         }
 
-        /* ---- the result: to the job's group, or resent to the sender; below a tree's root,
-         * the partial sum to the parent, and the parent's result to the group ---- */
-        result.apply(hdr, standard_metadata, job, round, merged, meta.result);
-        if (round.from_parent) {
-            agg_events.count(EVENT_RESULT_DOWN);
-        } else if (meta.result == RESULT_UP) {
+        /* ---- a tree child's round: its partial sum goes up, again when a worker retransmits
+         * before the result came down (the parent drops what it has already counted) ---- */
+        if (!from_parent && job.has_parent && !(round.resend && round.have_result)) {
+            uplink.apply(hdr, standard_metadata, job, round, merged);
             if (round.resend) {
                 agg_events.count(EVENT_RESENT_UP);
             } else {
                 agg_events.count(EVENT_SENT_UP);
             }
+            return;
+        }
+
+        /* ---- the result: to the job's group (the parent's, down to the children), or resent
+         * to the sender ---- */
+        result.apply(hdr, standard_metadata, job, round, merged, from_parent, meta.result);
+        if (from_parent) {
+            agg_events.count(EVENT_RESULT_DOWN);
         } else if (round.resend) {
             agg_events.count(EVENT_RESULT_UNICAST);
         } else {

@@ -2,8 +2,7 @@
  * the round's state, the lengths from the sub-blocks it carries, and its way out: a multicast to
  * the job's group when the round completes, or back to the sender alone when a retransmission
  * asks again for a completed round. Egress (ReplicaRewrite) addresses each multicast replica.
- * Below the root of a job's tree (section 11) a complete round goes up instead, as one
- * contribution to the parent, and the parent's result comes down as the multicast. */
+ * On an interior switch of a tree the parent's result goes down to the children the same way. */
 #ifndef P4REDUCE_RESULT_P4
 #define P4REDUCE_RESULT_P4
 #include <core.p4>
@@ -12,9 +11,11 @@
 #include "metadata.p4"
 #include "payload_length.p4"
 
-/* delivery: RESULT_MULTICAST, RESULT_UNICAST or RESULT_UP, for egress */
+/* from_parent: the packet is the parent's result, to pass down; delivery: RESULT_MULTICAST or
+ * RESULT_UNICAST, for egress */
 control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
-               in job_t job, in round_t round, in exp_next_t merged, out bit<2> delivery) {
+               in job_t job, in round_t round, in exp_next_t merged, in bool from_parent,
+               out bit<2> delivery) {
     PayloadLength() payload_length;
 
     action fill_header(bit<8> flags) {
@@ -28,40 +29,18 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
         hdr.p4r.wire_token = job.wire_token;   /* workers take only results with their job's wire token */
     }
 
-    /* The round's partial sum as this switch's contribution to its parent. */
-    action fill_contribution(bit<8> flags) {
-        hdr.p4r.msg_type = MSG_CONTRIB;
-        hdr.p4r.flags = flags;
-        hdr.p4r.rank = job.up_rank;
-        hdr.p4r.count = job.children;
-        hdr.p4r.offset = round.offset;
-        hdr.p4r.next_offset = merged.min_next;
-        hdr.p4r.exponent = merged.max_exp;
-        hdr.p4r.bitmap = round.union_bitmap;
-        hdr.p4r.wire_token = job.wire_token;
-    }
-
-    /* Up the uplink, from this switch's own address, to the address the workers sent to. */
-    action up() {
-        hdr.ipv4.srcAddr = job.up_ip;
-        hdr.ethernet.srcAddr = job.up_src_mac;
-        hdr.ethernet.dstAddr = job.up_dst_mac;
-        hdr.udp.srcPort = AGG_UDP_PORT;
-        hdr.udp.dstPort = AGG_UDP_PORT;
-        standard_metadata.egress_spec = job.up_port;
-        delivery = RESULT_UP;
-    }
-
-    /* The parent's result to the children: it keeps its source, the address the workers sent to. */
-    action down() {
+    /* The result comes from the address the workers sent to; egress writes each worker's. */
+    action multicast() {
+        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
         hdr.udp.srcPort = AGG_UDP_PORT;
         standard_metadata.mcast_grp = job.mcast_grp;
         delivery = RESULT_MULTICAST;
     }
 
-    /* The result comes from the address the workers sent to; egress writes each worker's. */
-    action multicast() {
-        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+    /* The parent's result already comes from the address the workers sent to (the parent made
+     * it so): only the Ethernet source is this switch's. */
+    action multicast_down() {
         hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
         hdr.udp.srcPort = AGG_UDP_PORT;
         standard_metadata.mcast_grp = job.mcast_grp;
@@ -92,16 +71,12 @@ control Result(inout headers_t hdr, inout standard_metadata_t standard_metadata,
 
     apply {
         bit<8> flags = (merged.min_next == NEXT_NONE) ? FLAG_EOT : 8w0;
-        if (round.from_parent) {
-            fill_header(flags);
-            down();
-        } else if (job.has_parent && !round.have_result) {
-            /* complete here (round.last), or a child asks again before the result came down */
-            fill_contribution(round.resend ? flags | FLAG_RETX : flags);
-            up();
-        } else if (round.resend) {
+        if (round.resend) {
             fill_header(flags | FLAG_RETX);
             unicast();
+        } else if (from_parent) {
+            fill_header(flags);
+            multicast_down();
         } else {
             fill_header(flags);
             multicast();

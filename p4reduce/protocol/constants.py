@@ -66,7 +66,7 @@ class DropReason(enum.IntEnum):
     SPOOFED_PORT = 16           # a known worker's addresses, arriving on another switch port
     SPOOFED_SOURCE = 17         # IPv4 from a host port with another source than the host's (source guard)
     BAD_WIRE_TOKEN = 18         # a contribution whose wire token is not its job's (WireTokenCheck)
-    STALE_RESULT = 19           # a result from the parent switch for no round waiting on it (a job's tree)
+    STALE_RESULT = 19           # a result from the parent that no slot copy waits for (a duplicate, a late copy)
 
 
 DROP_REASONS_SIZE = 20
@@ -78,9 +78,9 @@ class AggEvent(enum.IntEnum):
     RESULT_MULTICAST = 1
     RESULT_UNICAST = 2
     FORWARDED = 3
-    SENT_UP = 4                 # a round complete below a job's root: its partial sum to the parent
-    RESENT_UP = 5               # sent again: a child retransmitted before the result came down
-    RESULT_DOWN = 6             # the parent's result, multicast to this switch's children
+    SENT_UP = 4                 # a tree child's completed round sent to its parent as one contribution
+    RESENT_UP = 5               # ... sent again: a worker retransmitted and no result had come down
+    RESULT_DOWN = 6             # the parent's result multicast to a tree child's children
 
 
 AGG_EVENTS_SIZE = 7

@@ -26,34 +26,34 @@ _REPLICA_REWRITE = f"{EGRESS}.replica_rewrite"
 # tables
 JOBS = f"{_ADMISSION}.jobs"                             # key hdr.p4r.job_id
 WORKERS = f"{_ADMISSION}.workers"                       # keys hdr.ipv4.srcAddr, hdr.udp.srcPort, hdr.p4r.job_id
+TREE = f"{_ADMISSION}.tree"                             # key hdr.p4r.job_id (a miss: the job is flat)
 IPV4_ROUTES = f"{_FORWARDING}.ipv4_routes"              # key hdr.ipv4.dstAddr (lpm)
 L2_FORWARD = f"{_FORWARDING}.l2_forward"                # key hdr.ethernet.dstAddr
 WORKER_ADDRS = f"{_REPLICA_REWRITE}.worker_addrs"       # keys hdr.p4r.job_id, standard_metadata.egress_rid
 SOURCE_GUARD = f"{_GUARD}.hosts"                        # key standard_metadata.ingress_port
 ARP_RESPONDER = f"{_ARP}.addresses"                     # key hdr.arp.tpa
-TREE = f"{_ADMISSION}.tree"                             # key hdr.p4r.job_id
 
 # table keys (JSON key names / P4Info match field names)
 JOBS_KEY = ("hdr.p4r.job_id",)
 WORKERS_KEY = ("hdr.ipv4.srcAddr", "hdr.udp.srcPort", "hdr.p4r.job_id")
+TREE_KEY = ("hdr.p4r.job_id",)
 IPV4_ROUTES_KEY = ("hdr.ipv4.dstAddr",)
 L2_FORWARD_KEY = ("hdr.ethernet.dstAddr",)
 WORKER_ADDRS_KEY = ("hdr.p4r.job_id", "standard_metadata.egress_rid")
 SOURCE_GUARD_KEY = ("standard_metadata.ingress_port",)
 ARP_RESPONDER_KEY = ("hdr.arp.tpa",)
-TREE_KEY = ("hdr.p4r.job_id",)
 
 # actions (parameters in docs/protocol.md section 3)
 SET_JOB = f"{_ADMISSION}.set_job"       # slot_base, slot_count, num_workers, mcast_grp, mode, wire_token
 SET_RANK = f"{_ADMISSION}.set_rank"                     # rank, port (the worker's ingress port)
+AGGREGATE_ROOT = f"{_ADMISSION}.aggregate_root"         # children
+AGGREGATE_CHILD = f"{_ADMISSION}.aggregate_child"       # children, up_port, up_rank, up_ip, up_src_mac, up_dst_mac
 ROUTE = f"{_FORWARDING}.route"                          # port, dst_mac, src_mac
 FORWARD = f"{_FORWARDING}.forward"                      # port
 FLOOD = f"{_FORWARDING}.flood"                          # mcast_grp
 DROP_PACKET = f"{_FORWARDING}.drop_packet"
 SET_WORKER_ADDR = f"{_REPLICA_REWRITE}.set_worker_addr"  # mac, ip, udp_port
 HOST_SOURCE = f"{_GUARD}.host_source"                   # ip (the only IPv4 source allowed on the port)
-AGGREGATE_ROOT = f"{_ADMISSION}.aggregate_root"         # children
-AGGREGATE_CHILD = f"{_ADMISSION}.aggregate_child"  # children, up_port, up_rank, up_ip, up_src_mac, up_dst_mac
 ARP_REPLY = f"{_ARP}.reply"                             # mac (the owner of the asked address)
 
 # counters (indices: protocol.constants.DropReason / AggEvent); the pipeline counts, not a stage
@@ -66,6 +66,7 @@ SEEN = f"{_SLOTS}.seen"
 COUNT = f"{_SLOTS}.count"
 ROUND_OFFSET = f"{_SLOTS}.round_offset"
 UNION_BITMAP = f"{_SLOTS}.union_bitmap"
+HAVE_RESULT = f"{_SLOTS}.have_result"                   # 1: a tree child's copy holds its parent's result
 MIN_NEXT = f"{_EXPONENT_NEXT}.min_next"
 MAX_EXP = f"{_EXPONENT_NEXT}.max_exp"
 

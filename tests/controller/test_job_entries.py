@@ -9,11 +9,13 @@ from p4reduce.controller.engine_writer import EngineJobWriter
 from p4reduce.controller.job_entries import (
     JobSpec,
     MemberSpec,
+    ParentLink,
     group_replicas,
     job_entry,
     job_multicast_group,
     member_entries,
     slot_registers,
+    tree_entry,
 )
 from p4reduce.controller.job_programmer import JobProgrammer
 from p4reduce.controller.jobs import Job, Member
@@ -41,6 +43,40 @@ def test_entries_of_a_job():
     assert group_replicas(MEMBERS) == [(3, 0), (5, 1)]                 # by rank
     assert job.multicast_group == job_multicast_group(7) == 0x100 + 7
     assert slot_registers(job) == (32, 40)                             # both copies of slots 16..19
+
+
+PARENT = ParentLink(port=9, rank=1, ip="10.255.0.2", src_mac="02:ff:00:00:00:02", dst_mac="02:ff:00:00:00:01")
+
+
+def test_tree_entries():
+    root = tree_entry(7, 3, None)
+    assert (root.table, root.match, root.action, root.params) == \
+        (p4names.TREE, {p4names.TREE_KEY[0]: 7}, p4names.AGGREGATE_ROOT, {"children": 3})
+    child = tree_entry(7, 2, PARENT)
+    assert (child.table, child.match, child.action) == (p4names.TREE, {p4names.TREE_KEY[0]: 7}, p4names.AGGREGATE_CHILD)
+    assert child.params == {"children": 2, "up_port": 9, "up_rank": 1, "up_ip": "10.255.0.2",
+                            "up_src_mac": "02:ff:00:00:00:02", "up_dst_mac": "02:ff:00:00:00:01"}
+
+
+def test_tree_entries_encode_for_p4runtime_and_install_in_the_engine(p4reduce_build):
+    """What a P4Runtime writer sends (the P4Info's ids and widths) and what EngineJobWriter writes."""
+    from p4reduce.controller.entities import decode_table_entry, table_entry
+    from p4reduce.controller.p4info import P4InfoIndex
+    from p4reduce.p4sim.engine import Switch
+    p4info, bmv2 = p4reduce_build
+    index = P4InfoIndex(str(p4info))
+    for entry, want in ((tree_entry(4, 3, None), {"children": 3}),
+                        (tree_entry(5, 2, PARENT), {"children": 2, "up_port": 9, "up_rank": 1, "up_ip": 0x0AFF0002,
+                                                    "up_src_mac": 0x02FF00000002, "up_dst_mac": 0x02FF00000001})):
+        d = decode_table_entry(index, table_entry(index, entry.table, entry.match, entry.action, entry.params))
+        assert (d["match"], d["action"], d["params"]) == (entry.match, entry.action, want)
+    engine = Switch(str(bmv2))
+    writer = EngineJobWriter(engine)
+    writer.install(JobSpec(job_id=5, workers=4, slot_base=0, slot_count=2), MEMBERS, tree=(2, PARENT))
+    writer.set_tree(6, 3, None)
+    got = {e.match[p4names.TREE_KEY[0]]: (e.action, e.params) for e in engine.table_entries(p4names.TREE)}
+    assert got[5][0] == p4names.AGGREGATE_CHILD and got[5][1]["up_rank"] == 1 and got[5][1]["up_ip"] == 0x0AFF0002
+    assert got[6] == (p4names.AGGREGATE_ROOT, {"children": 3})
 
 
 def _engine_state(engine):

@@ -19,7 +19,7 @@ from p4reduce.protocol.wire import Header, Layout, encode
 
 TABLES = {N.JOBS: N.JOBS_KEY, N.WORKERS: N.WORKERS_KEY, N.IPV4_ROUTES: N.IPV4_ROUTES_KEY,
           N.L2_FORWARD: N.L2_FORWARD_KEY, N.WORKER_ADDRS: N.WORKER_ADDRS_KEY,
-          N.SOURCE_GUARD: N.SOURCE_GUARD_KEY}
+          N.SOURCE_GUARD: N.SOURCE_GUARD_KEY, N.TREE: N.TREE_KEY}
 ACTIONS = {   # docs/protocol.md section 3: parameter names and widths
     N.SET_JOB: [("slot_base", 32), ("slot_count", 16), ("num_workers", 8), ("mcast_grp", 16), ("mode", 8),
                 ("wire_token", 32)],
@@ -30,9 +30,12 @@ ACTIONS = {   # docs/protocol.md section 3: parameter names and widths
     N.DROP_PACKET: [],
     N.SET_WORKER_ADDR: [("mac", 48), ("ip", 32), ("udp_port", 16)],
     N.HOST_SOURCE: [("ip", 32)],
+    N.AGGREGATE_ROOT: [("children", 8)],
+    N.AGGREGATE_CHILD: [("children", 8), ("up_port", 9), ("up_rank", 8), ("up_ip", 32), ("up_src_mac", 48),
+                        ("up_dst_mac", 48)],
 }
 SLOT_REGISTERS = {N.SEEN: C.MAX_WORKERS, N.COUNT: 8, N.ROUND_OFFSET: 32, N.UNION_BITMAP: 16,
-                  N.MIN_NEXT: 32, N.MAX_EXP: 8}
+                  N.MIN_NEXT: 32, N.MAX_EXP: 8, N.HAVE_RESULT: 8}
 COUNTERS = {N.DROP_REASONS: C.DROP_REASONS_SIZE, N.AGG_EVENTS: C.AGG_EVENTS_SIZE,
             N.EGRESS_DROPS: C.DROP_REASONS_SIZE}
 

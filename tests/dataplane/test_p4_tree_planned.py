@@ -1,10 +1,9 @@
-"""Trees as the controller plans them (controller/aggregation_tree.py) on the P4 program (issue #23,
-tree runs the P4 program; a switch below the root sums its children and sends one partial sum up,
-as one worker of its parent, and passes the parent's result down. The tree is planned by the
-controller's planner (controller/aggregation_tree.py) from a topology and written with the controller's entry
-builder, so what runs here is what the controller installs. Workers are the reference workers
-(testbed/reference_worker.py) behind a lossy network; uplinks may lose and duplicate too. Every
-result is checked against numpy's sum (and the protocol's promises, by the reference worker)."""
+"""Trees as the controller plans them (controller/aggregation_tree.py) on the P4 program (issue
+#23, docs/protocol.md section 11): planned from a topology and written with the controller's entry
+builder, each switch with a slot range of its own, so what runs here is what the controller
+installs (tests/dataplane/test_p4_tree.py checks the program against the reference model, switch
+by switch). Workers are the reference workers behind a lossy network; uplinks lose and duplicate
+too; every result is checked against numpy's sum and the protocol's promises."""
 import collections
 
 import numpy as np
@@ -76,7 +75,7 @@ class TreeNet:
             writer = EngineJobWriter(self.sw[node.switch])
             writer.install(spec, list(node.children))
             if tree:
-                writer.set_tree(spec, len(node.children), node.uplink)
+                writer.set_tree(job_id, len(node.children), node.uplink)
         self.tokens[job_id] = wire_token
         return job_tree
 
@@ -199,7 +198,7 @@ def test_a_result_from_the_parent_counts_only_once_only_on_the_uplink_and_only_w
 
     def spy(port, frame):
         out = original(port, frame)
-        down.extend(f for p, f in out if port == 21 - 1 or p == 20)     # towards leaf1 (port 20)
+        down.extend(f for p, f in out if p == 20)     # out of the spine port towards leaf1
         return out
     spine.process = spy
     results = _one_round(net, layout, token=77)

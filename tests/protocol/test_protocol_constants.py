@@ -40,7 +40,9 @@ def test_enums_agree():
         assert d[f"EVENT_{event.name}"] == event, event
     assert max(C.DropReason) < C.DROP_REASONS_SIZE
     assert C.DropReason.SPOOFED_SOURCE == 17 and C.DropReason.BAD_WIRE_TOKEN == 18   # appended, others unchanged
-    assert C.DropReason.STALE_RESULT == 19 and C.DROP_REASONS_SIZE == 20 and C.AggEvent.RESULT_DOWN == 6
+    assert C.DropReason.STALE_RESULT == 19 and C.DROP_REASONS_SIZE == 20
+    assert (C.AggEvent.SENT_UP, C.AggEvent.RESENT_UP, C.AggEvent.RESULT_DOWN) == (4, 5, 6)
+    assert C.AGG_EVENTS_SIZE == 7 and max(C.AggEvent) < C.AGG_EVENTS_SIZE
 
 
 def test_p4_names_exist_in_the_source():
@@ -50,6 +52,7 @@ def test_p4_names_exist_in_the_source():
                  p4names.FORWARD, p4names.FLOOD, p4names.SET_WORKER_ADDR, p4names.DROP_REASONS,
                  p4names.AGG_EVENTS, p4names.SEEN, p4names.COUNT, p4names.ROUND_OFFSET,
                  p4names.UNION_BITMAP, p4names.MIN_NEXT, p4names.MAX_EXP, p4names.SOURCE_GUARD,
-                 p4names.HOST_SOURCE):
+                 p4names.HOST_SOURCE, p4names.TREE, p4names.AGGREGATE_ROOT, p4names.AGGREGATE_CHILD,
+                 p4names.HAVE_RESULT):
         for part in name.split(".")[1:]:        # stage instance (if any), then the object
             assert re.search(rf"\b{part}\b", text), name

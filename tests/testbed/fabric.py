@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from p4reduce.controller.engine_writer import EngineJobWriter
-from p4reduce.controller.job_entries import JobSpec, MemberSpec
+from p4reduce.controller.job_entries import JobSpec, MemberSpec, ParentLink
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import p4names as N
 from p4reduce.protocol.addressing import SERVICE_IP, SERVICE_MAC
@@ -52,13 +52,17 @@ class Fabric:
         """A job and its workers (rank r on switch port ports[r], default r+1), in each job its own
         addresses (10.<job>.x.y), written as the controller writes them (controller.job_entries)."""
         ports = ports or [r + 1 for r in range(num_workers)]
-        job = JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode), wire_token)
-        self.jobs[job_id] = job
-        self.writer.install_job(job)
-        self.model.add_job(job_id, slot_base, slot_count, num_workers, mode, job.multicast_group, wire_token)
+        self.install_job(JobSpec(job_id, num_workers, slot_base, slot_count, Mode(mode), wire_token))
         for r in range(num_workers):
             self.add_worker(WorkerEnd(job_id, r, f"10.{job_id % 256}.{r // 200}.{r % 200 + 1}", 40000 + r,
                                       f"02:00:{job_id >> 8:02x}:{job_id & 255:02x}:00:{r + 1:02x}", ports[r]))
+
+    def install_job(self, job: JobSpec) -> None:
+        """A job's jobs-table entry (slots cleared), without workers, in switch and model."""
+        self.jobs[job.job_id] = job
+        self.writer.install_job(job)
+        self.model.add_job(job.job_id, job.slot_base, job.slot_count, job.workers, job.mode,
+                           job.multicast_group, job.wire_token)
 
     def add_worker(self, end: WorkerEnd) -> None:
         """One worker of a job added before (its entries, and the job's multicast group)."""
@@ -66,6 +70,11 @@ class Fabric:
         self.model.add_worker(end.job_id, end.rank, end.ip, end.port, end.mac, end.switch_port)
         self.ends[(end.job_id, end.rank)] = end
         self.by_addr[(end.ip, end.port)] = end
+
+    def set_tree(self, job_id: int, children: int, parent: ParentLink | None) -> None:
+        """The job's place in a tree of switches (table tree), in switch and model."""
+        self.writer.set_tree(job_id, children, parent)
+        self.model.set_tree(job_id, children, parent)
 
     def guard(self, port: int, ip: str) -> None:
         """Bind a host-facing port to its host's IPv4 source (source_guard), in switch and model."""

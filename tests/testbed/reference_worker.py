@@ -31,13 +31,13 @@ class JobRun:
     def __init__(self, tensors: Sequence[np.ndarray], job_id: int, slot_count: int,
                  mode: Mode = Mode.DENSE, *, layout: Layout,
                  exponent: Callable[[int, int], int] = default_exponent,
-                 versions: np.ndarray | None = None):
+                 versions: np.ndarray | None = None, wire_token: int = 0):
         self.layout = layout
+        self.wire_token = wire_token                # every contribution carries it, every result must
         self.lanes = layout.lanes
         self.n = len(tensors)
         self.job_id = job_id
         self.slots = slot_count
-        self.wire_token = 0         # the job's wire token, carried by every contribution
         self.mode = Mode(mode)
         self.exponent = exponent
         length = max(len(t) for t in tensors)
@@ -98,6 +98,8 @@ class JobRun:
         h, data = decode(payload, self.layout)
         if h.msg_type != MsgType.RESULT or h.job_id != self.job_id or h.rank != rank:
             raise ProtocolViolation(f"worker {rank} got a packet not meant for it: {h}")
+        if h.wire_token != self.wire_token:
+            raise ProtocolViolation(f"worker {rank} got a result without its job's wire token: {h}")
         slot = h.slot
         if slot >= self.slots or self.current[rank][slot] != h.offset or self.ver[rank, slot] != h.ver:
             return []                                   # late duplicate of an older round
@@ -142,8 +144,6 @@ class JobRun:
         problems = []
         if h.count != self.n:
             problems.append(f"count {h.count} != {self.n}")
-        if h.wire_token != self.wire_token:
-            problems.append(f"wire token {h.wire_token:#x} != the job's {self.wire_token:#x}")
         if h.next_offset != want_next:
             problems.append(f"next_offset {h.next_offset} != {want_next}")
         if h.exponent != want_exp:

@@ -12,6 +12,10 @@ Two entry points:
     modelled, and
     the switch has no routes: a contribution for a job not in its table is dropped as UNKNOWN_JOB
     (the P4 program forwards it when a route exists, docs/protocol.md section 5).
+
+A job's tree entry (`set_tree`, docs/protocol.md section 11) makes the model an interior switch
+(a completed round goes up to the parent as one contribution, the parent's result comes down) or
+a root (a round completes after its children), as the program's `tree` table does.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import struct
 
 import numpy as np
 
-from p4reduce.controller.job_entries import JobSpec
+from p4reduce.controller.job_entries import JobSpec, ParentLink
 from p4reduce.protocol import constants as C
 from p4reduce.protocol.constants import AggEvent, DropReason, Flags, Mode, MsgType
 from p4reduce.protocol.frames import FrameError, ip_int, ip_str, ipv4_checksum, ipv4_source, mac_bytes, parse_udp_frame
@@ -50,10 +54,13 @@ class Delivery:
 
 @dataclasses.dataclass
 class Outcome:
-    """What the switch did with one packet: a drop reason, or an event and its deliveries."""
+    """What the switch did with one packet: a drop reason, or an event and its deliveries; `up`:
+    the contribution payload a tree child sends its parent (out of the parent link's port)."""
     drop: DropReason | None = None
     event: AggEvent | None = None
     deliveries: list[Delivery] = dataclasses.field(default_factory=list)
+    up: bytes | None = None
+    down: bool = False          # the deliveries are the parent's result (their IPv4 source is kept)
 
 
 class SwitchModel:
@@ -70,12 +77,14 @@ class SwitchModel:
         self.count = np.zeros(size, np.int64)
         self.round_offset = np.zeros(size, np.int64)
         self.union_bitmap = np.zeros(size, np.int64)
+        self.have_result = np.zeros(size, np.int64)
         self.min_next = np.zeros(size, np.int64)
         self.max_exp = np.zeros(size, np.int64)
         self.lanes = np.zeros((size, layout.lanes), np.int64)
         self.jobs: dict[int, JobSpec] = {}     # as the controller describes them (set_job's entry)
         self.workers: dict[tuple[int, int, int], WorkerAddr] = {}   # (ip, port, job) -> addr
         self.source_guard: dict[int, int] = {}      # switch port -> the IPv4 its host must send from
+        self.trees: dict[int, tuple[int, ParentLink | None]] = {}   # job -> (children, parent)
         self.drop_counts = np.zeros(C.DROP_REASONS_SIZE, np.int64)
         self.event_counts = np.zeros(C.AGG_EVENTS_SIZE, np.int64)
 
@@ -101,6 +110,10 @@ class SwitchModel:
         addr = WorkerAddr(job_id, rank, ip, port, mac, switch_port)
         self.workers[(ip_int(ip), port, job_id)] = addr
         return addr
+
+    def set_tree(self, job_id: int, children: int, parent: ParentLink | None) -> None:
+        """The job's tree entry: aggregate_root(children) when parent is None, else aggregate_child."""
+        self.trees[job_id] = (children, parent)
 
     def add_source_guard(self, switch_port: int, ip: str) -> None:
         """Bind a host-facing port to its host's IPv4 address (table source_guard)."""
@@ -149,13 +162,18 @@ class SwitchModel:
         outcome = self._aggregate(ip_int(udp.src_ip), udp.sport, payload, lengths_ok, udp.checksum_ok, ingress_port)
         eth, ip = frame[:C.ETH_HEADER_BYTES], frame[C.ETH_HEADER_BYTES:C.ETH_HEADER_BYTES + C.IPV4_HEADER_BYTES]
         frames = []
+        if outcome.up is not None:
+            _, parent = self.trees[Header.unpack(payload).job_id]
+            assert parent is not None
+            frames.append((parent.port, _up_frame(eth, ip, parent, outcome.up)))
         for d in outcome.deliveries:
             if d.unicast:
                 port, dst_mac = ingress_port, eth[6:12]
             else:
                 addr = self.worker_of(d.job_id, d.rank)
                 port, dst_mac = addr.switch_port, mac_bytes(addr.mac)
-            frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload)))
+            src_ip = ip[12:16] if outcome.down else ip[16:20]
+            frames.append((port, _result_frame(eth, ip, dst_mac, ip_int(d.ip), d.port, d.payload, src_ip)))
         return frames
 
     def _spoofed_source(self, ingress_port: int | None, src_ip: int) -> bool:
@@ -173,20 +191,27 @@ class SwitchModel:
             return self._drop(DropReason.TRUNCATED)
         if not checksum_ok:
             return self._drop(DropReason.BAD_CHECKSUM)
-        if h.msg_type != MsgType.CONTRIB:
+        if h.msg_type not in (MsgType.CONTRIB, MsgType.RESULT):
             return self._drop(DropReason.BAD_TYPE)
+        from_parent = h.msg_type == MsgType.RESULT
         job = self.jobs.get(h.job_id)
         if job is None:
-            return self._drop(DropReason.UNKNOWN_JOB)
-        worker = self.workers.get((src_ip, src_port, h.job_id))
-        if worker is None:
-            return self._drop(DropReason.UNKNOWN_WORKER)
-        if ingress_port is not None and ingress_port != worker.switch_port:
-            return self._drop(DropReason.SPOOFED_PORT)
-        if h.rank != worker.rank:
-            return self._drop(DropReason.BAD_RANK)
-        if worker.rank >= job.workers or worker.rank >= self.max_workers:
-            return self._drop(DropReason.RANK_RANGE)
+            return self._drop(DropReason.BAD_TYPE if from_parent else DropReason.UNKNOWN_JOB)
+        children, parent = self.trees.get(h.job_id, (job.workers, None))
+        if from_parent:
+            # only an interior switch takes a result, and only on its uplink
+            if parent is None or ingress_port != parent.port:
+                return self._drop(DropReason.BAD_TYPE)
+        else:
+            worker = self.workers.get((src_ip, src_port, h.job_id))
+            if worker is None:
+                return self._drop(DropReason.UNKNOWN_WORKER)
+            if ingress_port is not None and ingress_port != worker.switch_port:
+                return self._drop(DropReason.SPOOFED_PORT)
+            if h.rank != worker.rank:
+                return self._drop(DropReason.BAD_RANK)
+            if worker.rank >= job.workers or worker.rank >= self.max_workers:
+                return self._drop(DropReason.RANK_RANGE)
         if h.slot >= job.slot_count:
             return self._drop(DropReason.SLOT_RANGE)
         if h.bitmap & ~lay.full_bitmap or (job.mode == Mode.DENSE and h.bitmap != lay.full_bitmap):
@@ -197,10 +222,14 @@ class SwitchModel:
             return self._drop(DropReason.BAD_WIRE_TOKEN)
 
         i = 2 * (job.slot_base + h.slot) + h.ver
+        if from_parent:
+            return self._result_from_parent(h, i, job, payload)
         me = np.uint64(1 << h.rank)
-        n = job.workers
         if self.seen[i] & me:
             if self.count[i] == 0:
+                if parent is not None and not self.have_result[i]:
+                    # no result came down yet: the partial sum goes up again
+                    return self._send_up(h, i, job, parent, AggEvent.RESENT_UP, Flags.RETX)
                 self.event_counts[AggEvent.RESULT_UNICAST] += 1
                 out = self._result(h, i, job, Flags.RETX, h.rank)
                 return Outcome(event=AggEvent.RESULT_UNICAST,
@@ -228,13 +257,25 @@ class SwitchModel:
         self.max_exp[i] = h.exponent if first else max(int(self.max_exp[i]), h.exponent)
         if first:
             self.round_offset[i] = h.offset
-        self.count[i] = (self.count[i] + 1) % n
+            self.have_result[i] = 0
+        self.count[i] = (self.count[i] + 1) % children
         if self.count[i] != 0:
             self.event_counts[AggEvent.ABSORBED] += 1
             return Outcome(event=AggEvent.ABSORBED)
+        if parent is not None:
+            return self._send_up(h, i, job, parent, AggEvent.SENT_UP, Flags.NONE)
         self.event_counts[AggEvent.RESULT_MULTICAST] += 1
+        return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=self._multicast(h, i, job))
+
+    def _multicast(self, h: Header, i: int, job: JobSpec) -> list[Delivery]:
+        """The result of copy i to every replica of the job's group: every rank of a flat job;
+        a tree node's members (its child switches and workers) by rank."""
+        if h.job_id in self.trees:
+            ranks = sorted(a.rank for a in self.workers.values() if a.job_id == job.job_id)
+        else:
+            ranks = list(range(job.workers))
         deliveries = []
-        for rank in range(n):
+        for rank in ranks:
             try:
                 addr = self.worker_of(job.job_id, rank)
             except KeyError:
@@ -242,7 +283,36 @@ class SwitchModel:
                 continue
             result = self._result(h, i, job, Flags.NONE, rank)
             deliveries.append(Delivery(job.job_id, rank, addr.ip, addr.port, result, False))
-        return Outcome(event=AggEvent.RESULT_MULTICAST, deliveries=deliveries)
+        return deliveries
+
+    def _send_up(self, h: Header, i: int, job: JobSpec, parent: ParentLink, event: AggEvent,
+                 flags: int) -> Outcome:
+        """A tree child's round as one contribution of rank parent.rank to its parent."""
+        self.event_counts[event] += 1
+        union = int(self.union_bitmap[i])
+        nxt = int(self.min_next[i])
+        flags = int(flags) | (Flags.EOT if nxt == C.NEXT_NONE else 0)
+        out = Header(msg_type=MsgType.CONTRIB, flags=flags, job_id=h.job_id, rank=parent.rank, count=0,
+                     ver=h.ver, slot=h.slot, offset=int(self.round_offset[i]), next_offset=nxt,
+                     exponent=int(self.max_exp[i]), reserved=h.reserved, bitmap=union,
+                     wire_token=job.wire_token)
+        return Outcome(event=event, up=out.pack() + encode_subblocks(self.lanes[i], union, self.layout))
+
+    def _result_from_parent(self, h: Header, i: int, job: JobSpec, payload: bytes) -> Outcome:
+        """The parent's result, taken only by the copy that waits for it (its round sent up at this
+        offset, no result yet), stored as the copy's result and multicast to the children."""
+        if self.count[i] != 0 or self.have_result[i] or not self.seen[i] or self.round_offset[i] != h.offset:
+            return self._drop(DropReason.STALE_RESULT)
+        self.have_result[i] = 1
+        block = _decode_lanes(payload, h.bitmap, self.layout)
+        for k in self.layout.present(h.bitmap):
+            sl = slice(k * self.layout.subblock, (k + 1) * self.layout.subblock)
+            self.lanes[i, sl] = block[sl]
+        self.union_bitmap[i] = h.bitmap
+        self.min_next[i] = h.next_offset
+        self.max_exp[i] = h.exponent
+        self.event_counts[AggEvent.RESULT_DOWN] += 1
+        return Outcome(event=AggEvent.RESULT_DOWN, deliveries=self._multicast(h, i, job), down=True)
 
     def _result(self, h: Header, i: int, job: JobSpec, flags: int, rank: int) -> bytes:
         """The result payload of register index i, as seen by worker `rank`."""
@@ -280,11 +350,12 @@ def _decode_lanes(payload: bytes, bitmap: int, lay: Layout) -> np.ndarray:
 
 
 def _result_frame(eth: bytes, ip: bytes, dst_mac: bytes, dst_ip: int, dst_port: int,
-                  payload: bytes) -> bytes:
-    """The contribution's frame rewritten into a result, exactly as the P4 program does it."""
+                  payload: bytes, src_ip: bytes) -> bytes:
+    """The contribution's frame rewritten into a result, exactly as the P4 program does it: from
+    `src_ip` (the address the contribution went to, or the parent's result's own source)."""
     udp_len = C.UDP_HEADER_BYTES + len(payload)
     total = C.IPV4_HEADER_BYTES + udp_len
-    src_mac, src_ip = eth[0:6], ip[16:20]
+    src_mac = eth[0:6]
     new_ip = bytearray(ip)
     new_ip[2:4] = struct.pack("!H", total)
     new_ip[8] = C.RESULT_TTL
@@ -294,3 +365,17 @@ def _result_frame(eth: bytes, ip: bytes, dst_mac: bytes, dst_ip: int, dst_port: 
     new_ip[10:12] = struct.pack("!H", ipv4_checksum(bytes(new_ip)))
     udp = struct.pack("!HHHH", C.AGG_UDP_PORT, dst_port, udp_len, 0)
     return dst_mac + src_mac + eth[12:14] + bytes(new_ip) + udp + payload
+
+
+def _up_frame(eth: bytes, ip: bytes, parent: ParentLink, payload: bytes) -> bytes:
+    """A tree child's frame to its parent: from its own address and AGG_UDP_PORT to the unchanged
+    destination (the service address), as the program's Uplink writes it."""
+    udp_len = C.UDP_HEADER_BYTES + len(payload)
+    new_ip = bytearray(ip)
+    new_ip[2:4] = struct.pack("!H", C.IPV4_HEADER_BYTES + udp_len)
+    new_ip[8] = C.RESULT_TTL
+    new_ip[10:12] = b"\0\0"
+    new_ip[12:16] = ip_int(parent.ip).to_bytes(4, "big")
+    new_ip[10:12] = struct.pack("!H", ipv4_checksum(bytes(new_ip)))
+    udp = struct.pack("!HHHH", C.AGG_UDP_PORT, C.AGG_UDP_PORT, udp_len, 0)
+    return mac_bytes(parent.dst_mac) + mac_bytes(parent.src_mac) + eth[12:14] + bytes(new_ip) + udp + payload

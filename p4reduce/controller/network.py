@@ -185,7 +185,7 @@ class JobNetwork:
         job.tree, job.tree_slots = tree, slots
         written: list[TreeNode] = []
         try:
-            if self.center.name in tree.nodes:
+            if self.center.name in tree.nodes and not resuming:    # resuming: the switch holds the tree
                 self.center.programmer.flat_members(job, install=False)
             for node in tree.bottom_up():
                 own = node.switch != self.center.name

@@ -17,7 +17,7 @@ from .workers import assert_exact, by_index, run_job
 
 pytestmark = pytest.mark.root
 
-ELEMENTS, TENSORS = 262144, 3          # 1 MiB per call and worker, three calls
+ELEMENTS, TENSORS = 65536, 3           # 256 KiB per call and worker, three calls
 CALLS = TENSORS + 1                    # the demo worker's untimed warm-up call, and the timed ones
 
 
@@ -97,17 +97,11 @@ def test_two_tier_job_is_summed_at_each_leaf_and_each_uplink_carries_the_tensor_
             print(leaf, counters(session, leaf), f"{p}spine", counters(session, f"{p}spine"))
         assert up <= 1.15 * tensor and down <= 1.15 * tensor, why
         assert up >= tensor and down >= tensor, why
-
-
-def test_a_root_only_job_sends_every_hosts_packets_up(session_factory):
-    session = session_factory(workers=8, topo="two-tier")
-    hosts = by_index(session.network.hosts)
-    tensor = ELEMENTS * 4 * CALLS
+    # the same job summed at the root only: each leaf sends all four hosts' packets up
     session.create_job("root", 8, "dense", slots=8, hosts=hosts, aggregation="root")
     runs, moved = uplink_bytes(session, lambda: run_job(session, hosts, "root", "dense", elements=ELEMENTS,
                                                         tensors=TENSORS, timeout=240, create=False))
     assert_exact(runs)
-    assert "tree" not in job_description(session, "root")
     for leaf, (up, down) in moved.items():
         assert up >= 3.9 * tensor and down >= 3.9 * tensor, (leaf, up / tensor, down / tensor)
 
@@ -172,7 +166,7 @@ def test_a_controller_restart_mid_job_keeps_the_tree(session_factory):
     said = []
     session = session_factory(workers=8, topo="two-tier", supervise=True, say=said.append)
     hosts = by_index(session.network.hosts)
-    runs = run_job(session, hosts, "survivor", "dense", elements=262144, tensors=30, timeout=300,
+    runs = run_job(session, hosts, "survivor", "dense", elements=131072, tensors=40, timeout=300,
                    start_only=True)
     before = _tree_of(session, "survivor")["tree"]
     os.kill(session.controller.pid, signal.SIGKILL)

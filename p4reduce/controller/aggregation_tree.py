@@ -19,31 +19,15 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from p4reduce.controller.job_entries import ParentLink
+from p4reduce.controller.job_entries import ParentLink, SwitchMember
 from p4reduce.controller.topology import Topology
 from p4reduce.protocol import constants
 
 
 class NoTree(Exception):
     """The job cannot be aggregated as a tree; the message says why."""
-
-
-class TreeMember(Protocol):
-    """What planning needs of a member (controller.jobs.Member is one)."""
-
-    @property
-    def rank(self) -> int: ...
-
-    @property
-    def ip(self) -> str: ...
-
-    @property
-    def udp_port(self) -> int: ...
-
-    @property
-    def mac(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -117,7 +101,7 @@ def parents(topology: Topology, center: str) -> dict[str, tuple[str, int, int]]:
     return up
 
 
-def plan(topology: Topology, members: Mapping[int, TreeMember]) -> JobTree:
+def plan(topology: Topology, members: Mapping[int, SwitchMember]) -> JobTree:
     """The job's tree over `members` (by rank), rooted at their lowest common switch."""
     center = topology.aggregation_switch.name
     up = parents(topology, center)

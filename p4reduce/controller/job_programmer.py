@@ -157,6 +157,10 @@ class JobProgrammer:
             entities += self._member_entities(job, m)
         if job.members:
             entities.append(self._group(job, job.members.values()))
+        self._insert_or_modify(entities)
+
+    def _insert_or_modify(self, entities: Iterable[Any]) -> None:
+        """Each entity inserted, or modified back where the switch holds one under its key."""
         for ent in entities:
             try:
                 self.conn.write([update(Update.INSERT, ent)])
@@ -198,13 +202,7 @@ class JobProgrammer:
         entities = [self._node_job_entity(job, spec) if own_job_entry else self._job_entity(job)]
         entities += self._node_entities(job, node)
         entities.append(self._node_group(spec, node.children))
-        for ent in entities:
-            try:
-                self.conn.write([update(Update.INSERT, ent)])
-            except SwitchError as e:
-                if "ALREADY_EXISTS" not in e.message:
-                    raise
-                self.conn.write([update(Update.MODIFY, ent)])
+        self._insert_or_modify(entities)
 
     def remove_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
         """Undo install_node (continuing past entries already gone)."""

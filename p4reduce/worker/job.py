@@ -211,13 +211,26 @@ class JobSession:
 
     def _wait_running(self, timeout: float, poll: float = 0.2) -> dict:
         """The job's description once every rank has joined. Waiting renews this rank's lease
-        (the heartbeat is the poll), so a peer that starts later than the lease finds the job."""
+        (the heartbeat is the poll), so a peer that starts later than the lease finds the job. A
+        controller that does not answer for a while (restarted by `make run`'s supervisor, which
+        resumes its jobs) is waited for, up to the lease; the rank is the controller's still."""
         deadline = time.monotonic() + timeout
         period = min(poll, self.lease_s / 3)
+        beat: dict = {}
+        unreachable_since: float | None = None
         while True:
-            beat = self.client.heartbeat(self.name, self.rank)
-            if beat.get("state") == "running":
-                return self.client.job(self.name)
+            try:
+                beat = self.client.heartbeat(self.name, self.rank)
+                if beat.get("state") == "running":
+                    return self.client.job(self.name)
+                unreachable_since = None
+            except JobApiError as e:
+                if e.code != "unreachable":
+                    raise
+                now = time.monotonic()
+                unreachable_since = now if unreachable_since is None else unreachable_since
+                if now - unreachable_since > self.lease_s or now >= deadline:
+                    raise
             if time.monotonic() >= deadline:
                 raise JobApiError(None, "timeout", f"job {self.name!r}: {beat.get('joined', '?')}/"
                                   f"{beat.get('workers', '?')} workers joined after {timeout:g} s")

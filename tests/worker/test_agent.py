@@ -147,3 +147,37 @@ def test_module_level_api_needs_init_and_joins_by_name(controller):
             assert agent.rank == 0
         finally:
             worker.shutdown()
+
+
+def test_a_rank_waiting_for_its_peers_outlives_a_controller_restart():
+    """Rank 0 joined and waits for rank 1 when the controller goes away for a second (make run's
+    supervisor restarts it; the restarted one resumes the job): the wait goes on, and the session
+    starts once rank 1 has joined the controller that came back."""
+    from conftest import TOPO
+
+    from p4reduce.controller.api_server import JobApi, JobApiServer
+    from p4reduce.controller.jobs import JobManager
+    from p4reduce.controller.slots import SlotPool
+    from p4reduce.worker.job import JobSession
+    mgr = JobManager(SlotPool(16), topology=TOPO, default_lease_s=5.0)
+    servers = [JobApiServer(JobApi(mgr), ("127.0.0.1", 0)).start()]
+    addr = servers[0].address
+    host, port = addr.rsplit(":", 1)
+    _, _, credential = mgr.create("restart", 2)
+
+    def restart():
+        time.sleep(0.5)
+        servers[0].stop()                                          # the controller is gone ...
+        time.sleep(1.0)
+        servers.append(JobApiServer(JobApi(mgr), (host, int(port))).start())   # ... and back
+        mgr.join("restart", ip="127.0.0.1", udp_port=40001)
+    thread = threading.Thread(target=restart)
+    thread.start()
+    try:
+        session = JobSession(addr, "restart", udp_port=40000, ip="127.0.0.1", wait_timeout=20,
+                             credential=credential)
+        assert session.job["state"] == "running" and session.rank == 0
+        session.close()
+    finally:
+        thread.join()
+        servers[-1].stop()

@@ -284,6 +284,54 @@ def training_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None
     return path
 
 
+HIERARCHY_STYLE = {"p4reduce-tree": dict(color="tab:red", marker="o"),
+                   "p4reduce-root": dict(color="tab:orange", marker="v"),
+                   "gloo": dict(color="tab:blue", marker="s")}
+
+
+def hierarchy_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | None:
+    """The hierarchy section: one column per (network, links) without loss; top, time per
+    allreduce against tensor elements; bottom, bytes up the busiest leaf uplink over the tensor's
+    (dashed: the tensor once; dotted: the 1.08x target)."""
+    every = [c for c in cells if c.get("section") == "hierarchy" and not c.get("uplink_loss_pct")]
+    missing = _not_measured(every)
+    ok = _ok(every)
+    if not ok:
+        return None
+    combos = list(dict.fromkeys((c["network"], c["link"]) for c in every))
+    sizes = sorted({c["size"] for c in every})
+    fig, axes = plt.subplots(2, len(combos), figsize=(5.2 * len(combos), 8.4), squeeze=False, sharex=True)
+    for col, (network, link) in enumerate(combos):
+        here = [c for c in ok if (c["network"], c["link"]) == (network, link)]
+        ax_t, ax_b = axes[0][col], axes[1][col]
+        for row, (system, style) in enumerate(HIERARCHY_STYLE.items()):
+            pts = sorted((c["size"], c) for c in here if c["system"] == system)
+            if pts:
+                xs = [x for x, _ in pts]
+                ax_t.plot(xs, [c["time_s"]["median"] for _, c in pts], label=system, **style)
+                ax_b.plot(xs, [c.get("leaf_up_over_tensor", float("nan")) for _, c in pts], label=system, **style)
+            _mark_not_measured(ax_t, [(c["size"], c["status"]) for c in missing if c.get("system") == system
+                                      and (c.get("network"), c.get("link")) == (network, link)], style["color"], row)
+        ax_b.axhline(1.0, color="black", ls="--", lw=1, label="tensor once")
+        ax_b.axhline(1.08, color="black", ls=":", lw=1, label="target 1.08x (tree)")
+        ax_t.set_yscale("log")
+        ax_t.set_ylabel("seconds per allreduce")
+        ax_b.set_ylabel("bytes up the busiest leaf uplink / tensor")
+        ax_b.set_ylim(0, None)
+        applied = next((c.get("link_applied") for c in here), None)
+        sub = f"\n(hosts: {applied['hosts']}; uplinks: {applied['uplinks']})" if isinstance(applied, dict) else ""
+        ax_t.set_title(_wrap(f"{network}, {link}{sub}", 60), fontsize="medium")
+        for ax in (ax_t, ax_b):
+            _size_axis(ax, sizes)
+            ax.tick_params(labelbottom=True)
+            ax.legend(fontsize="small", loc="upper left")
+    fig.suptitle(_wrap("Aggregation across switches: 8 workers, p4reduce through the tree vs at the root only vs "
+                       "gloo's ring", 50 * len(combos)))
+    lines = _footnote(fig, missing, lambda c: f"{c.get('system')}, {c.get('network')}, {c.get('link')}",
+                      lambda c: human_size(c.get("size", 0)))
+    return _save(fig, path, lines)
+
+
 def _short_time(s: float) -> str:
     return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.0f} ms"
 
@@ -301,6 +349,7 @@ def write_all(doc: dict, out_dir: pathlib.Path, stem: str) -> list[str]:
     written.append(allreduce_chart(jumbo, out_dir / f"{stem}-jumbo-time.png", "time", section="jumbo"))
     written.append(sparsity_chart(sp, out_dir / f"{stem}-sparsity.png"))
     written.append(training_chart(sections.get("training", {}).get("cells", []), out_dir / f"{stem}-training.png"))
+    written.append(hierarchy_chart(sections.get("hierarchy", {}).get("cells", []), out_dir / f"{stem}-hierarchy.png"))
     rate_rows = []
     for name, part in sections.get("switch-rate", {}).items():
         if isinstance(part, dict) and isinstance(part.get("rows"), list):

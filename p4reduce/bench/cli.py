@@ -136,7 +136,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, gridmod.Grid]:
         grid.validate()
     except ValueError as exc:
         p.error(str(exc))
-    needs_root = {"allreduce", "sparsity", "loss", "training", "faults"} & set(grid.sections)
+    needs_root = {"allreduce", "jumbo", "sparsity", "loss", "training", "faults", "hierarchy"} & set(grid.sections)
     if needs_root and os.geteuid() != 0:
         p.error(f"sections {', '.join(sorted(needs_root))} need root (Mininet); "
                 "run as root or pick --sections switch-rate,encode")

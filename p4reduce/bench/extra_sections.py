@@ -1,7 +1,8 @@
 """Sections measured by other components' benchmark scripts, run as subprocesses.
 
-``bench/switch_rate.py`` (engine), ``bench/worker_encode.py`` (worker) and ``bench/faults.py``
-(the switch killed mid-run, in Mininet) are called with
+``bench/switch_rate.py`` (engine), ``bench/worker_encode.py`` (worker), ``bench/faults.py``
+(the switch killed mid-run, in Mininet) and ``bench/hierarchy.py`` (aggregation across switches, in
+Mininet) are called with
 ``python -m MODULE --json`` (plus ``--quick`` in quick mode when the script's --help offers it, else
 a short ``--seconds``) and must print one JSON document as the last line of stdout. A missing
 script or a failed run is recorded in the section, never fatal to the whole run. Figures named
@@ -94,4 +95,14 @@ def run_faults(grid: Grid, progress: bool) -> dict:
     return run_module("p4reduce.bench.faults", grid.mode == "quick", timeout=900, extra=("--program", grid.program))
 
 
-RUNNERS = {"switch-rate": run_switch_rate, "encode": run_encode, "faults": run_faults}
+def run_hierarchy(grid: Grid, progress: bool) -> dict:
+    """bench/hierarchy.py: 8 workers on two-tier and tree networks, p4reduce through the tree vs at
+    the root only vs gloo (Mininet, root); the grid's program, repetitions and warm-up."""
+    quick = grid.mode == "quick"
+    return run_module("p4reduce.bench.hierarchy", quick, timeout=900 if quick else 4 * 3600,
+                      extra=("--program", grid.program, "--reps", str(grid.reps), "--warmup", str(grid.warmup),
+                             "--no-progress"))
+
+
+RUNNERS = {"switch-rate": run_switch_rate, "encode": run_encode, "faults": run_faults,
+           "hierarchy": run_hierarchy}

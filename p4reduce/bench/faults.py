@@ -137,8 +137,9 @@ def _kill_figures(results: list[dict], kill_at: float, restored_at: float | None
 def run(calls: int, elements: int, kills: int = 2, program: str | None = None) -> dict[str, Any]:
     import pathlib
 
+    from p4reduce.bench.aggregation_program import DEFAULT
     from p4reduce.bench.p4net import P4Net
-    net = P4Net(WORKERS, LinkOptions(), supervise=True, **({"program": pathlib.Path(program)} if program else {}))
+    net = P4Net(WORKERS, LinkOptions(), program=pathlib.Path(program) if program else DEFAULT, supervise=True)
     net.start()
     doc: dict[str, Any] = {"workers": WORKERS, "calls": calls, "elements": elements, "dtype": "int32",
                            "target": net.describe(), "targets": TARGETS}

@@ -10,7 +10,8 @@ KI, MI = 1 << 10, 1 << 20
 FULL_SIZES = (1 * MI, 4 * MI, 16 * MI)
 DENSITIES = (1.0, 0.5, 0.25, 0.10, 0.05, 0.01)
 SYSTEMS = ("p4reduce", "p4reduce-sparse", "gloo", "ps-tcp")
-SECTIONS = ("allreduce", "jumbo", "sparsity", "loss", "training", "switch-rate", "encode", "faults")
+SECTIONS = ("allreduce", "jumbo", "sparsity", "loss", "training", "switch-rate", "encode", "faults",
+            "hierarchy")
 # The jumbo section's program: 1024 lanes (16 sub-blocks of 64) in a 4148-byte packet, for links of
 # MTU 9000 (docs/protocol.md, "Wider packets on links with a larger MTU")
 JUMBO_DEFINES = ("LANES=1024", "SUBBLOCK=64", f"IPV4_MTU={JUMBO_MTU}")

@@ -13,8 +13,11 @@ from p4reduce.bench.aggregate import speedup
 from p4reduce.bench.aggregation_program import display
 from p4reduce.bench.grid import JUMBO_DEFINES
 from p4reduce.bench.report import (
+    HIERARCHY_HEADERS,
     LOSS_HEADERS,
     TRAINING_HEADERS,
+    hierarchy_rows,
+    hierarchy_target_lines,
     human_bytes,
     human_size,
     human_time,
@@ -157,6 +160,7 @@ def render(doc: dict) -> str:
                         [[r.get("case", r.get("compressor", "?")), f"{r['elements_per_s'] / 1e6:.1f}"]
                          for r in enc]) + [""]
     lines += faults_lines(sections.get("faults", {}))
+    lines += hierarchy_lines(sections.get("hierarchy", {}))
     return "\n".join(lines)
 
 
@@ -182,4 +186,31 @@ def faults_lines(f: dict[str, Any]) -> list[str]:
     met = f.get("met") or {}
     if met:
         lines += ["Targets: " + "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in met.items()), ""]
+    return lines
+
+
+def hierarchy_lines(h: dict[str, Any]) -> list[str]:
+    """The hierarchy section (bench/hierarchy.py): networks and links, the table, issue #23's targets."""
+    if not isinstance(h, dict) or not h.get("cells"):
+        return [f"Hierarchy section: {h['status']}: {h.get('error', '')}", ""] \
+            if isinstance(h, dict) and h.get("status") not in (None, "ok") else []
+    nets = {n["network"]: n for n in h.get("networks", [])}
+    links = {n["link"]: n["link_applied"] for n in h.get("networks", [])}
+    detail = sorted({n["switch_detail"] for n in nets.values()})
+    lines = [f"Aggregation across switches (issue #23), {h.get('workers')} workers, {h.get('reps')} repetitions "
+             f"after {h.get('warmup')} warm-up: "
+             + "; ".join(f"`{name}` = {n['shape']}" for name, n in nets.items()) + ". "
+             + " ".join(f"{d}." for d in detail) + " Links: "
+             + "; ".join(f"`{name}` = hosts {a['hosts']}, uplinks {a['uplinks']}" for name, a in links.items())
+             + ".", "",
+             "Per cell: time per allreduce (slowest worker, median); bytes per allreduce on the uplinks over "
+             "the tensor's bytes, up / down, the largest of the leaves' uplinks and of the aggregation "
+             "switches' (kernel counters of each switch's port towards its parent, over the timed loop); "
+             "the link bound (the busiest shaped link's bytes in one direction, counted, over its rate) and "
+             "the time over it; root-only's time over this cell's (p4reduce through the tree); time over "
+             "gloo's ring; the packets p4reduce retransmitted; every p4reduce result checked bit for bit.", ""]
+    lines += _table(HIERARCHY_HEADERS, hierarchy_rows(h["cells"])) + [""]
+    tl = hierarchy_target_lines(h.get("targets", []))
+    if tl:
+        lines += ["Targets (issue #23):", ""] + [f"- {t}" for t in tl] + [""]
     return lines

@@ -31,12 +31,18 @@ class P4Net:
     """Start/stop a bench-private mininet_topos Session; expose its hosts and API address."""
 
     def __init__(self, hosts: int, link: LinkOptions, program: pathlib.Path = progmod.DEFAULT,
-                 supervise: bool = False):
+                 supervise: bool = False, topo: str = "star", uplink: LinkOptions = LinkOptions(),
+                 topo_options: dict[str, Any] | None = None):
         """`supervise`: restart a switch or controller process that dies, as `make run` does (the
-        faults section kills the switch)."""
+        faults section kills the switch). `topo`, `uplink`, `topo_options`: another topology than
+        the star (the hierarchy section's two-tier and tree), its switch-to-switch links' options
+        and its shape (mininet_topos' Session)."""
         self.nhosts = hosts
         self.supervise = supervise
         self.link = link
+        self.topo = topo
+        self.uplink = uplink
+        self.topo_options = dict(topo_options or {})
         self.program = pathlib.Path(program)
         self.session: Session | None = None
         self.api_addr: str | None = None
@@ -49,10 +55,11 @@ class P4Net:
         thrift_port = free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         RUN_DIR.mkdir(parents=True, exist_ok=True)
-        session = Session(topo="star", workers=self.nhosts, link=self.link,
+        session = Session(topo=self.topo, workers=self.nhosts, link=self.link,
                           program=str(self.program), api_port=api_port, grpc_base=grpc_port,
                           thrift_base=thrift_port, prefix=PREFIX, log_dir=str(LOG_DIR),
-                          pcap_dir=None, run_dir=str(RUN_DIR), supervise=self.supervise)
+                          pcap_dir=None, run_dir=str(RUN_DIR), supervise=self.supervise,
+                          uplink=self.uplink, topo_options=self.topo_options or None)
         # A switch logging every packet (BMv2's and p4sim's default with --log-file: trace) runs
         # several times slower; the benchmark measures the switch, not its logging.
         for name in session.network.topo.switches():
@@ -78,12 +85,17 @@ class P4Net:
         return sorted(self.started().network.hosts, key=lambda h: h.params.get("index", 0))
 
     def describe(self) -> str:
-        sw = self.started().network.switches[0]
+        switches = self.started().network.switches
+        sw = switches[0]
         info = sw.describe()
         target = info.get("target")
         if target == "p4sim-switch":   # which packet path it runs (the default unless told)
             from p4reduce.p4sim.engine.native.backend import default_backend
             target = f"{target} ({default_backend()} backend)"
+        if len(switches) > 1:
+            names = ", ".join(s.name for s in switches)
+            return (f"{len(switches)} P4 switches ({names}): {target} each, running "
+                    f"{progmod.display(self.program)}, programmed by the controller")
         return (f"P4 switch {sw.name}: {target} running "
                 f"{progmod.display(self.program)}, programmed by the controller")
 

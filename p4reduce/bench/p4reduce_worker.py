@@ -32,6 +32,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--switch-ifaces", default="",
+                   help="comma list of switch interfaces whose counters the timed loop also records, read "
+                        "in the namespace of --switch-pid (bench/hostside.py)")
+    p.add_argument("--switch-pid", type=int, default=1, help="a process in the switches' network namespace")
     args = p.parse_args(argv)
     if not 0 <= args.rank < args.world:
         p.error(f"--rank {args.rank} outside 0..{args.world - 1}")
@@ -78,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             system="p4reduce", rank=args.rank, world=args.world, iface=args.iface, size=args.size,
             reps=args.reps, warmup=args.warmup, allreduce=lambda: agent.allreduce(data, out=result),
             barrier=barrier, expected=expected,
-            extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job})
+            extra={"mode": args.mode, "density": args.density, "block": block, "job": args.job},
+            switch_ifaces=[i for i in args.switch_ifaces.split(",") if i], switch_pid=args.switch_pid)
         stats = agent.reducer.stats   # the whole run's (warm-up and barriers included)
         record.update(packets_sent=stats.packets_sent, retransmissions=stats.retransmissions,
                       fast_retransmissions=stats.fast_retransmissions, tail_probes=stats.tail_probes,

@@ -157,6 +157,70 @@ def target_lines(targets: list[dict]) -> list[str]:
 
 LOSS_HEADERS = ["link", "elements", "time/allreduce", "vs loss-free", "retransmitted", "result"]
 
+HIERARCHY_HEADERS = ["network", "links", "elements", "system", "time/allreduce", "leaf uplinks up / down",
+                     "agg. uplinks up / down", "link bound (busiest link)", "time/bound", "root-only / this",
+                     "time/gloo", "retransmitted", "result"]
+
+
+def _up_down(c: dict, key: str) -> str:
+    """The largest bytes per allreduce over the tensor's, up / down, over the uplinks of one level."""
+    if f"{key}_up_over_tensor" not in c:
+        return "-"
+    return f"{c[f'{key}_up_over_tensor']:.2f} / {c[f'{key}_down_over_tensor']:.2f}"
+
+
+def hierarchy_rows(cells: list[dict]) -> list[list[str]]:
+    """The hierarchy section (bench/hierarchy.py): each cell's time, the bytes on its uplinks per
+    level (largest of the level's, x tensor), its link bound and the ratios."""
+    rows = []
+    for c in cells:
+        head = [c.get("network", "-"), c["link"], human_size(c["size"]), c["system"]]
+        if "time_s" not in c:
+            rows.append(head + ["-"] * 8 + [_status(c)])
+            continue
+        busiest = c.get("busiest_link")
+        bound = f"{human_time(c['link_bound_s'])} ({busiest['link']})" if busiest else "-"
+        rows.append(head + [human_time(c["time_s"]["median"]), _up_down(c, "leaf"), _up_down(c, "aggregation"),
+                            bound, _ratio(c.get("time_over_link_bound")), _ratio(c.get("speedup_over_root")),
+                            _ratio(c.get("time_over_gloo")),
+                            f"{c['retransmitted_fraction'] * 100:.2f}%" if "retransmitted_fraction" in c else "-",
+                            _status(c)])
+    return rows
+
+
+def _where(v: dict) -> str:
+    return f"{v['network']}, {v['link']}, {human_size(v['size'])}"
+
+
+def hierarchy_target_lines(targets: list[dict]) -> list[str]:
+    """Issue #23's targets: MET / NOT MET / NOT MEASURED, with the range of the values judged and
+    the worst cell."""
+    out = []
+    for t in targets:
+        verdict = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[t["met"]]
+        values = t.get("values", [])
+        if t["name"] == "bit-exact":
+            exact = sum(1 for v in values if v["value"])
+            levels = ", ".join(f"{p:g} %" for p in t.get("loss_pct_measured", []))
+            detail = f"{exact} of {len(values)} p4reduce cells exact, uplink loss {levels or '-'}"
+            wrong = [v for v in values if not v["value"]]
+            if wrong:
+                detail += "; NOT exact: " + "; ".join(f"{v['system']} ({_where(v)})" for v in wrong)
+            if t.get("why"):
+                detail += f" ({t['why']})"
+        elif values:
+            nums = [v["value"] for v in values]
+            worst = (min if t["name"] == "speedup-over-root" else max)(values, key=lambda v: v["value"])
+            detail = (f"{min(nums):.2f}-{max(nums):.2f}x over {len(nums)} cells, worst {worst['value']:.2f}x "
+                      f"({_where(worst)})")
+            root = [v["value"] for v in t.get("root_only", [])]
+            if root:
+                detail += f"; root-only {min(root):.2f}-{max(root):.2f}x"
+        else:
+            detail = "no cell measured it"
+        out.append(f"{verdict}: {t['text']}: {detail}")
+    return out
+
 
 def _cell_text(value) -> str:
     if isinstance(value, bool) or value is None:
@@ -213,6 +277,11 @@ def render(doc: dict) -> str:
             out += [f"  {line}" for line in target_lines(result.get("targets", []))]
         elif section == "loss" and "cells" in result:
             out.append(format_table(LOSS_HEADERS, loss_rows(result["cells"])))
+        elif section == "hierarchy" and "cells" in result:
+            out += [f"network {n['network']} ({n['link']}): {n['switch_detail']}" for n in result.get("networks", [])]
+            out.append(format_table(HIERARCHY_HEADERS, hierarchy_rows(result["cells"])))
+            out.append("targets (issue #23):")
+            out += [f"  {line}" for line in hierarchy_target_lines(result.get("targets", []))]
         elif section == "switch-rate":
             for part, sub in result.items():
                 if isinstance(sub, dict):

@@ -71,6 +71,7 @@ class ParamServer(System):
 class P4Reduce(System):
     name = "p4reduce"
     description = "p4reduce: integer aggregation in the P4 switch"
+    aggregation: str | None = None   # the job's: "tree", "root", or the controller's default (tree)
 
     def unavailable_reason(self, bn: BenchNet) -> str | None:
         if bn.switch_kind != P4:
@@ -84,7 +85,8 @@ class P4Reduce(System):
         api_addr = bn.p4.api_addr
         mode = "dense" if density >= 1.0 else "sparse"
         job = f"bench-{mode}-{len(bn.workers)}w-{size}-{next_port()}"
-        bn.p4.started().create_job(job, len(bn.workers), mode, hosts=bn.workers)   # the relay adds its credential
+        bn.p4.started().create_job(job, len(bn.workers), mode, hosts=bn.workers,   # the relay adds its credential
+                                   aggregation=self.aggregation)
         return [HostJob(h, "p4reduce.bench.p4reduce_worker",
                         ["--rank", r, "--world", len(bn.workers), "--controller", api_addr,
                          "--job", job, "--mode", mode, "--density", density, "--iface", bn.iface(h),

@@ -240,3 +240,39 @@ def test_faults_section_kills_the_switch_and_loses_no_call(quick_run):
     slots = f["slots_exhausted"]
     assert slots["exact"] and slots["on_fallback"] and slots["fallback_call_s"] > 0, slots
     assert f["met"]["no lost or wrong call"]
+
+
+def test_hierarchy_section_sums_at_each_leaf_and_is_exact_under_uplink_loss(quick_run):
+    """bench/hierarchy.py in the quick run: 8 workers on the two-tier network (2 leaves x 4 hosts),
+    uplinks 100 Mbit/s. Through the tree each leaf's uplink carries the tensor about once each way;
+    at the root only, every host's packets (4x); every p4reduce result exact, at 5 % uplink loss too."""
+    proc, doc, out = quick_run
+    h = doc["sections"]["hierarchy"]
+    assert h["status"] == "ok" and h["errors"] == [], h.get("error")
+    assert [(n["network"], n["link"]) for n in h["networks"]] == [("two-tier", "uplinks-100mbit"),
+                                                                 ("two-tier", "uplinks-100mbit-loss5pct")]
+    cells = {(c["system"], c["link"]): c for c in h["cells"]}
+    assert set(cells) == {("p4reduce-tree", "uplinks-100mbit"), ("p4reduce-root", "uplinks-100mbit"),
+                          ("gloo", "uplinks-100mbit"), ("p4reduce-tree", "uplinks-100mbit-loss5pct"),
+                          ("p4reduce-root", "uplinks-100mbit-loss5pct")}
+    for key, c in cells.items():
+        assert c["status"] == "ok" and c["verified"] and c["workers"] == 8 and c["hosts_per_leaf"] == 4, (key, c)
+        assert [u["switch"] for u in c["uplinks"]] == ["leaf1", "leaf2"], key
+    tree, root = cells[("p4reduce-tree", "uplinks-100mbit")], cells[("p4reduce-root", "uplinks-100mbit")]
+    for u in tree["uplinks"]:
+        assert 1.0 <= u["up_over_tensor"] <= 1.15 and 1.0 <= u["down_over_tensor"] <= 1.15, u
+    for u in root["uplinks"]:
+        assert u["up_over_tensor"] >= 3 and u["down_over_tensor"] >= 3, u
+    gloo = cells[("gloo", "uplinks-100mbit")]
+    # the ring crosses each uplink once each way: 2 (N - 1) / N = 1.75 tensors, and TCP's headers
+    assert all(1.5 <= u["up_over_tensor"] <= 3 for u in gloo["uplinks"]), gloo["uplinks"]
+    # the uplinks are shaped: nothing crossed them faster than 100 Mbit/s
+    for c in cells.values():
+        assert c["time_over_link_bound"] >= 0.9, (c["system"], c["link"], c["time_over_link_bound"])
+    lossy = cells[("p4reduce-tree", "uplinks-100mbit-loss5pct")]
+    assert lossy["retransmitted_fraction"] > 0
+    met = h["met"]
+    assert met["leaf-uplink-bytes"] in (True, False) and met["bit-exact"] is None   # no 1 % cell in quick
+    assert "== hierarchy" in proc.stdout and "targets (issue #23):" in proc.stdout
+    assert "Aggregation across switches (issue #23)" in (out / "latest" / "quick.md").read_text()
+    assert any(p.endswith("hierarchy.png") for p in doc["charts"])

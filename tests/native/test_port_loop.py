@@ -154,3 +154,35 @@ def test_ring_slots_hold_a_frame_of_the_port_mtu(pairs, mtu):
         loop.stop()
         rx.close()
         tx.close()
+
+
+def _qdisc_sent_packets(name):
+    out = subprocess.run(["tc", "-s", "qdisc", "show", "dev", name], capture_output=True, text=True).stdout
+    return int(out.split("Sent ")[1].split()[2])
+
+
+def test_a_port_with_a_shaping_qdisc_sends_through_it(pairs):
+    """A veth's `noqueue` is bypassed (PACKET_QDISC_BYPASS), a shaped port's tbf is not: the
+    switch's frames out of a shaped port are paced by it, as Mininet's --bw / --uplink-bw mean,
+    instead of leaving at veth speed."""
+    (s1, h1), (s2, h2) = pairs
+    subprocess.run(["tc", "qdisc", "add", "dev", s2, "root", "handle", "5:", "tbf", "rate", "100mbit",
+                    "burst", "15000", "latency", "10ms"], check=True)
+    loop = NativePacketLoop({1: s1, 2: s2})
+    loop.attach(NativeSwitch(program()))
+    loop.start()
+    rx, tx = host_socket(h2), host_socket(h1)
+    try:
+        bypass = {n: p.sock.getsockopt(263, 20) for n, p in loop.ports.items()}   # SOL_PACKET, PACKET_QDISC_BYPASS
+        assert bypass == {1: 1, 2: 0}
+        before = _qdisc_sent_packets(s2)
+        marker = os.urandom(6)
+        for _ in range(5):
+            tx.send(frame(7, marker))
+        assert frames_on(rx, marker)
+        time.sleep(0.2)
+        assert _qdisc_sent_packets(s2) - before >= 5
+    finally:
+        loop.stop()
+        rx.close()
+        tx.close()

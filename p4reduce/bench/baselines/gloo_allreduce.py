@@ -26,6 +26,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for rendezvous and each op")
+    p.add_argument("--switch-ifaces", default="",
+                   help="comma list of switch interfaces whose counters the timed loop also records, read "
+                        "in the namespace of --switch-pid (bench/hostside.py)")
+    p.add_argument("--switch-pid", type=int, default=1, help="a process in the switches' network namespace")
     args = p.parse_args(argv)
     if not 0 <= args.rank < args.world:
         p.error(f"--rank {args.rank} outside 0..{args.world - 1}")
@@ -59,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         system="gloo", rank=args.rank, world=args.world, iface=args.iface, size=args.size,
         reps=args.reps, warmup=args.warmup, allreduce=allreduce, barrier=dist.barrier,
         expected=tensors.expected_sum(args.world, args.size),
-        extra={"torch": torch.__version__, "algorithm": "gloo ring allreduce"})
+        extra={"torch": torch.__version__, "algorithm": "gloo ring allreduce"},
+        switch_ifaces=[i for i in args.switch_ifaces.split(",") if i], switch_pid=args.switch_pid)
     dist.destroy_process_group()
     hostside.emit(record)
     return 0

@@ -9,13 +9,21 @@ run), every received frame goes to `inject`, whose outputs come back through `se
 
 Same interface as PacketLoop (inject, send, start, stop) plus `attach(engine)`, called whenever
 the device installs a new engine.
+
+The C loop sends with PACKET_QDISC_BYPASS (no queueing discipline between the switch and a veth,
+whose qdisc is `noqueue` anyway). A port whose interface has a queueing qdisc -- link shaping: tbf,
+netem, htb, as Mininet's TCLink installs for --bw, --uplink-bw, --delay -- sends through it
+instead, as BMv2 does: bypassing it would leave the switch's side of a shaped link unshaped
+(between two switches, the whole link).
 """
 from __future__ import annotations
 
 import ctypes
 import logging
 import os
+import re
 import struct
+import subprocess
 import threading
 from typing import TYPE_CHECKING
 
@@ -31,6 +39,25 @@ QUEUE_BYTES = 64 << 20
 TAKE_BYTES = 8 << 20
 Q_RX, Q_CPU, Q_PCAP_IN, Q_PCAP_OUT, Q_TRACE, Q_LOG = 1, 2, 3, 4, 5, 6
 _RECORD = struct.Struct("=IIIIQ")  # kind, port, length, padding, timestamp (ns)
+SOL_PACKET = 263
+PACKET_QDISC_BYPASS = 20
+
+
+def root_qdisc(interface: str) -> str | None:
+    """The kind of the interface's root qdisc (`noqueue` on a plain veth, `tbf` on a shaped
+    Mininet link), or None when it cannot be told."""
+    try:
+        out = subprocess.run(["ip", "-o", "link", "show", "dev", interface], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bqdisc (\S+)", out)
+    return m.group(1) if m else None
+
+
+def bypasses_qdisc(interface: str) -> bool:
+    """Whether the port may send past the qdisc: only when there is nothing to bypass."""
+    return root_qdisc(interface) == "noqueue"
 
 
 class NativePacketLoop:
@@ -50,6 +77,11 @@ class NativePacketLoop:
         if not self._c:
             self.close()
             raise MemoryError("native port loop: out of memory")
+        for _, port in items:     # the C loop set PACKET_QDISC_BYPASS: off where a qdisc shapes the link
+            if not bypasses_qdisc(port.interface):
+                port.sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 0)
+                log.info("port %d (%s): sending through its qdisc (%s)", port.number, port.interface,
+                         root_qdisc(port.interface) or "unknown")
         self._engine: Engine | None = None
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None

@@ -317,14 +317,16 @@ def hierarchy_chart(cells: list[dict], path: pathlib.Path) -> pathlib.Path | Non
         ax_t.set_yscale("log")
         ax_t.set_ylabel("seconds per allreduce")
         ax_b.set_ylabel("bytes up the busiest leaf uplink / tensor")
-        ax_b.set_ylim(0, None)
+        tops = [c.get("leaf_up_over_tensor", 0) for c in here]
+        ax_b.set_ylim(0, 1.6 * max([1.1, *tops]))           # the legend above the lines
         applied = next((c.get("link_applied") for c in here), None)
         sub = f"\n(hosts: {applied['hosts']}; uplinks: {applied['uplinks']})" if isinstance(applied, dict) else ""
         ax_t.set_title(_wrap(f"{network}, {link}{sub}", 60), fontsize="medium")
         for ax in (ax_t, ax_b):
             _size_axis(ax, sizes)
             ax.tick_params(labelbottom=True)
-            ax.legend(fontsize="small", loc="upper left")
+        ax_t.legend(fontsize="small", loc="upper left")
+        ax_b.legend(fontsize="small", loc="upper center", ncols=2)
     fig.suptitle(_wrap("Aggregation across switches: 8 workers, p4reduce through the tree vs at the root only vs "
                        "gloo's ring", 50 * len(combos)))
     lines = _footnote(fig, missing, lambda c: f"{c.get('system')}, {c.get('network')}, {c.get('link')}",

@@ -178,10 +178,22 @@ def run(calls: int, elements: int, kills: int = 2, program: str | None = None) -
         switch_times = [t for r in results for s, t in zip(r["call_starts"], r["allreduce_s"], strict=True)
                         if kill_times and s + t <= kill_times[0]]
         doc["switch_call_s"] = round(statistics.median(switch_times), 4) if switch_times else None
-        # slots exhausted: another job holds every slot
-        free = JobApiClient(session.api_addr).health()["slots"]["free"]
+        # slots exhausted: another job holds every slot. The job above may have finished on the host
+        # fallback while the switch was still being restarted: wait until it serves again
         hog = JobApiClient(session.api_addr)
-        hog.create("faults-hog", 1, slots=free)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = hog.health()
+                if health.get("ok"):
+                    hog.create("faults-hog", 1, slots=health["slots"]["free"])
+                    break
+            except JobApiError:
+                if time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                raise RuntimeError("the switch did not serve again within 60 s of the last kill")
+            time.sleep(0.2)
         runs = _start(session, hosts, "faults-noslots", max(5, calls // 5), elements, slots=None)
         follow(runs, timeout=300)
         res = [r.result for r in runs if r.result]

@@ -114,9 +114,12 @@ class Supervisor:
         except Exception as e:   # OSError from Popen, the target not found, ...: counts as a restart
             self.say(f"*** {died}; restart {nth} of {self.max_restarts} failed: {e}")
             return
-        self.say(f"*** {died}; restarted as pid {new.pid} (restart {nth} of {self.max_restarts} "
-                 f"within {self.window_s:g} s)")
-        try:
+        recorded: Exception | None = None
+        try:                     # recorded before it is said: whoever reads the line finds the new pid
             self.on_restart()
         except Exception as e:   # recording the PIDs must never stop the supervision
-            self.say(f"*** could not record the restarted {w.name}'s pid: {e}")
+            recorded = e
+        self.say(f"*** {died}; restarted as pid {new.pid} (restart {nth} of {self.max_restarts} "
+                 f"within {self.window_s:g} s)")
+        if recorded is not None:
+            self.say(f"*** could not record the restarted {w.name}'s pid: {recorded}")

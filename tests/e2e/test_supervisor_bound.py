@@ -104,3 +104,21 @@ def test_a_killed_process_is_restarted_and_a_stopped_supervisor_restarts_nothing
 
 def test_exit_reasons_name_the_signal():
     assert exit_reason(-9) == "SIGKILL" and exit_reason(-15) == "SIGTERM" and exit_reason(2) == "status 2"
+
+
+def test_the_new_pid_is_recorded_before_the_restart_is_said():
+    """Whoever reacts to the line (a user, `make stop`, a test) finds the new PID already recorded."""
+    recorded, seen_when_said = [], []
+    proc = Proc(EXITS_SOON)
+    sup = Supervisor(lambda line: seen_when_said.append((line, list(recorded))),
+                     on_restart=lambda: recorded.append(proc.current().pid),
+                     max_restarts=1, window_s=60, backoff_s=0.01, poll_s=0.01)
+    sup.watch("exiter", proc.current, proc.restart)
+    sup.start()
+    try:
+        assert wait_until(lambda: any("restarted as" in line for line, _ in seen_when_said), 30), seen_when_said
+    finally:
+        sup.stop()
+        proc.end()
+    line, recorded_then = next((line, r) for line, r in seen_when_said if "restarted as" in line)
+    assert recorded_then == [proc.started[1].pid], (line, recorded_then)

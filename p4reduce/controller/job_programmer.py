@@ -307,8 +307,10 @@ class JobProgrammer:
                    "mode": "sparse" if p["mode"] == constants.Mode.SPARSE else "dense",
                    "slots": {"base": p["slot_base"], "count": p["slot_count"]},
                    "mcast_grp": p["mcast_grp"], "wire_token": p.get("wire_token", 0), "members": []}
-            if "lease_s" in desc:
-                rec["lease_s"] = desc["lease_s"]
+            if descriptor_number(desc.get("lease_s"), 0.1, 86400.0):
+                rec["lease_s"] = float(desc["lease_s"])
+            if descriptor_number(desc.get("created_at"), 0.0, 1e11):   # the job's creation (wall clock), kept
+                rec["created_at"] = float(desc["created_at"])
             if desc.get("aggregation") in ("tree", "root"):
                 rec["aggregation"] = desc["aggregation"]
             if isinstance(desc.get("members"), list):   # aggregated as a tree: its members are below
@@ -345,3 +347,8 @@ class JobProgrammer:
                 "mac": format_mac(addr["mac"]) if "mac" in addr else None,
                 "port": d["params"].get("port", ports.get(owner["mcast_grp"], {}).get(rank))})
         return jobs
+
+
+def descriptor_number(value: object, lo: float, hi: float) -> bool:
+    """A descriptor field read back from a switch is a finite number in [lo, hi] (else ignored)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and lo <= value <= hi

@@ -159,7 +159,9 @@ class Job:
     def descriptor(self) -> dict[str, Any]:
         """What the switch must remember to resume this job after a controller restart."""
         desc: dict[str, Any] = {"name": self.name, "workers": self.workers, "mode": self.mode, "lease_s": self.lease_s,
-                "slots": self.slots.to_json(), "aggregation": self.aggregation}
+                "slots": self.slots.to_json(), "aggregation": self.aggregation,
+                # kept across restarts: workers tell this job from an earlier one with the same id by it
+                "created_at": self.created_at}
         if self.tree is not None:      # the members sit below other switches: a restart finds them here
             desc["members"] = [{"rank": m.rank, "ip": m.ip, "udp_port": m.udp_port, "mac": m.mac, "port": m.port}
                                for _, m in sorted(self.members.items())]

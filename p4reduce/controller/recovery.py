@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller.errors import ControllerError, SwitchError
 from p4reduce.controller.forwarding import install_forwarding
+from p4reduce.controller.job_programmer import descriptor_number
 from p4reduce.controller.jobs import Job, JobManager, Member
 from p4reduce.protocol import p4names
 
@@ -38,12 +39,14 @@ def resume_jobs(manager: JobManager, programmer: JobProgrammer, state: StateFile
     names = state.load()
     for rec in recovered:
         desc = names.get(rec["job_id"])
-        if rec["name"].startswith("job-") and desc:
-            rec["name"] = desc["name"]
-            rec.setdefault("lease_s", desc.get("lease_s"))
-            rec.setdefault("credential_sha256", desc.get("credential_sha256"))
-        if rec.get("lease_s") is None:
-            rec.pop("lease_s", None)
+        if rec["name"].startswith("job-") and isinstance(desc, dict) and isinstance(desc.get("name"), str):
+            rec["name"] = desc["name"]      # the state file (a configured path: checked field by field)
+            if descriptor_number(desc.get("lease_s"), 0.1, 86400.0):
+                rec.setdefault("lease_s", float(desc["lease_s"]))
+            if isinstance(desc.get("credential_sha256"), str):
+                rec.setdefault("credential_sha256", desc["credential_sha256"])
+            if descriptor_number(desc.get("created_at"), 0.0, 1e11):
+                rec.setdefault("created_at", float(desc["created_at"]))
     adopt_jobs(manager, recovered)
     state.save(manager)
     return [r["name"] for r in recovered]
@@ -57,7 +60,7 @@ def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
         for rec in recovered:
             rng = manager.pool.reserve(rec["name"], rec["slots"]["base"], rec["slots"]["count"])
             job = Job(rec["name"], rec["job_id"], rec["workers"], rec["mode"], rng,
-                      rec.get("lease_s", manager.default_lease_s), now, time.time())
+                      rec.get("lease_s", manager.default_lease_s), now, rec.get("created_at", time.time()))
             job.credential_digest = rec.get("credential_sha256")   # None: only the admin credential opens it
             job.wire_token = rec.get("wire_token", 0)     # from the jobs-table entry itself
             if rec.get("aggregation") in ("tree", "root"):

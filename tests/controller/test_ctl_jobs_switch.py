@@ -190,6 +190,9 @@ def test_restart_resumes_jobs(controller_factory):
         a["job_id"], "sparse", {"base": 0, "count": 32}, 20, "running")
     # the wire token is read back from the jobs-table entry: workers' packets keep passing
     assert alpha["wire_token"] == a["wire_token"] != 0
+    # so is its creation time: the workers' host fallback tells this job from an earlier one by it,
+    # so a worker that fetches the description again after the restart must see the same value
+    assert alpha["created_at"] == a["created_at"]
     assert "wire_token" not in JobApiClient(second.api_server.address).job("alpha")   # not for strangers
     assert [(m["rank"], m["ip"], m["udp_port"], m["port"]) for m in alpha["members"]] == [
         (0, "10.0.0.1", constants.AGG_UDP_PORT, 1), (1, "10.0.0.3", 41000, 3)]
@@ -266,6 +269,27 @@ def test_state_file_names_jobs_when_metadata_is_lost(controller_factory):
     second = start()
     assert second.resumed == ["named"]
     assert JobApiClient(second.api_server.address).job("named")["slots"] == {"base": 0, "count": 4}
+
+
+def test_a_hostile_state_file_costs_only_its_bad_fields(controller_factory, tmp_path):
+    """The state file (a configured path) is read field by field: a bad lease or creation time is
+    ignored (the defaults apply), an entry that is not an object is skipped; the job resumes."""
+    from p4reduce.controller.connection import Update, update
+    start, _addr = controller_factory
+    first = start()
+    job = JobApiClient(first.api_server.address).create("named", 1, slots=4)
+    entry = first.network.center.programmer._job_entity(first.manager.jobs["named"])
+    entry.metadata = b""      # the names come from the state file only
+    first.connections["s1"].write([update(Update.MODIFY, entry)])
+    first.stop()
+    state = tmp_path / "state10.json"
+    desc = json.loads(state.read_text())[str(job["job_id"])]
+    desc.update(lease_s="forever", created_at=True)
+    state.write_text(json.dumps({str(job["job_id"]): desc, "99": 5}))
+    second = start()
+    assert second.resumed == ["named"]
+    resumed = JobApiClient(second.api_server.address).job("named")
+    assert resumed["lease_s"] == 30.0 and isinstance(resumed["created_at"], float) and resumed["created_at"] > 1e9
 
 
 def test_switch_failure_is_reported_and_rolled_back(controller_factory, p4rt_server):

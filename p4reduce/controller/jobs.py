@@ -14,6 +14,7 @@ the switch's jobs table and appears only in the answers of callers who hold the 
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 from p4reduce.controller import defaults
 from p4reduce.controller.auth import TRUSTED, Caller, credential_digest, new_credential, new_wire_token
 from p4reduce.controller.codec import parse_ipv4, parse_mac
-from p4reduce.controller.errors import BadRequest, Conflict, ControllerError, Forbidden, NotFound, Unauthorized
+from p4reduce.controller.errors import (
+    BadRequest,
+    Conflict,
+    ControllerError,
+    Forbidden,
+    NotFound,
+    SwitchError,
+    Unauthorized,
+)
 from p4reduce.controller.job_entries import JobSpec
 from p4reduce.controller.slots import SlotPool, SlotRange
 from p4reduce.protocol.constants import Mode
@@ -34,7 +43,7 @@ if TYPE_CHECKING:
     from p4reduce.controller.network import JobNetwork
     from p4reduce.controller.topology import Topology
 
-
+log = logging.getLogger("p4reduce.controller")
 
 MODES = ("dense", "sparse")
 # where a job's sums are made: "tree", at every switch on its members' paths (controller/network.py),
@@ -87,6 +96,7 @@ class Job:
         # why the job holds no slots on the switch (admitted while none were free; JobManager.admit
         # gives it some once they are), else None; and how many it asked for
         self.off_switch: str | None = None
+        self.install_failure: str | None = None   # why the last try to put it on the switch failed
         self.slots_asked = slots.count
         self.aggregation = "tree"
         # the switches that sum the job below the aggregating one, once it is whole (network.py),
@@ -333,15 +343,23 @@ class JobManager:
             if not largest:
                 job.off_switch = (f"no free slots on the switch (all {self.pool.total} held by other jobs): "
                                   "on the host fallback until some are freed")
+            elif self.switch_down is not None:
+                job.off_switch = f"{self.switch_down}: on the host fallback until the switch serves again"
             credential = new_credential()
             job.credential_digest = credential_digest(credential)
             job.wire_token = new_wire_token()
             try:
                 if self.programmer is not None and job.on_switch:
                     self.programmer.install_job(job)
+            except SwitchError as e:   # unreachable, full, refusing: the job runs on the host fallback
+                self._uninstall_quietly(job)
+                job.off_switch = f"the switch could not take the job ({e.message}): on the host fallback until it can"
             except Exception:
                 self.pool.release(name)
                 raise
+            if not job.on_switch:
+                self.pool.release(name)
+                job.slots = SlotRange(0, 0)
             self.jobs[name] = job
             self.ended.pop(name, None)
             self._changed()
@@ -526,6 +544,15 @@ class JobManager:
                     "workers": job.workers, "generation": job.generation, "switch_serving": self.switch_down is None}
 
     # -- the switch lost and back, jobs re-armed -------------------------------------------------
+    def _uninstall_quietly(self, job: Job) -> None:
+        """Whatever part of the job a failed install wrote, removed (best effort: the switch may be gone)."""
+        if self.programmer is None:
+            return
+        try:
+            self.programmer.remove_job(job)
+        except Exception as e:     # unreachable: nothing of it stays once the switch is restored
+            log.debug("job %s: removing a partial install failed: %s", job.name, e)
+
     def _admit_waiting(self) -> None:
         """Give slots to jobs admitted without any, as far as free ones go (oldest job first): their
         entries, group and slots are written; their ranks come to the switch at the next re-arm."""
@@ -540,11 +567,15 @@ class JobManager:
                 if self.programmer is not None:
                     self.programmer.reinstall_job(job)
             except Exception as e:     # the switch refused, or a bug: the job stays off the switch, whole
+                self._uninstall_quietly(job)
                 self.pool.release(job.name)
                 job.slots, job.off_switch = SlotRange(0, 0), reason
-                self.log(f"job {job.name}: slots [{rng.base}, {rng.end}) free, but installing it failed: "
-                         f"{getattr(e, 'message', e)}")
+                why = str(getattr(e, "message", e))
+                if why != job.install_failure:     # said once per reason, not at every pass
+                    job.install_failure = why
+                    self.log(f"job {job.name}: slots [{rng.base}, {rng.end}) free, but installing it failed: {why}")
                 continue
+            job.install_failure = None
             self._changed()
             self.log(f"job {job.name}: slots [{rng.base}, {rng.end}) freed up: on the switch once its ranks "
                      f"are re-armed there")

@@ -455,8 +455,19 @@ class JobManager:
             rank = _check_int(rank, "rank", 0, job.workers - 1)
             if rank in job.members:
                 other = job.members[rank]
-                raise Conflict(f"rank {rank} of job {name!r} belongs to {other.ip}:{other.udp_port}",
-                               code="rank_taken", field="rank")
+                silent = self.clock() - job.alive_at(other)
+                if other.ip != ip or silent <= job.lease_s / 3:
+                    raise Conflict(f"rank {rank} of job {name!r} belongs to {other.ip}:{other.udp_port}"
+                                   + (f" (a new process on {ip} may take it once it is silent for "
+                                      f"{job.lease_s / 3:g} s)" if other.ip == ip else ""),
+                                   code="rank_taken", field="rank")
+                # a new process on the same host takes over a rank whose process stopped (it missed
+                # three heartbeats): what a restarted worker does (torchelastic, a supervisor)
+                job.members.pop(rank)
+                self._apply(job, lambda p: p.remove_member(job, other),
+                            undo=lambda: job.members.__setitem__(rank, other))
+                self.log(f"job {name}: rank {rank} taken over from {ip}:{udp_port} (its process at "
+                         f"{other.ip}:{other.udp_port} silent for {silent:.1f} s)")
         now = self.clock()
         member = Member(rank, ip, udp_port, mac, port, now)
         job.members[rank] = member

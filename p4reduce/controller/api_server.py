@@ -133,6 +133,8 @@ class JobApi:
                     for s, c in zip(switches, self.switches, strict=True) if not s["primary"]]
         if self.manager.switch_down and not problems:
             problems.append(self.manager.switch_down)
+        if self.manager.no_aggregation:
+            problems.append(f"{self.manager.no_aggregation}: jobs run on the host fallback only")
         answer: dict[str, Any] = {"ok": not problems, "switches": switches,
                                   "slots": {"total": pool.total, "free": pool.free},
                                   "degraded_jobs": sum(1 for j in self.manager.list() if j.get("path") == "fallback")}

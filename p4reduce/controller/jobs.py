@@ -224,6 +224,9 @@ class JobManager:
         self.progress: Callable[[Job], object] | None = None
         # why the aggregating switch cannot serve jobs now (its connection lost), else None
         self.switch_down: str | None = None
+        # why no switch can aggregate at all (the aggregating switch runs another program): every
+        # job is created for the host fallback with this reason, and stays there
+        self.no_aggregation: str | None = None
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -238,7 +241,7 @@ class JobManager:
         workers = _check_int(workers, "workers", 1, defaults.max_workers())
         if mode not in MODES:
             raise BadRequest(f"field 'mode': must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
-        slots = _check_int(slots, "slots", 1, self.pool.total)
+        slots = _check_int(slots, "slots", 1, self.pool.total or 65536)   # 0: no switch aggregates
         lease_s = _check_number(lease_s, "lease_s", 0.1, 86400)
         return workers, mode, slots, lease_s
 
@@ -308,7 +311,8 @@ class JobManager:
         mode = self.default_mode if mode is None else mode
         asked_slots = slots is not None
         if slots is None:
-            slots = self.default_slots or defaults.default_job_slots(self.pool.total, self.layout)
+            slots = self.default_slots or (defaults.default_job_slots(self.pool.total, self.layout)
+                                           if self.pool.total else 1)
         lease_s = self.default_lease_s if lease_s is None else lease_s
         workers, mode, slots, lease_s = self._validate_params(workers, mode, slots, lease_s)
         if aggregation is not None and aggregation not in AGGREGATIONS:
@@ -340,7 +344,9 @@ class JobManager:
             job = Job(name, job_id, workers, mode, rng, lease_s, now, time.time())
             job.slots_asked = wanted
             job.aggregation = aggregation or "tree"
-            if not largest:
+            if self.no_aggregation is not None:
+                job.off_switch = f"{self.no_aggregation}: every call on the host fallback"
+            elif not largest:
                 job.off_switch = (f"no free slots on the switch (all {self.pool.total} held by other jobs): "
                                   "on the host fallback until some are freed")
             elif self.switch_down is not None:
@@ -567,6 +573,8 @@ class JobManager:
     def _admit_waiting(self) -> None:
         """Give slots to jobs admitted without any, as far as free ones go (oldest job first): their
         entries, group and slots are written; their ranks come to the switch at the next re-arm."""
+        if self.no_aggregation is not None:
+            return
         for job in sorted((j for j in self.jobs.values() if not j.on_switch), key=lambda j: j.created):
             largest = self.pool.largest_free()
             if not largest:

@@ -29,6 +29,7 @@ from p4reduce.controller.slots import SlotPool
 from p4reduce.controller.topology import Topology
 from p4reduce.protocol import p4names
 from p4reduce.protocol.job_api import DEFAULT_PORT
+from p4reduce.protocol.wire import Layout
 
 log = logging.getLogger("p4reduce.controller")
 
@@ -120,11 +121,30 @@ class Controller:
             install_forwarding(conn, self.topology, sw.name, report=self.report)
         agg = self.topology.aggregation_switch
         conn = self.connections[agg.name]
-        programmer = JobProgrammer(conn, self._open_registers())
         try:
             layout = program_layout(conn.pipeline)
-        except ValueError as e:
-            raise SwitchError(f"switch {agg.name} does not run a p4reduce program: {e}") from None
+        except ValueError as e:     # a plain switch: it forwards; jobs run on the host fallback
+            reason = f"switch {agg.name} does not run a p4reduce program ({e})"
+            self.report(f"{reason}: every job runs on the host fallback")
+            self.manager = JobManager(SlotPool(0), None, self.topology, log=self.report, **self.manager_args)
+            self.manager.no_aggregation = reason
+        else:
+            self._start_jobs(conn, layout)
+        manager = self.manager
+        assert manager is not None
+        self.reaper = LeaseReaper(manager).start()
+        if self.watch_switches:
+            self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
+        if serve_api:
+            api = JobApi(manager, self.connections.values(), admin_credential=self.admin_credential)
+            self.api_server = JobApiServer(api, self.api_address).start()
+            self.report(f"job API listening on http://{self.api_server.address}/v1")
+        return self
+
+    def _start_jobs(self, conn: SwitchConnection, layout: Layout) -> None:
+        """The job manager over the switches that aggregate, with the jobs they already hold."""
+        agg = self.topology.aggregation_switch
+        programmer = JobProgrammer(conn, self._open_registers())
         self.report(f"switch {agg.name}: {layout.lanes} lanes per packet "
                     f"({layout.num_subblocks} sub-blocks of {layout.subblock})")
         center = SwitchNode(agg.name, programmer, SlotPool(slot_pool_size(conn.pipeline)), layout)
@@ -137,14 +157,6 @@ class Controller:
             for job in manager.jobs.values():
                 network.resume(job)
         manager.on_change = lambda: self.state.save(manager)
-        self.reaper = LeaseReaper(manager).start()
-        if self.watch_switches:
-            self.watchdogs = [SwitchWatchdog(self, name).start() for name in self.connections]
-        if serve_api:
-            api = JobApi(manager, self.connections.values(), admin_credential=self.admin_credential)
-            self.api_server = JobApiServer(api, self.api_address).start()
-            self.report(f"job API listening on http://{self.api_server.address}/v1")
-        return self
 
     def _tree_nodes(self) -> dict[str, SwitchNode]:
         """The other switches that run a p4reduce program: they can sum jobs below the center."""

@@ -44,8 +44,8 @@ class SlotPool:
     """Allocates contiguous slot ranges to owners (job names) out of `total` slots."""
 
     def __init__(self, total: int):
-        if not isinstance(total, int) or total <= 0:
-            raise ValueError(f"slot pool size must be a positive integer, got {total!r}")
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:   # 0: no aggregating switch
+            raise ValueError(f"slot pool size must be a non-negative integer, got {total!r}")
         self.total = total
         self._owned: dict[str, SlotRange] = {}
         self._lock = threading.Lock()

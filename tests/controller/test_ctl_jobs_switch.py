@@ -447,3 +447,29 @@ def test_standby_controller_takes_over(controller_factory):
     assert ctl.resumed == ["kept"] and ctl.connections["s1"].primary
     job = JobApiClient(ctl.api_server.address, credential=client.credentials["kept"]).join("kept", ip="10.0.0.2")["job"]
     assert job["state"] == "running" and [m["rank"] for m in job["members"]] == [0, 1]
+
+
+def test_a_switch_without_the_p4reduce_program_gives_fallback_jobs(p4rt_server, reference_dir):
+    """The aggregating switch runs another program (real p4c's fwd_basic): the controller serves
+    anyway, says why once, /v1/health names the problem, and every job is created for the host
+    fallback with that reason (not refused) and never put on the switch."""
+    _, addr = p4rt_server
+    out = reference_dir / "p4c-out"
+    logs = []
+    ctl = Controller(topology(addr), out / "fwd_basic.p4info.txtpb", out / "fwd_basic.json", election_id=10,
+                     connect_timeout=5, api_address=("127.0.0.1", 0), state_file=None, lease_s=30.0)
+    ctl.report = logs.append
+    try:
+        ctl.start()
+        client = JobApiClient(ctl.api_server.address)
+        job = client.create("plain", 2, slots=8)
+        assert job["path"] == "fallback" and job["slots"]["count"] == 0, job
+        assert "s1 does not run a p4reduce program" in job["path_reason"], job["path_reason"]
+        assert client.join("plain", ip="10.0.0.1")["rank"] == 0
+        health = client.health()
+        assert not health["ok"] and any("does not run a p4reduce program" in p for p in health["problems"])
+        ctl.manager.rearm()                # the reaper's pass: nothing goes to the switch
+        assert client.job("plain")["slots"]["count"] == 0
+        assert any("every job runs on the host fallback" in line for line in logs), logs
+    finally:
+        ctl.stop()

@@ -104,5 +104,8 @@ def test_bad_counts_and_reserve_conflicts():
         pool.reserve("t", 14, 4)
     assert pool.allocate("u", 4).base == 0
     assert pool.allocate("v", 8).base == 8
-    with pytest.raises(ValueError):
-        SlotPool(0)
+    for bad in (-1, 1.5, True, "4"):
+        with pytest.raises(ValueError):
+            SlotPool(bad)
+    empty = SlotPool(0)          # no switch aggregates: nothing to give, every request refused
+    assert empty.largest_free() == 0 and empty.free == 0

@@ -230,6 +230,11 @@ class JobManager:
         # why no switch can aggregate at all (the aggregating switch runs another program): every
         # job is created for the host fallback with this reason, and stays there
         self.no_aggregation: str | None = None
+        # the controller's own blind stretches (JobManager.watched): the reaper's period (its
+        # LeaseReaper sets it), when its last pass decided, and the (from, to) spans it was late
+        self.reap_period_s = 0.5
+        self._passed_at: float | None = None
+        self._blind: builtins.list[tuple[float, float]] = []
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -720,16 +725,37 @@ class JobManager:
                                  f"for a while, but the switch shows the job progressing: its lease is kept")
                 job.progress_mark = mark
 
+    def _note_pass(self, now: float) -> None:
+        """A reaper pass decides at `now`: if it comes more than two reaper periods after the last
+        one, the controller was not looking (not scheduled, or its switch reading was slow) from
+        two periods after that pass until now: a blind stretch."""
+        on_time = 2 * self.reap_period_s
+        if self._passed_at is not None and now - self._passed_at > on_time:
+            self._blind.append((self._passed_at + on_time, now))
+        self._passed_at = now
+        oldest = min((j.alive_at(m) for j in self.jobs.values() for m in j.members.values()), default=now)
+        self._blind = [(a, b) for a, b in self._blind if b > oldest]
+
+    def watched(self, since: float, now: float) -> float:
+        """How long of [since, now] the controller was looking: the span less its blind stretches.
+        A rank is reclaimed only after a whole lease of this without a heartbeat or the job's
+        progress on the switch: a stall of the controller itself (a starved machine stops the job
+        too, so the reading after it can equal the one before) is nobody's silence."""
+        blind = sum(max(0.0, min(b, now) - max(a, since)) for a, b in self._blind)
+        return now - since - blind
+
     def reap(self) -> builtins.list[str]:
-        """End every job with a rank silent for lease_s (no heartbeat, and no progress of the job
-        on the switch), or memberless for join_timeout_s."""
+        """End every job with a rank silent for lease_s of the controller's watch (JobManager.watched:
+        no heartbeat, and no progress of the job on the switch), or memberless for join_timeout_s."""
         self.sample_progress()
         self.rearm()
         reclaimed = []
         with self.lock:
             now = self.clock()
+            self._note_pass(now)
             for name, job in list(self.jobs.items()):
-                dead = [m.rank for m in job.members.values() if now - job.alive_at(m) > job.lease_s]
+                dead = [m.rank for m in job.members.values()
+                        if self.watched(job.alive_at(m), now) > job.lease_s]
                 idle = not job.members and now - job.last_activity > self.join_timeout_s
                 if dead or idle:
                     reason = (f"lease expired: rank {', '.join(map(str, dead))} silent for over {job.lease_s:g} s"

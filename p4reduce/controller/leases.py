@@ -1,5 +1,7 @@
 """The lease reaper: ends jobs whose workers went silent (JobManager.reap), twice a second (a job
-whose heartbeats are late is read on the switch at every pass: JobManager.sample_progress)."""
+whose heartbeats are late is read on the switch at every pass: JobManager.sample_progress); the
+time between passes beyond two periods is the controller's own stall, not counted against leases
+(JobManager.watched)."""
 from __future__ import annotations
 
 import threading
@@ -14,6 +16,7 @@ class LeaseReaper:
 
     def __init__(self, manager: JobManager, period: float = 0.5):
         self.manager, self.period = manager, period
+        manager.reap_period_s = period      # passes later than two periods are the controller's blind time
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-reaper", daemon=True)
 

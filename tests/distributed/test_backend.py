@@ -143,6 +143,37 @@ def test_allreduce_crosses_the_switch_and_every_other_collective_works(network, 
     assert res[0]["f32"] == res[1]["f32"] == res[2]["f32"]     # every rank the same result
 
 
+BACK_TO_BACK = r"""
+import os, sys, torch, torch.distributed as dist
+import p4reduce.distributed
+rank, world, port, out, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})   # every rank on one CPU: gloo's threads get preempted
+dist.init_process_group("p4reduce", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+for i in range(n):
+    x = torch.tensor([float(rank + i)]); dist.all_reduce(x, op=dist.ReduceOp.MAX)     # the group's own allreduce
+    g = [torch.zeros(2) for _ in range(world)]; dist.all_gather(g, torch.full((2,), float(rank)))
+    b = torch.tensor([rank]); dist.broadcast(b, 1)
+    if i % 50 == 0:
+        dist.barrier()
+    assert x.item() == world - 1 + i and b.item() == 1 and g[world - 1][0].item() == world - 1
+dist.destroy_process_group()
+open(out, "w").write("ok")
+"""
+
+
+@pytest.mark.slow
+def test_collectives_back_to_back_on_one_cpu_never_deadlock_with_gloos_worker_threads(network, tmp_path):
+    """gloo's worker thread drops a finished collective's tensors under its queue's lock, and
+    dropping a tensor that has a Python object takes the GIL. The collectives the group leaves to
+    gloo must reach gloo's queue without holding the GIL: torch's binding for a Python
+    ProcessGroup subclass calls the base method with the GIL held (a deadlock within a few hundred
+    collectives with every rank on one CPU; CI's all_gather and broadcast hangs)."""
+    world = 3
+    outs = _run(BACK_TO_BACK, world, network.env(P4REDUCE_JOB="b2b"), tmp_path, extra_args=("1500",), timeout=120)
+    _all_ranks_succeeded(outs)
+    assert all((tmp_path / f"r{r}.json").read_text() == "ok" for r in range(world))
+
+
 DDP = r"""
 import json, sys, torch, torch.distributed as dist
 backend = sys.argv[5]

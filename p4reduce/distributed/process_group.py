@@ -4,8 +4,8 @@ Why this shape: a torch.distributed program calls many collectives (DDP alone br
 parameters, all-gathers their shapes and allreduces the gradient buckets). Only the allreduce
 of summable dense tensors is what a p4reduce switch computes; everything else must still work
 exactly as on gloo. So the group is a ``torch.distributed.ProcessGroup`` whose CPU backend is a
-real gloo backend over the same store (every collective the group does not override goes there
-through c10d's own dispatch), and whose ``allreduce`` sends SUM/AVG of float32, float16,
+real gloo backend over the same store (every other collective goes there, called on the backend
+itself: see the class's note on the GIL), and whose ``allreduce`` sends SUM/AVG of float32, float16,
 bfloat16 and int32 tensors through the job's worker agent instead. Works follow c10d's
 semantics: ``wait()`` blocks until the tensors hold the result (raising what failed), and
 ``get_future()`` gives a ``torch.futures.Future`` completed with the tensors, so DDP overlaps its
@@ -77,6 +77,16 @@ def _is_sum_or_avg(op: Any) -> tuple[bool, bool]:
     return False, False
 
 
+def _gloo_collective(backend_method: str, name: str | None = None) -> Callable[..., Any]:
+    """A process-group method that runs `backend_method` of the group's gloo backend (see the
+    class's note on the GIL); `name` is the group's method when it differs (torch's newer names)."""
+    def collective(self: P4ReduceProcessGroup, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._gloo, backend_method)(*args, **kwargs)
+    collective.__name__ = collective.__qualname__ = name or backend_method
+    collective.__doc__ = f"{name or backend_method} on the group's gloo backend ({backend_method}, GIL released)"
+    return collective
+
+
 class P4ReduceProcessGroup(dist.ProcessGroup):
     """One rank of a torch.distributed group whose allreduces a p4reduce switch computes."""
 
@@ -131,6 +141,32 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist._Work:
         return self.allreduce(tensors, opts)
+
+    # Every other collective runs on the gloo backend, called here through the backend's own
+    # binding. Left to ProcessGroup's methods they would deadlock now and then: for a Python
+    # subclass, torch's binding (PyProcessGroup's WORK_OVERRIDE) calls the base method, which
+    # enqueues on gloo, with the GIL held; gloo's worker thread drops the previous collective's
+    # tensors while holding that queue's lock, and dropping a tensor with a Python object takes
+    # the GIL. The backend's binding releases the GIL before it enqueues. (The coalesced variants,
+    # used by c10d's coalescing manager only, have no binding on the backend: still the base's.)
+    allgather = _gloo_collective("allgather")
+    allgather_coalesced = _gloo_collective("allgather_coalesced")
+    _allgather_base = _gloo_collective("_allgather_base")
+    all_gather_single = _gloo_collective("_allgather_base", "all_gather_single")
+    alltoall = _gloo_collective("alltoall")
+    alltoall_base = _gloo_collective("alltoall_base")
+    all_to_all_single = _gloo_collective("alltoall_base", "all_to_all_single")
+    barrier = _gloo_collective("barrier")
+    broadcast = _gloo_collective("broadcast")
+    gather = _gloo_collective("gather")
+    scatter = _gloo_collective("scatter")
+    reduce = _gloo_collective("reduce")
+    reduce_scatter = _gloo_collective("reduce_scatter")
+    _reduce_scatter_base = _gloo_collective("_reduce_scatter_base")
+    reduce_scatter_single = _gloo_collective("_reduce_scatter_base", "reduce_scatter_single")
+    send = _gloo_collective("send")
+    recv = _gloo_collective("recv")
+    recv_anysource = _gloo_collective("recv_anysource")
 
     def shutdown(self) -> None:
         """Leave the job (destroy_process_group calls this)."""

@@ -52,11 +52,8 @@ AGGREGATIONS = ("tree", "root")
 
 
 # how long every rank of a job must have been on the host fallback before its slots are reset for
-# the return. Short: the re-arm's new wire token already keeps a datagram sent before the ranks
-# left from counting (the switch drops it once its entry has the new token, and the slot reset
-# that follows wipes whatever it wrote before); this only lets the last rank's final
-# retransmissions drain. Longer costs calls on the fallback (the faults bench counts them).
-REARM_QUIET_S = 0.25
+# the return: longer than a datagram sent just before the last one left can stay queued on a link
+REARM_QUIET_S = 1.0
 
 
 class Member:

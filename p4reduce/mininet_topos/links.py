@@ -1,7 +1,11 @@
 """Link emulation options (bandwidth, delay, loss, MTU) for Mininet links: the command line's --bw,
 --delay, --loss and --mtu, and the benchmarks' named settings (bench/links.py), one type for both.
 
-Bandwidth uses TCLink (tbf). Delay and loss use netem through TCLink when the kernel has it; when
+Bandwidth uses TCLink (tbf) with a queue of DEFAULT_QUEUE_MS unless told otherwise (`queue_ms`):
+Mininet's own default (15 kB + a 15 kB burst, 1.2 ms at 100 Mbit/s) holds about 27 full-size
+frames, less than one worker's window of rounds (64 slots of ~1.1 kB), so a shaped run measured
+drops in the worker's own egress queue (45 % of its packets, 2.2x the payload sent) rather than
+the link. Delay and loss use netem through TCLink when the kernel has it; when
 it does not (minimal VM kernels lack sch_netem), loss is emulated with an nftables netdev table on
 both ends' egress -- the same place netem sits, before packet taps, so the P4 target never sees a
 lost frame -- and delay is refused with a clear error rather than silently ignored, unless the
@@ -33,6 +37,9 @@ LOSS_TABLE = "p4reduce_loss"
 DEFAULT_MTU = 1500                    # Ethernet's, and every Linux interface's unless told
 MIN_MTU = 576                         # the smallest IPv4 datagram every host must accept (RFC 791)
 MAX_MTU = 65535                       # the largest a veth takes (and an IPv4 total length)
+# tbf queue depth of a shaped link, as the time to drain it: 10 ms = 125 kB at 100 Mbit/s, a
+# switch-like buffer that holds a worker's window (the benchmarks' shaped links use the same)
+DEFAULT_QUEUE_MS = 10.0
 
 
 class LinkOptionError(ValueError):
@@ -44,7 +51,7 @@ class LinkOptions:
     bw_mbps: float | None = None
     delay: str | None = None          # e.g. "1ms", "200us"
     loss_pct: float = 0.0             # 0..100, per direction
-    queue_ms: float | None = None     # tbf queue depth as the time to drain it (None: TCLink's)
+    queue_ms: float | None = None     # tbf queue depth as the time to drain it (None: DEFAULT_QUEUE_MS)
     mtu: int | None = None            # IPv4 MTU of every interface, bytes (None: DEFAULT_MTU)
     delay_optional: bool = False      # without netem: leave the delay out (and say so) instead of refusing
     name: str = ""                    # a named setting (benchmarks), reported with its results
@@ -73,6 +80,13 @@ class LinkOptions:
         return DEFAULT_MTU if self.mtu is None else self.mtu
 
     @property
+    def tbf_queue_ms(self) -> float | None:
+        """The tbf queue depth really applied, ms (None on a link without a bandwidth limit)."""
+        if self.bw_mbps is None:
+            return None
+        return DEFAULT_QUEUE_MS if self.queue_ms is None else self.queue_ms
+
+    @property
     def shaped(self) -> bool:
         return self.bw_mbps is not None or self.delay is not None or self.loss_pct > 0
 
@@ -86,8 +100,7 @@ class LinkOptions:
         if self.bw_mbps is not None:
             params["bw"] = self.bw_mbps
             params["use_tbf"] = True      # tbf: no htb quantum warnings, same shaping
-            if self.queue_ms is not None:
-                params["latency_ms"] = self.queue_ms
+            params["latency_ms"] = self.tbf_queue_ms
         if netem_available():
             if self.delay:
                 params["delay"] = self.delay
@@ -109,8 +122,7 @@ class LinkOptions:
             return "unshaped veth" + mtu
         parts = []
         if self.bw_mbps is not None:
-            queue = f", {self.queue_ms:g} ms queue" if self.queue_ms is not None else ""
-            parts.append(f"{self.bw_mbps:g} Mbit/s (tbf{queue})")
+            parts.append(f"{self.bw_mbps:g} Mbit/s (tbf, {self.tbf_queue_ms:g} ms queue)")
         if self.delay:
             parts.append(f"{self.delay} delay (netem)" if self.effective_delay()
                          else f"{self.delay} delay NOT applied: kernel lacks sch_netem")
@@ -121,7 +133,7 @@ class LinkOptions:
     def describe(self) -> dict:
         """The options and what was applied (topology description, benchmark results)."""
         return {"name": self.name or None, "bw_mbps": self.bw_mbps, "delay": self.delay,
-                "loss_pct": self.loss_pct, "queue_ms": self.queue_ms, "mtu": self.link_mtu,
+                "loss_pct": self.loss_pct, "queue_ms": self.tbf_queue_ms, "mtu": self.link_mtu,
                 "loss_method": ("netem" if netem_available() else "nftables") if self.loss_pct else None,
                 "delay_applied": self.effective_delay() is not None if self.delay else None,
                 "applied": self.applied()}
@@ -130,7 +142,7 @@ class LinkOptions:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--bw/--delay/--loss/--mtu and --uplink-bw/--uplink-delay/--uplink-loss on a CLI parser."""
     parser.add_argument("--bw", type=float, default=None, metavar="MBPS",
-                        help="bandwidth of every worker link, Mbit/s (TCLink/htb)")
+                        help="bandwidth of every worker link, Mbit/s (TCLink tbf, a 10 ms queue)")
     parser.add_argument("--delay", default=None, metavar="DURATION",
                         help="one-way delay of every worker link, e.g. 1ms (needs netem)")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
@@ -141,7 +153,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "make build MTU=BYTES")
     # read as text and checked by uplink_from_args: a bad value is one line naming the option
     parser.add_argument("--uplink-bw", default=None, metavar="MBPS",
-                        help="bandwidth of every switch-to-switch link, Mbit/s (two-tier, tree; "
+                        help="bandwidth of every switch-to-switch link, Mbit/s (tbf, a 10 ms queue; two-tier, tree; "
                              "default unshaped)")
     parser.add_argument("--uplink-delay", default=None, metavar="DURATION",
                         help="one-way delay of every switch-to-switch link, e.g. 1ms (needs netem)")

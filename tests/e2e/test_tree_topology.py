@@ -168,7 +168,7 @@ def test_depth_3_tree_comes_up_described_reachable_shaped_and_exact(session_fact
             ("leaf1", "leaf2", "leaf3", "leaf4", "agg1", "agg2", "root")] == list(range(7))
     check_the_controller_reads_it(session.description_path, desc, node_prefix + "root")
     assert desc["link_options"]["bw_mbps"] == 400 and desc["link_options"]["uplink"]["bw_mbps"] == 100
-    assert desc["link_options"]["uplink"]["applied"] == "100 Mbit/s (tbf)"
+    assert desc["link_options"]["uplink"]["applied"] == "100 Mbit/s (tbf, 10 ms queue)"
 
     # the uplink rate on both ends of every switch-to-switch link, the host rate on host links only
     uplinks, host_side = switch_link_ends(desc)

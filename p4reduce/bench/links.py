@@ -10,12 +10,9 @@ import dataclasses
 
 from p4reduce.mininet_topos.links import LinkOptions
 
-# tbf queue depth, as the time to drain it: 10 ms = 125 kB at 100 Mbit/s, a switch-like buffer.
-# (Mininet's default, 15 kB, drops most of an incast burst and measures TCP timeouts instead.)
-QUEUE_LATENCY_MS = 10.0
-
 UNSHAPED = LinkOptions(name="unshaped")
-SHAPED = LinkOptions(name="100mbit-1ms", bw_mbps=100, delay="1ms", queue_ms=QUEUE_LATENCY_MS, delay_optional=True)
+# shaped links get mininet_topos.links' default tbf queue (10 ms, a switch-like buffer), as make run's
+SHAPED = LinkOptions(name="100mbit-1ms", bw_mbps=100, delay="1ms", delay_optional=True)
 # random loss on every host-switch link, each direction (netem, or nftables without it): the loss section
 LOSS_1 = LinkOptions(name="loss-1pct", loss_pct=1.0)
 LOSS_5 = LinkOptions(name="loss-5pct", loss_pct=5.0)

@@ -2,7 +2,7 @@
 import pytest
 
 from p4reduce.bench import links
-from p4reduce.mininet_topos.links import netem_available
+from p4reduce.mininet_topos.links import DEFAULT_QUEUE_MS, netem_available
 
 
 def test_unshaped_is_plain_veth():
@@ -13,7 +13,7 @@ def test_unshaped_is_plain_veth():
 @pytest.mark.root
 def test_shaped_link_applies_bandwidth_and_reports_delay_truthfully():
     params = links.SHAPED.tclink_params()
-    assert params["bw"] == 100 and params["use_tbf"] and params["latency_ms"] == links.QUEUE_LATENCY_MS
+    assert params["bw"] == 100 and params["use_tbf"] and params["latency_ms"] == DEFAULT_QUEUE_MS == 10.0
     info = links.SHAPED.describe()
     if netem_available():
         assert params["delay"] == "1ms" and info["delay_applied"] is True

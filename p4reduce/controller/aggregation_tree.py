@@ -17,7 +17,7 @@ switch without an address). Writing the tree to the switches is controller/netwo
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,11 @@ class TreeNode:
     @property
     def ranks(self) -> tuple[int, ...]:
         return tuple(sorted(c.rank for c in self.children))
+
+
+def present_children(node: TreeNode, absent: Collection[int]) -> tuple[Child, ...]:
+    """The node's children but the members of ranks `absent` (left the job); a child switch stays."""
+    return tuple(c for c in node.children if c.switch is not None or c.rank not in absent)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from p4reduce.controller import defaults
+from p4reduce.controller.aggregation_tree import present_children
 from p4reduce.controller.codec import format_ipv4, format_mac
 from p4reduce.controller.connection import SwitchConnection, Update, update
 from p4reduce.controller.entities import (
@@ -171,14 +172,20 @@ class JobProgrammer:
 
     # -- a job's node of its aggregation tree (controller/aggregation_tree.py, controller/network.py) -----------
     def _node_entities(self, job: Job, node: TreeNode, keys_only: bool = False) -> list[Any]:
-        """The node's tree entry and its children's entries (workers table and addresses)."""
+        """The node's tree entry (a round still needs every child) and its children's entries
+        (workers table and addresses): every child's keys, the present children's entries."""
         entries = [tree_entry(job.job_id, len(node.children), node.uplink)]
-        for child in node.children:
+        for child in (node.children if keys_only else present_children(node, job.tree_absent)):
             entries += member_entries(job.job_id, child)
         return [self._entity(e.key() if keys_only else e) for e in entries]
 
     def _node_group(self, spec: JobSpec, children: Iterable[SwitchMember]) -> Any:
         return multicast_group(spec.multicast_group, group_replicas(children))
+
+    def _node_group_updates(self, job: Job, node: TreeNode, spec: JobSpec) -> list[Any]:
+        """The node's multicast group to its present children (none left: no group)."""
+        children = present_children(node, job.tree_absent)
+        return [self._node_group(spec, children)] if children else []
 
     def _node_job_entity(self, job: Job, spec: JobSpec) -> Any:
         entity = self._entity(job_entry(spec))
@@ -194,15 +201,26 @@ class JobProgrammer:
             self.reset_slots(spec)
             updates.append(update(Update.INSERT, self._node_job_entity(job, spec)))
         updates += [update(Update.INSERT, e) for e in self._node_entities(job, node)]
-        updates.append(update(Update.INSERT, self._node_group(spec, node.children)))
+        updates += [update(Update.INSERT, g) for g in self._node_group_updates(job, node, spec)]
         self.conn.write(updates)
 
     def restore_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
         """install_node whatever the switch holds now (missing entries inserted, others modified)."""
         entities = [self._node_job_entity(job, spec) if own_job_entry else self._job_entity(job)]
         entities += self._node_entities(job, node)
-        entities.append(self._node_group(spec, node.children))
+        entities += self._node_group_updates(job, node, spec)
         self._insert_or_modify(entities)
+
+    def remove_child(self, job: Job, node: TreeNode, spec: JobSpec, child: SwitchMember) -> None:
+        """A member of the job left (it is in job.tree_absent): its entries on this switch go, the
+        node's group goes to the children left; the tree entry, the slots and every round in
+        them stay, so the peers still finishing a call through this switch are answered."""
+        groups = self._node_group_updates(job, node, spec)
+        if groups:
+            self.conn.write([update(Update.MODIFY, g) for g in groups])
+        else:
+            self._delete_quietly([self._node_group(spec, [])])
+        self._delete_quietly([self._entity(e.key()) for e in member_entries(job.job_id, child)])
 
     def remove_node(self, job: Job, node: TreeNode, spec: JobSpec, own_job_entry: bool) -> None:
         """Undo install_node (continuing past entries already gone)."""
@@ -220,16 +238,17 @@ class JobProgrammer:
         """Rewrite the job's entry (its descriptor changed: a tree's members are listed in it)."""
         self.conn.write([update(Update.MODIFY, self._job_entity(job))])
 
-    def flat_members(self, job: Job, install: bool) -> None:
-        """The job's members as direct workers of this switch (`install`), or none of them: what
-        the center switch holds of a job aggregated here alone."""
+    def flat_members(self, job: Job, install: bool, members: Iterable[Member] | None = None) -> None:
+        """The job's members (or those given) as direct workers of this switch (`install`), or none
+        of them: what the center switch holds of a job aggregated here alone."""
+        chosen = list(job.members.values() if members is None else members)
         ents = []
-        for m in job.members.values():
+        for m in chosen:
             ents += self._member_entities(job, m, keys_only=not install)
         if install:
             updates = [update(Update.INSERT, e) for e in ents]
-            if job.members:
-                updates.append(update(Update.INSERT, self._group(job, job.members.values())))
+            if chosen:
+                updates.append(update(Update.INSERT, self._group(job, chosen)))
             self.conn.write(updates)
         else:
             self._delete_quietly(ents + [self._group(job, [])])
@@ -316,6 +335,8 @@ class JobProgrammer:
             if isinstance(desc.get("members"), list):   # aggregated as a tree: its members are below
                 rec["members"] = [m for m in desc["members"] if isinstance(m, dict)]
                 rec["members_known"] = True
+                if isinstance(desc.get("absent"), list):  # and the places in its tree of those that left
+                    rec["absent"] = [m for m in desc["absent"] if isinstance(m, dict)]
             if isinstance(desc.get("credential_sha256"), str):   # who may change the job (controller/auth.py)
                 rec["credential_sha256"] = desc["credential_sha256"]
             jobs.append(rec)

@@ -103,6 +103,9 @@ class Job:
         # and the slots each of them gives it
         self.tree: JobTree | None = None
         self.tree_slots: dict[str, SlotRange] = {}
+        # members that left while the tree stays written (their place in it): a rank's leave must
+        # not disturb the calls its peers still finish through the tree (the last call's results)
+        self.tree_absent: dict[int, Member] = {}
 
     @property
     def on_switch(self) -> bool:
@@ -173,11 +176,16 @@ class Job:
                 # kept across restarts: workers tell this job from an earlier one with the same id by it
                 "created_at": self.created_at}
         if self.tree is not None:      # the members sit below other switches: a restart finds them here
-            desc["members"] = [{"rank": m.rank, "ip": m.ip, "udp_port": m.udp_port, "mac": m.mac, "port": m.port}
-                               for _, m in sorted(self.members.items())]
+            desc["members"] = [_member_record(m) for _, m in sorted(self.members.items())]
+            if self.tree_absent:       # and the tree's places of those that left
+                desc["absent"] = [_member_record(m) for _, m in sorted(self.tree_absent.items())]
         if self.credential_digest:
             desc["credential_sha256"] = self.credential_digest
         return desc
+
+
+def _member_record(m: Member) -> dict[str, Any]:
+    return {"rank": m.rank, "ip": m.ip, "udp_port": m.udp_port, "mac": m.mac, "port": m.port}
 
 
 def _check_int(value: object, field: str, lo: int, hi: int) -> int:

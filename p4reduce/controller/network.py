@@ -5,8 +5,12 @@ P4Runtime session (its JobProgrammer), slot pool and packet layout. JobNetwork i
 JobManager programs jobs through: the center switch (the service address's owner) admits a job
 and its members as it always has; once every rank has joined, the job's tree (controller/aggregation_tree.py)
 is written to the switches on its members' paths, children first, so each switch sums its own
-children and sends one partial sum up. When a rank leaves, the tree is taken down and the center
-holds the job's members directly again until the job is whole. A job created with
+children and sends one partial sum up. When a rank leaves, only its own entries go: the tree and
+every round in it stay, so its peers still finishing a call through the tree (a job's last call,
+when a rank that got its result first leaves while a peer waits for a result lost on an uplink)
+are answered. When a rank joins again the tree is taken down, the center holds the job's members
+directly until the job is whole, and the tree is planned again (the rank may come back from
+another host). A job created with
 aggregation "root", or whose tree cannot be made (a switch without free slots, a member on a host
 the topology does not know), is aggregated at the center alone, as before trees existed.
 """
@@ -73,6 +77,9 @@ class JobNetwork:
         self.center.programmer.install_job(job)
 
     def add_member(self, job: Job, member: Member) -> None:
+        """`member` is in job.members already."""
+        if job.tree is not None:       # a rank back in a job whose tree stayed up after it left
+            self._back_to_center(job, joining=member)
         self.center.programmer.add_member(job, member)
         if len(job.members) == job.workers:
             self._grow(job)
@@ -82,7 +89,7 @@ class JobNetwork:
         if job.tree is None:
             self.center.programmer.remove_member(job, member)
             return
-        self._shrink(job, gone=member)
+        self._leave_tree(job, member)
 
     def remove_job(self, job: Job) -> None:
         if job.tree is not None:
@@ -140,14 +147,16 @@ class JobNetwork:
     def resume(self, job: Job) -> None:
         """After a controller restart: a whole job of aggregation "tree" gets its tree back, reusing
         the slots each switch still holds for it (workers keep aggregating through them)."""
-        if job.aggregation == "tree" and len(job.members) == job.workers:
+        if job.aggregation == "tree" and len(job.members) + len(job.tree_absent) == job.workers:
             self._grow(job, resuming=True)
+        else:
+            job.tree_absent.clear()
 
     # -- trees -----------------------------------------------------------------------------------
     def _plan(self, job: Job) -> JobTree:
         if self.topology is None:
             raise NoTree("the controller has no topology")
-        tree = plan(self.topology, job.members)
+        tree = plan(self.topology, {**job.tree_absent, **job.members})
         for name in tree.nodes:
             if name not in self.nodes:
                 raise NoTree(f"switch {name} does not run a p4reduce program this controller manages")
@@ -222,15 +231,34 @@ class JobNetwork:
         for name in job.tree_slots:
             self.nodes[name].pool.release(job.name)
         job.tree, job.tree_slots = None, {}
+        job.tree_absent.clear()
 
-    def _shrink(self, job: Job, gone: Member) -> None:
-        """A rank left a job aggregated as a tree: back to the center alone, with the others."""
+    def _leave_tree(self, job: Job, gone: Member) -> None:
+        """A rank left a job aggregated as a tree: its entries go from the switch it is a child of
+        (and from the center, which keeps flat entries when it is not in the tree); nothing else."""
+        tree = job.tree
+        assert tree is not None
+        job.tree_absent[gone.rank] = gone
+        for node in tree.nodes.values():
+            for child in node.children:
+                if child.switch is None and child.rank == gone.rank:
+                    self.nodes[node.switch].programmer.remove_child(job, node, self._spec(job, node.switch), child)
+        if self.center.name not in tree.nodes:
+            self.center.programmer.remove_member(job, gone)
+        self.center.programmer.restore_job_entry(job)       # its descriptor lists who left
+        self.log(f"job {job.name}: rank {gone.rank} left; its tree stays until a rank joins again")
+
+    def _back_to_center(self, job: Job, joining: Member) -> None:
+        """A rank joins a job whose tree stayed up after ranks left: the tree comes down and the
+        center holds the other members directly until the job is whole (planned again then)."""
         tree = job.tree
         assert tree is not None
         self._take_down(job)
         if self.center.name in tree.nodes:
-            self.center.programmer.flat_members(job, install=True)
-        else:                         # the center kept the members' entries: drop the one gone
-            self.center.programmer.remove_member(job, gone)
+            # the center's rounds counted switches by their rank at it: none may answer a member now
+            self.center.programmer.reset_slots(job.spec)
+            self.center.programmer.flat_members(
+                job, install=True, members=[m for m in job.members.values() if m.rank != joining.rank])
         self.center.programmer.restore_job_entry(job)
-        self.log(f"job {job.name}: rank {gone.rank} left; aggregated at {self.center.name} until it is whole")
+        self.log(f"job {job.name}: rank {joining.rank} joins again; aggregated at {self.center.name} until it "
+                 "is whole")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from p4reduce.controller.connection import SwitchConnection
     from p4reduce.controller.job_programmer import JobProgrammer
     from p4reduce.controller.service import Controller, StateFile
+    from p4reduce.controller.topology import Topology
 
 
 
@@ -65,22 +66,33 @@ def adopt_jobs(manager: JobManager, recovered: list[dict[str, Any]]) -> None:
             job.wire_token = rec.get("wire_token", 0)     # from the jobs-table entry itself
             if rec.get("aggregation") in ("tree", "root"):
                 job.aggregation = rec["aggregation"]
-            for m in rec.get("members", []):
-                if not isinstance(m.get("rank"), int) or not isinstance(m.get("ip"), str) or \
-                        not isinstance(m.get("udp_port"), int) or not 0 <= m["rank"] < rec["workers"]:
-                    manager.log(f"job {rec['name']}: a member record read back is unusable, skipped: {m!r}")
-                    continue
-                mac, port = m.get("mac"), m.get("port")
-                host = topology.host_by_ip(m["ip"]) if topology is not None else None
-                if topology is not None and host is not None:  # entries partly lost: the topology fills gaps
-                    mac = mac or host.mac
-                    if port is None:
-                        port = topology.arrival_port(topology.aggregation_switch.name, host)
-                job.members[m["rank"]] = Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
+            for key, into in (("members", job.members), ("absent", job.tree_absent)):
+                for m in rec.get(key, []):
+                    member = _member(m, rec, topology, now)
+                    if member is None or member.rank in job.members:
+                        manager.log(f"job {rec['name']}: a member record read back is unusable, skipped: {m!r}")
+                        continue
+                    into[member.rank] = member
             job.update_state()
             manager.jobs[job.name] = job
             manager.log(f"job {job.name}: resumed from the switch (id {job.job_id}, "
                         f"{len(job.members)}/{job.workers} workers, slots [{rng.base}, {rng.end}))")
+
+
+def _member(m: dict[str, Any], rec: dict[str, Any], topology: Topology | None, now: float) -> Member | None:
+    """A member record read back from the switch (entries or descriptor: checked field by field)."""
+    if not isinstance(m.get("rank"), int) or isinstance(m["rank"], bool) or not isinstance(m.get("ip"), str) or \
+            not isinstance(m.get("udp_port"), int) or not 0 <= m["rank"] < rec["workers"]:
+        return None
+    mac, port = m.get("mac"), m.get("port")
+    mac = mac if isinstance(mac, str) else None
+    port = port if isinstance(port, int) and not isinstance(port, bool) else None
+    host = topology.host_by_ip(m["ip"]) if topology is not None else None
+    if topology is not None and host is not None:  # entries partly lost: the topology fills gaps
+        mac = mac or host.mac
+        if port is None:
+            port = topology.arrival_port(topology.aggregation_switch.name, host)
+    return Member(m["rank"], m["ip"], m["udp_port"], mac, port, now)
 
 
 def replay_jobs(manager: JobManager) -> int:

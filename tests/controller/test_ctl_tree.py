@@ -143,7 +143,11 @@ def join_all(mgr, n, name="j", **create):
     return mgr.jobs[name]
 
 
-def test_a_whole_job_gets_its_tree_children_first_and_loses_it_when_a_rank_leaves():
+def test_a_whole_job_gets_its_tree_children_first_and_keeps_it_when_a_rank_leaves():
+    """A leave removes only that rank's entries at its leaf: the tree, its slots and every round
+    in them stay (a peer still finishing the job's last call through the tree is answered; taking
+    the tree down there stranded the ranks of the other leaf, CI 2026-11-28); a rank joining
+    again brings the job back to the center until it is whole, then the tree is planned again."""
     mgr, net, log, messages = network(two_tier())
     job = join_all(mgr, 8)
     assert job.tree is not None and job.tree.root == "spine"
@@ -158,10 +162,18 @@ def test_a_whole_job_gets_its_tree_children_first_and_loses_it_when_a_rank_leave
     assert "members" in job.descriptor()        # a restarted controller finds them below the spine
     log.clear()
     mgr.leave("j", 5)
-    assert job.tree is None and "j" not in net.nodes["leaf1"].pool.owners()
-    assert [(sw, op) for sw, op, _ in log if op in ("remove_node", "flat_members")] == \
-        [("spine", "remove_node"), ("leaf2", "remove_node"), ("leaf1", "remove_node"), ("spine", "flat_members")]
-    mgr.join("j", ip="10.0.0.6", udp_port=40000)
+    assert job.tree is not None and net.nodes["leaf1"].pool.owners()["j"].count == 8
+    assert [(sw, op) for sw, op, _ in log] == [("leaf2", "remove_child"), ("spine", "restore_job_entry")]
+    assert sorted(job.tree_absent) == [5] and [m["rank"] for m in job.descriptor()["absent"]] == [5]
+    mgr.leave("j", 6)
+    assert sorted(job.tree_absent) == [5, 6] and job.tree is not None
+    log.clear()
+    mgr.join("j", ip="10.0.0.6", udp_port=40000)        # rank 5 back: the job is not whole yet
+    assert job.tree is None and not job.tree_absent and "j" not in net.nodes["leaf1"].pool.owners()
+    assert [(sw, op) for sw, op, _ in log if op in ("remove_node", "reset_slots", "flat_members", "add_member")] == \
+        [("spine", "remove_node"), ("leaf2", "remove_node"), ("leaf1", "remove_node"), ("spine", "reset_slots"),
+         ("spine", "flat_members"), ("spine", "add_member")]
+    mgr.join("j", ip="10.0.0.7", udp_port=40000)        # whole again: the tree planned again
     assert job.tree is not None
     mgr.end("j")
     assert "j" not in net.nodes["leaf2"].pool.owners()
@@ -203,4 +215,47 @@ def test_the_tree_is_shown_by_the_controller_cli_and_the_run_cli():
         assert "leaf2      sums rank 4, rank 5, rank 6, rank 7; slots [0, 8) -> spine as rank 4" in text
         assert "spine      sums switch leaf1, switch leaf2; slots [0, 8) (root)" in text
     mgr.leave("j", 0)
+    assert "j: aggregated as a tree rooted at spine" in jobs_text(mgr.list())     # kept for the others
+    mgr.leave("j", 1)
+    mgr.join("j", ip="10.0.0.1", udp_port=40000)                  # back at the center until whole
     assert "tree" not in jobs_text(mgr.list())
+
+
+def test_a_restarted_controller_resumes_a_tree_whose_ranks_left_with_their_places_in_it():
+    """The center's descriptor lists the members and those that left (`absent`); adopting it, a
+    restarted controller plans the same tree and writes back only the present members' entries;
+    unusable records read back are skipped, each one said."""
+    from p4reduce.controller.recovery import adopt_jobs
+    mgr, net, log, messages = network(two_tier())
+    job = join_all(mgr, 8)
+    mgr.leave("j", 5)
+    desc = job.descriptor()
+    assert [m["rank"] for m in desc["members"]] == [0, 1, 2, 3, 4, 6, 7] and [m["rank"] for m in desc["absent"]] == [5]
+    rec = {"name": "j", "job_id": job.job_id, "workers": 8, "mode": "dense", "slots": job.slots.to_json(),
+           "aggregation": "tree", "members": desc["members"],
+           "absent": desc["absent"] + [{"rank": True, "ip": "10.0.0.9", "udp_port": 1}, {"rank": 0, "ip": "10.0.0.1",
+                                                                                         "udp_port": 40000}]}
+    mgr2, net2, log2, messages2 = network(two_tier())
+    mgr2.log = messages2.append
+    adopt_jobs(mgr2, [rec])
+    again = mgr2.jobs["j"]
+    assert sorted(again.members) == [0, 1, 2, 3, 4, 6, 7] and sorted(again.tree_absent) == [5]
+    assert sum("unusable, skipped" in m for m in messages2) == 2
+    net2.resume(again)
+    assert again.tree is not None and again.tree.to_json() == job.tree.to_json()
+    assert sorted(again.tree_absent) == [5]
+    assert [(sw, op) for sw, op, _ in log2 if op == "restore_node"] == [("leaf1", "restore_node"),
+                                                                         ("leaf2", "restore_node"),
+                                                                         ("spine", "restore_node")]
+
+
+def test_the_entries_of_a_tree_node_leave_out_the_ranks_that_left():
+    """What a switch of the tree is written: every child's keys when it is removed, but only the
+    present children's entries and group replicas when it is (re)written; the tree entry still
+    counts every child (a round completes only with all of them)."""
+    from p4reduce.controller.aggregation_tree import present_children
+    job = join_all(network(two_tier())[0], 8)
+    leaf2 = job.tree.nodes["leaf2"]
+    assert [c.rank for c in present_children(leaf2, {5: None, 6: None})] == [4, 7]
+    spine = job.tree.nodes["spine"]
+    assert [c.switch for c in present_children(spine, {4: None, 5: None, 6: None, 7: None})] == ["leaf1", "leaf2"]

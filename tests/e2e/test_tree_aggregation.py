@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from p4reduce.mininet_topos.hostproc import follow
+from p4reduce.mininet_topos.hostproc import follow, read_available, start_on_hosts
 from p4reduce.protocol.job_api import JobApiClient
 
 from .workers import assert_exact, by_index, run_job
@@ -193,3 +193,55 @@ def test_a_controller_restart_mid_job_keeps_the_tree(session_factory):
     assert_exact(done)
     assert all(r.result["calls_by_path"]["fallback"] == 0 and not r.result["fallback_episodes"] for r in done), \
         [(r.host, r.result["calls_by_path"], r.result["fallback_episodes"]) for r in done]
+
+
+LAST_CALL_WORKER = pathlib.Path(__file__).with_name("last_call_worker.py")
+
+
+def test_ranks_that_finish_first_and_leave_do_not_strand_their_peers_last_call(session_factory, tmp_path):
+    """The job's last call: leaf2's ranks get their result and leave while the spine's result for
+    leaf1 is lost (every packet from the spine to leaf1 dropped until they have left); leaf1's
+    ranks must still get theirs from the spine when they retransmit. A leave that took the tree
+    down stranded them (CI, two-tier at 1 % uplink loss: ranks 0-3 'got no result from the
+    switch'): with leaf1's entries gone, the spine took their retransmissions as new rounds."""
+    session = session_factory(workers=8, topo="two-tier")
+    hosts = by_index(session.network.hosts)
+    session.create_job("last", 8, "dense", slots=8, hosts=hosts)
+    release = tmp_path / "release"
+    runs = start_on_hosts(hosts, lambda h: [sys.executable, str(LAST_CALL_WORKER), str(release), session.api_addr,
+                                            "last", "8", h.IP()])
+    try:
+        desc = _tree_of(session, "last")
+        p = session.network.prefix
+        by_ip = {m["ip"]: m["rank"] for m in desc["members"]}
+        leaf1_ranks = sorted(by_ip[f"10.0.0.{i}"] for i in range(1, 5))
+        assert desc["tree"]["switches"][f"{p}leaf1"]["children"] == [f"rank {r}" for r in leaf1_ranks], desc["tree"]
+        spine = next(s for s in session.network.description()["switches"] if s["name"] == f"{p}spine")
+        to_leaf1 = next(port["intf"] for port in spine["ports"] if port["peer"] == f"{p}leaf1")
+        table = f"{p}drop_to_leaf1".replace("-", "_")     # every frame the spine sends to leaf1
+        script = (f"table netdev {table} {{\n  chain out {{ type filter hook egress device \"{to_leaf1}\" "
+                  "priority 0; counter drop; }\n}\n")
+        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
+        try:
+            release.touch()
+            leaf2 = [r for r in runs if r.host in {h.name for h in hosts[4:]}]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not all(r.eof for r in leaf2):
+                read_available(runs, 0.1)
+            assert all(r.result and r.result["exact"] for r in leaf2), [(r.host, r.error, r.text[-3:]) for r in leaf2]
+            while time.monotonic() < deadline and len(job_description(session, "last")["members"]) > 4:
+                time.sleep(0.05)                      # the controller has taken their leaves
+            left = job_description(session, "last")
+            read_available(runs, 0.1)
+            ended = [(r.host, r.error, r.result) for r in runs if r not in leaf2 and r.eof]
+            assert not ended, f"leaf1's ranks ended before the spine's results could reach leaf1: {ended}"
+            assert sorted(m["rank"] for m in left["members"]) == leaf1_ranks and "tree" in left, left
+        finally:
+            subprocess.run(["nft", "delete", "table", "netdev", table], check=False)
+        follow(runs, timeout=60)
+    finally:
+        for r in runs:
+            if r.proc.poll() is None:
+                r.proc.kill()
+    problems = [(r.host, r.error, r.text[-3:]) for r in runs if not (r.result and r.result["exact"])]
+    assert not problems, (problems, counters(session, f"{p}spine"), counters(session, f"{p}leaf1"))

@@ -170,8 +170,13 @@ def faults_lines(f: dict[str, Any]) -> list[str]:
         return []
     def s(v: Any) -> str:
         return "-" if v is None else f"{v:.2f} s" if isinstance(v, float) else str(v)
-    lines = [f"The switch killed (SIGKILL) mid-run, {f.get('workers')} workers, {f.get('calls')} calls of "
-             f"{f.get('elements'):,} int32 ({f.get('target', '')}): lost or wrong calls "
+    pause = f", {f['pause_s']:g} s apart (a step's compute)" if f.get("pause_s") else ""
+    after = f.get("kill_after_calls") or []
+    when = f" after call {after[0]}" if after else ""
+    when += f" and, once the job had been back on the switch for 2 calls, after call {after[1]}" \
+        if len(after) > 1 else ""
+    lines = [f"The switch killed (SIGKILL) mid-run{when}, {f.get('workers')} workers, {f.get('calls')} calls of "
+             f"{f.get('elements'):,} int32{pause} ({f.get('target', '')}): lost or wrong calls "
              f"{f.get('lost_or_wrong_calls')}", ""]
     rows = [[i + 1, s(k.get("detect_first_s")), s(k.get("detect_last_s")), s(k.get("restore_s")),
              s(k.get("redo_call_s")), s(k.get("gloo_call_s")), s(k.get("back_after_restore_s")),

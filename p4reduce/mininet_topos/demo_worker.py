@@ -1,10 +1,13 @@
 """The per-host side of `make demo`: one worker agent that reports progress as JSON lines.
 
     python -m p4reduce.mininet_topos.demo_worker dense|sparse|train --controller 127.0.0.1:8090 --job NAME \
-        --workers 4 --advertise-ip 10.0.0.1 [--elements N --tensors K --density D] [--epochs E]
+        --workers 4 --advertise-ip 10.0.0.1 [--elements N --tensors K --density D --pause S] [--epochs E]
 
 dense/sparse: allreduce K generated int32 tensors through the switch and compare every sum with
 numpy's integer sum of all ranks' tensors (each rank can rebuild every rank's tensor from the seed).
+`--pause S` sleeps S seconds between the timed calls: a training step's compute between its
+allreduces (bench/faults.py uses it so that a run lasts a wall time, not just a number of calls);
+the calls' times and starts do not include it.
 train: data-parallel SGD on the digits data set, gradients averaged through the switch.
 Events: {"event": "progress", "message": ...} per step, {"event": "result", ...} at the end,
 {"event": "error", "message": ...} on failure (exit status 1).
@@ -49,10 +52,11 @@ def dense_bytes(elements: int, tensors: int, lanes: int) -> int:
 
 
 def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dict[str, Any]:
-    """One untimed warm-up call (it also waits for every worker), then `tensors` back-to-back timed
-    calls into preallocated result rows, as gloo's baseline is measured (demo.ring_command); every
-    sum is checked against numpy only after the last timed call, so no worker's check runs inside
-    its peers' timed calls."""
+    """One untimed warm-up call (it also waits for every worker), then `tensors` timed calls into
+    preallocated result rows, back to back as gloo's baseline is measured (demo.ring_command), or
+    `args.pause` seconds apart (a step's compute; `allreduce_s` and `call_starts` are the calls'
+    own); every sum is checked against numpy only after the last timed call, so no worker's check
+    runs inside its peers' timed calls."""
     n, rank, lanes = agent.n_workers, agent.rank, agent.params.lanes
     mine = [demo_tensor(args.seed, rank, i, args.elements, density, lanes) for i in range(args.tensors)]
     results = np.empty((args.tensors, args.elements), np.int32)
@@ -67,6 +71,8 @@ def run_allreduce(agent: Agent, args: argparse.Namespace, density: float) -> dic
         agent.allreduce(mine[i], out=results[i])
         times.append(time.perf_counter() - t0)
         emit(event="progress", message=f"tensor {i + 1}/{args.tensors}: {1e3 * times[-1]:.1f} ms")
+        if args.pause and i + 1 < args.tensors:
+            time.sleep(args.pause)      # the step's compute, outside the timed call
     exact = True
     for i in range(args.tensors):
         want = np.sum([demo_tensor(args.seed, r, i, args.elements, density, lanes).astype(np.int64)
@@ -110,6 +116,20 @@ def _reference_accuracy(split: Split, args: argparse.Namespace) -> float:
     return train_worker(0, 1, split, cfg, lambda g, key: g).final_acc
 
 
+MAX_PAUSE_S = 60.0
+
+
+def pause_seconds(text: str) -> float:
+    """--pause's value: seconds, 0..60 (argparse names the option in its error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number of seconds") from None
+    if not 0 <= value <= MAX_PAUSE_S:      # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text}: must be 0..{MAX_PAUSE_S:g} seconds")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m p4reduce.mininet_topos.demo_worker")
     p.add_argument("kind", choices=["dense", "sparse", "train"])
@@ -121,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--elements", type=int, default=65536)
     p.add_argument("--tensors", type=int, default=2)
     p.add_argument("--density", type=float, default=0.05)
+    p.add_argument("--pause", type=pause_seconds, default=0.0, metavar="SECONDS",
+                   help="dense/sparse: sleep this long between timed calls, standing for a training step's "
+                        "compute between allreduces; not part of the calls' times (0..60, default 0)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--model", default="logreg")
     p.add_argument("--seed", type=int, default=7)

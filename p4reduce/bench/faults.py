@@ -47,6 +47,7 @@ import threading
 import time
 from typing import Any
 
+from p4reduce.mininet_topos.demo_worker import pause_seconds
 from p4reduce.mininet_topos.hostproc import HostRun, follow, read_available, start_on_hosts
 from p4reduce.mininet_topos.links import LinkOptions
 from p4reduce.protocol.job_api import JobApiClient, JobApiError
@@ -111,22 +112,24 @@ def second_kill_step(calls: int, done: int, back_at: int | None, after: int = BA
     return "kill" if back_at is not None and done >= back_at + after else "wait"
 
 
+def _job_state(client: JobApiClient, job: str) -> dict[str, Any]:
+    """The job's entry in the job API's list ({} when it is not there or the API does not answer)."""
+    try:
+        return {j["name"]: j for j in client.jobs()}.get(job, {})
+    except (JobApiError, OSError):
+        return {}
+
+
 def _generation(client: JobApiClient, job: str) -> int | None:
     """The job's generation (bumped each time the controller re-arms it on the switch), or None."""
-    try:
-        desc = {j["name"]: j for j in client.jobs()}.get(job, {})
-    except (JobApiError, OSError):
-        return None
+    desc = _job_state(client, job)
     return int(desc["generation"]) if "generation" in desc else None
 
 
 def _back_on_switch(client: JobApiClient, job: str, generation: int) -> bool:
     """The job API says `job` is on the switch at a newer generation than `generation` (re-armed
     after the kill, every rank back: right after a kill the API can still say "switch")."""
-    try:
-        desc = {j["name"]: j for j in client.jobs()}.get(job, {})
-    except (JobApiError, OSError):
-        return False
+    desc = _job_state(client, job)
     return desc.get("path") == "switch" and int(desc.get("generation", -1)) > generation
 
 
@@ -337,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"{QUICK[0]} calls of {QUICK[1]} elements, {QUICK[2]} s apart")
     p.add_argument("--calls", type=int, default=FULL[0], help=f"allreduce calls in the killed run (default {FULL[0]})")
     p.add_argument("--elements", type=int, default=FULL[1], help=f"int32 elements per call (default {FULL[1]})")
-    p.add_argument("--pause", type=float, default=None,
+    p.add_argument("--pause", type=pause_seconds, default=None, metavar="SECONDS",
                    help="seconds between the killed run's calls, a training step's compute (0..60; default "
                         f"{FULL[2]}, {QUICK[2]} with --quick)")
     p.add_argument("--program", default=None, help="the aggregation program's BMv2 JSON (default: the bench's)")
@@ -346,8 +349,6 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--calls {args.calls}: at least 8 (a fifth before the first kill)")
     if not 1 <= args.elements <= 64_000_000:
         p.error(f"--elements {args.elements}: 1..64000000")
-    if args.pause is not None and not 0 <= args.pause <= 60:
-        p.error(f"--pause {args.pause}: 0..60 seconds")
     if os.geteuid() != 0:
         p.error("the faults section runs Mininet: run it as root")
     calls, elements, pause = QUICK if args.quick else (args.calls, args.elements, FULL[2])

@@ -149,7 +149,7 @@ class JobNetwork:
         the slots each switch still holds for it (workers keep aggregating through them)."""
         if job.aggregation == "tree" and len(job.members) + len(job.tree_absent) == job.workers:
             self._grow(job, resuming=True)
-        else:
+        if job.tree is None:            # no tree to keep the places of those that left in
             job.tree_absent.clear()
 
     # -- trees -----------------------------------------------------------------------------------

@@ -113,3 +113,13 @@ def test_demo_worker_pause_is_outside_the_timed_calls(monkeypatch):
     assert r["exact"] and slept == [0.5, 0.5]
     assert r["allreduce_s"] == pytest.approx([0.01] * 3)
     assert np.diff(r["call_starts"]) == pytest.approx([0.51, 0.51])
+
+
+@pytest.mark.parametrize("value", ["-1", "61", "nan", "soon"])
+def test_the_faults_bench_checks_its_pause_as_the_demo_worker_does(value, capsys):
+    from p4reduce.bench import faults
+    with pytest.raises(SystemExit) as exc:
+        faults.main([f"--pause={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --pause" in err and ("0..60" in err or "not a number" in err), err

@@ -259,3 +259,20 @@ def test_the_entries_of_a_tree_node_leave_out_the_ranks_that_left():
     assert [c.rank for c in present_children(leaf2, {5: None, 6: None})] == [4, 7]
     spine = job.tree.nodes["spine"]
     assert [c.switch for c in present_children(spine, {4: None, 5: None, 6: None, 7: None})] == ["leaf1", "leaf2"]
+
+
+def test_a_resumed_job_without_a_tree_keeps_no_absent_ranks():
+    """Read back whole with an absent rank, but its tree cannot be planned again (that rank's host
+    is unknown to the topology): the job stays at the center, and no absent rank lingers to be
+    planned into a later tree."""
+    from p4reduce.controller.recovery import adopt_jobs
+    mgr, net, log, messages = network(two_tier())
+    rec = {"name": "j", "job_id": 1, "workers": 8, "mode": "dense", "slots": {"base": 0, "count": 8},
+           "aggregation": "tree", "members": [{"rank": r, "ip": f"10.0.0.{r + 1}", "udp_port": 40000} for r in range(7)],
+           "absent": [{"rank": 7, "ip": "10.9.9.9", "udp_port": 40000}]}
+    adopt_jobs(mgr, [rec])
+    job = mgr.jobs["j"]
+    assert sorted(job.tree_absent) == [7]
+    net.resume(job)
+    assert job.tree is None and not job.tree_absent
+    assert any("10.9.9.9 is not a host" in m for m in messages), messages

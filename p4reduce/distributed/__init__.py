@@ -14,9 +14,11 @@ inside `make run` hosts the defaults need none of them.
 """
 from __future__ import annotations
 
+from . import gloo_exit
 from .options import Options
 from .process_group import BACKEND, P4ReduceProcessGroup, register
 
 __all__ = ["BACKEND", "Options", "P4ReduceProcessGroup", "register"]
 
 register()
+gloo_exit.install()        # torch 2.13's gloo threads can abort the process at exit (gloo_exit.py)

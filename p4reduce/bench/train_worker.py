@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch.distributed as dist
 
     from p4reduce.bench.train_models import Task, build_model
-    from p4reduce.distributed import gloo_exit
+    from p4reduce.worker import gloo_exit
     gloo_exit.install()             # both systems run gloo groups; its threads can abort the exit otherwise
     torch.set_num_threads(1)
     spec = MODELS[args.model]

@@ -14,7 +14,7 @@ inside `make run` hosts the defaults need none of them.
 """
 from __future__ import annotations
 
-from . import gloo_exit
+from ..worker import gloo_exit
 from .options import Options
 from .process_group import BACKEND, P4ReduceProcessGroup, register
 

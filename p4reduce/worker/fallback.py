@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import gloo_exit
 from .communicator import deliver
 from .netif import interface_of
 
@@ -100,6 +101,7 @@ class HostFallback:
             return self._pg
         import torch.distributed as dist
         from torch._C._distributed_c10d import ProcessGroupGloo
+        gloo_exit.install()             # gloo's threads can otherwise abort this process at exit
         store = self._store_client()
         try:
             options = ProcessGroupGloo._Options()  # type: ignore[attr-defined]  # (not in torch's stubs)

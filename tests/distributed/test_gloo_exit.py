@@ -1,4 +1,4 @@
-"""p4reduce.distributed's exit handler: gloo's worker threads finish before the interpreter ends.
+"""The exit handler of every gloo group p4reduce makes (p4reduce.worker.gloo_exit): gloo's worker threads finish before the interpreter ends.
 
 Without it, a program whose last gloo collective returned just before it exited aborted with
 "terminate called without an active exception" (exit -6) after printing its results: in CI once
@@ -18,7 +18,7 @@ THREADS = r"""
 import atexit, json, sys, tempfile
 import torch.distributed as dist
 before = atexit._ncallbacks()
-from p4reduce.distributed import gloo_exit
+from p4reduce.worker import gloo_exit
 gloo_exit.install()                      # a second install registers nothing more
 res = {"handlers": atexit._ncallbacks() - before, "threads_before": gloo_exit.gloo_worker_threads(),
        "waited_before": gloo_exit.let_gloo_threads_finish(0.01)}

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         sys.stderr.write(f"gloo baseline needs torch: {exc}\n")
         return 2
-    from p4reduce.distributed import gloo_exit
+    from p4reduce.worker import gloo_exit
     gloo_exit.install()             # gloo's threads can abort the process at exit otherwise
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}", rank=args.rank,

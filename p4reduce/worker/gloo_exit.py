@@ -7,8 +7,8 @@ meanwhile reached interpreter shutdown, the thread is ended inside a noexcept fr
 process aborts ("terminate called without an active exception", exit -6) after it printed its
 results. It happened to examples/ddp_torch.py on plain gloo in CI (1 rank of 4) and in about 1 run
 in 12 here. An exit handler, run while the interpreter is still whole, releases the GIL for a
-moment when such threads exist, so they finish first. Programs that import p4reduce.distributed
-get it; the bench's gloo-only scripts call `install()`.
+moment when such threads exist, so they finish first. Installed by whatever makes a gloo group:
+the worker's host fallback, `import p4reduce.distributed`, the bench's gloo-only scripts.
 """
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class P4ReduceProcessGroup(dist.ProcessGroup):
             self.agent: Agent | None = Agent(
                 o.controller, o.job, compressor=o.compressor, compressor_options=o.compressor_options, loop=o.loop,
                 rank=rank, credential=credential or o.credential, switch_addr=o.switch_addr(), bind_ip=o.bind_ip,
-                wait_timeout=timeout.total_seconds(),
+                wait_timeout=timeout.total_seconds(), fallback_peer_wait_s=min(timeout.total_seconds(), 86400.0),
                 switch_timeout_s=SWITCH_TIMEOUT_S if o.switch_timeout_s is None else o.switch_timeout_s)
         except Exception as e:
             raise DistributedSetupError(f"p4reduce: rank {rank} cannot join job {o.job!r} at {o.controller}: {e}") \

@@ -50,7 +50,10 @@ class Agent:
                  retry: RetryPolicy | None = None, compressor_options: dict[str, Any] | None = None,
                  loop: str | None = None, fallback: bool | None = None, fallback_port: int | None = None,
                  switch_timeout_s: float = SWITCH_TIMEOUT_S, fallback_agree_timeout_s: float | None = None,
-                 **join: Any):
+                 fallback_peer_wait_s: float = 1800.0, **join: Any):
+        if isinstance(fallback_peer_wait_s, bool) or not isinstance(fallback_peer_wait_s, (int, float)) \
+                or not 0 <= fallback_peer_wait_s <= 86400:
+            raise ValueError(f"fallback_peer_wait_s={fallback_peer_wait_s!r}: seconds, 0..86400")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind((bind_ip, udp_port))
@@ -78,7 +81,7 @@ class Agent:
         self._call = 0                               # index of the next call, as every rank counts them
         self._kept: dict[int, KeptInput] = {}        # inputs of the current and the previous call
         self._episode = 0                            # times the job left the switch (same on every rank)
-        self.fallback = self._make_fallback(fallback, fallback_port, fallback_agree_timeout_s)
+        self.fallback = self._make_fallback(fallback, fallback_port, fallback_agree_timeout_s, fallback_peer_wait_s)
         if self.params.slot_count == 0:     # admitted without slots: the fallback until some free up
             why = str(self.session.job.get("path_reason") or "the job holds no slots on the switch")
             if self.fallback is None:
@@ -130,7 +133,8 @@ class Agent:
         a = np.array(array, copy=True) if out is None else np.asarray(array)
         return self._pool.submit(self._allreduce, a, average, key, out)
 
-    def _make_fallback(self, wanted: bool | None, port: int | None, agree_s: float | None) -> HostFallback | None:
+    def _make_fallback(self, wanted: bool | None, port: int | None, agree_s: float | None,
+                       peer_wait_s: float) -> HostFallback | None:
         if wanted is False:
             return None
         why = torch_missing()
@@ -145,7 +149,8 @@ class Agent:
             agree_s = min(30.0, max(5.0, 2 * self.session.lease_s))
         return HostFallback(self.params.job_id, self.rank, self.n_workers, members, port=port,
                             timeout_s=max(60.0, self.session.lease_s), agree_timeout_s=agree_s,
-                            instance=str(self.session.job.get("created_at", "")))
+                            instance=str(self.session.job.get("created_at", "")),
+                            alive=self.session.peers_alive, peer_wait_s=peer_wait_s)
 
     def _allreduce(self, a: np.ndarray, average: bool, key: str, out: np.ndarray | None = None) -> np.ndarray:
         call = self._call

@@ -11,13 +11,15 @@ is in call m or in call m+1 (having completed m). Every rank tells the store whi
 m is the smallest. Ranks in m+1 redo m with the copy of m's input they kept (and drop the result,
 which they already have), then everyone redoes its own current call: the same sequence of gloo
 calls on every rank, and no rank mixes switch and fallback results within a call. A rank that
-never tells (its process died) is named in the error after ``agree_timeout_s``.
+never tells (its process died) is named in the error after ``agree_timeout_s``; one that the
+controller says is alive (late: an evaluation or a checkpoint between its calls) is waited for.
 """
 from __future__ import annotations
 
 import datetime
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,14 +66,21 @@ class HostFallback:
     """gloo over the job's members: ``allreduce`` for one call, ``recover`` to agree on the redo."""
 
     def __init__(self, job_id: int, rank: int, n_workers: int, members: dict[int, str], port: int | None = None,
-                 timeout_s: float = 60.0, agree_timeout_s: float = 30.0, instance: str = "") -> None:
+                 timeout_s: float = 60.0, agree_timeout_s: float = 30.0, instance: str = "",
+                 alive: Callable[[list[int]], bool] = lambda ranks: False, peer_wait_s: float = 1800.0) -> None:
         """`instance`: what tells this job from an earlier one with the same id (its creation time):
-        the store's keys carry it, so a store left by an earlier job is never read as this one's."""
+        the store's keys carry it, so a store left by an earlier job is never read as this one's.
+        `alive(ranks)`: whether the controller confirms those ranks are still members whose lease
+        holds; ranks that have not arrived after `agree_timeout_s` are waited for while it says so
+        (a peer late from a long evaluation or checkpoint, not a stopped one), up to `peer_wait_s`
+        in all (torch's default collective timeout: gloo would wait as long)."""
         self.job_id, self.rank, self.n = job_id, rank, n_workers
         self.prefix = f"p4reduce-fallback/{job_id}/{instance}"
         self.members = members
         self.port = default_port(job_id) if port is None else port
         self.timeout_s, self.agree_timeout_s = timeout_s, agree_timeout_s
+        self.alive, self.peer_wait_s = alive, peer_wait_s
+        self._late_told: tuple[float, list[int]] | None = None
         self._store: Any = None
         self._pg: Any = None
         self.calls = 0
@@ -86,15 +95,52 @@ class HostFallback:
         import torch.distributed as dist
         if 0 not in self.members or self.rank not in self.members:
             raise FallbackError("the host fallback needs every member's address from the job description")
-        try:
-            self._store = dist.TCPStore(self.members[0], self.port, self.n, is_master=self.rank == 0,
-                                        timeout=datetime.timedelta(seconds=self.agree_timeout_s),
-                                        wait_for_workers=False)
-        except (RuntimeError, ValueError, OSError) as e:
-            raise FallbackError(f"rank 0's fallback store at {self.members[0]}:{self.port} cannot be reached "
-                                f"within {self.agree_timeout_s:g} s (rank 0 stopped, or no path to it): "
-                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-        return self._store
+        started = time.monotonic()
+        while True:
+            if self.rank != 0 and not self._wait_for_store_port(started):
+                raise FallbackError(f"rank 0's fallback store at {self.members[0]}:{self.port} cannot be reached "
+                                    f"within {time.monotonic() - started:.0f} s (rank 0 stopped, or no path to it)")
+            try:
+                self._store = dist.TCPStore(self.members[0], self.port, self.n, is_master=self.rank == 0,
+                                            timeout=datetime.timedelta(seconds=self.agree_timeout_s),
+                                            wait_for_workers=False)
+                return self._store
+            except (RuntimeError, ValueError, OSError) as e:
+                # rank 0 makes its store when it first needs the fallback: a late rank 0 is waited for
+                if self.rank != 0 and self._late_but_alive([0], started):
+                    continue
+                raise FallbackError(f"rank 0's fallback store at {self.members[0]}:{self.port} cannot be reached "
+                                    f"within {time.monotonic() - started:.0f} s (rank 0 stopped, or no path to "
+                                    f"it): {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+    def _wait_for_store_port(self, started: float) -> bool:
+        """Wait until rank 0's store accepts connections, quietly (c10d's own retries print a trace
+        each): at most `agree_timeout_s`, or longer while the controller says rank 0 is alive.
+        False: it never did."""
+        deadline = time.monotonic() + self.agree_timeout_s
+        while True:
+            try:
+                socket.create_connection((self.members[0], self.port), timeout=1.0).close()
+                return True
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                if not self._late_but_alive([0], started):
+                    return False
+                deadline = time.monotonic() + min(self.agree_timeout_s, 2.0)
+            time.sleep(0.1)
+
+    def _late_but_alive(self, missing: list[int], started: float) -> bool:
+        """Whether to go on waiting for ranks that have not arrived: the controller says they are
+        alive and the wait is still within `peer_wait_s`."""
+        if time.monotonic() - started >= self.peer_wait_s or not self.alive(missing):
+            return False
+        if (started, missing) != self._late_told:      # once per wait and set of ranks
+            self._late_told = (started, missing)
+            who = f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+            log.warning("job %s rank %d: waiting for %s: alive but not in this call yet (late, not stopped)",
+                        self.job_id, self.rank, who)
+        return True
 
     def _group(self) -> Any:
         if self._pg is not None:
@@ -159,7 +205,8 @@ class HostFallback:
         self._store_client()
         at = f"{self.prefix}/at/{episode}"
         self._store.set(f"{at}/{self.rank}", json.dumps({"call": call}))
-        deadline = time.monotonic() + self.agree_timeout_s
+        started = time.monotonic()
+        deadline = started + self.agree_timeout_s
         calls: dict[int, int] = {}
         while len(calls) < self.n:
             try:
@@ -172,7 +219,10 @@ class HostFallback:
                                                          f"fallback's store ({str(e).splitlines()[0][:80]})")) \
                     from None
             if len(calls) < self.n and time.monotonic() > deadline:
-                raise FallbackError(self._missing(calls, f"within {self.agree_timeout_s:g} s"))
+                if self._late_but_alive(sorted(set(range(self.n)) - set(calls)), started):
+                    deadline = time.monotonic() + min(self.agree_timeout_s, 2.0)   # and ask again
+                else:
+                    raise FallbackError(self._missing(calls, f"within {time.monotonic() - started:.0f} s"))
             reason = gone() if len(calls) < self.n else None
             if reason:
                 raise FallbackError(self._missing(calls, f"(the controller says: {reason})"))

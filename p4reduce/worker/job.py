@@ -280,12 +280,10 @@ class JobSession:
                     return
                 # unreachable controller: keep trying; the lease decides
 
-    def who_stopped(self) -> str | None:
-        """After a failed aggregation: which peer stopped, as the controller knows it. The
-        controller's reason when it has ended the job (it names the ranks whose lease expired),
-        else the ranks that left the job or whose heartbeats stopped (silent for over a third of
-        the lease: a live worker beats three times per lease); None when every peer is alive or
-        the controller cannot be asked."""
+    def _peer_view(self) -> tuple[float, dict[int, float], int] | str | None:
+        """The controller's view of the job's members: (lease, {rank: seconds since its last
+        heartbeat}, workers); the controller's reason (a str) when it has ended the job; None when
+        it cannot be asked or its answer is unusable."""
         if self.ended:
             return f"the controller says: {self.ended}"
         try:
@@ -298,8 +296,20 @@ class JobSession:
             lease = float(job.get("lease_s", self.lease_s))
             members = {int(m["rank"]): float(m.get("last_seen_s", 0.0)) for m in job.get("members", [])}
             workers = int(job.get("workers", 0))
-        except (TypeError, ValueError, KeyError):
+        except (TypeError, ValueError, KeyError, AttributeError):
             return None
+        return lease, members, workers
+
+    def who_stopped(self) -> str | None:
+        """After a failed aggregation: which peer stopped, as the controller knows it. The
+        controller's reason when it has ended the job (it names the ranks whose lease expired),
+        else the ranks that left the job or whose heartbeats stopped (silent for over a third of
+        the lease: a live worker beats three times per lease); None when every peer is alive or
+        the controller cannot be asked."""
+        view = self._peer_view()
+        if not isinstance(view, tuple):
+            return view
+        lease, members, workers = view
         missing = [r for r in range(workers) if r not in members and r != self.rank]
         silent = sorted((r, age) for r, age in members.items() if r != self.rank and age > max(lease / 3, 0.2))
         parts = []
@@ -309,6 +319,17 @@ class JobSession:
             parts.append("; ".join(f"rank {r} stopped: no heartbeat for {age:.1f} s (the controller ends the "
                                    f"job after {lease:g} s)" for r, age in silent))
         return "; ".join(parts) or None
+
+    def peers_alive(self, ranks: list[int]) -> bool:
+        """True only when the controller confirms that every rank of `ranks` is still a member
+        that heartbeats (its last beat under two thirds of the lease ago: a live worker beats three
+        times per lease): a peer that is late (a long evaluation or checkpoint between calls), not
+        one that stopped. False when it cannot be asked."""
+        view = self._peer_view()
+        if not isinstance(view, tuple):
+            return False
+        lease, members, _ = view
+        return all(r in members and members[r] < max(2 * lease / 3, 0.5) for r in ranks)
 
     def close(self, leave: bool = True) -> None:
         self._stop.set()

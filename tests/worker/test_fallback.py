@@ -113,6 +113,54 @@ def test_a_worker_that_died_is_named_by_its_peers(controller):
     assert time.monotonic() - t0 < 60
 
 
+def test_a_late_peer_is_waited_for_not_taken_for_a_stopped_one(controller):
+    """Rank 0 spends 6 s between two calls (an evaluation, a checkpoint) while its peers are in the
+    next one: they take the stall for a dead switch and move to the fallback, where rank 0 (whose
+    store is made only when it needs the fallback itself) is not there for 6 s, three times the
+    agreement's limit. The controller says rank 0 is alive, so they wait: every call exact."""
+    calls = 4
+
+    def body(ag, sw):
+        got = []
+        for c in range(calls):
+            if c == 1 and ag.rank == 0:
+                time.sleep(6.0)
+            got.append(ag.allreduce(tensor(ag.rank, c)).copy())
+        return got, dict(ag.calls_by_path), [dict(e) for e in ag.episodes]
+
+    results, errors = _run(controller, "fb-late", body, fallback_agree_timeout_s=2.0)
+    assert not errors, errors
+    assert sorted(results) == list(range(N))
+    for rank, (got, by_path, _episodes) in results.items():
+        for c in range(calls):
+            assert np.array_equal(got[c].astype(np.int64), exact(c)), f"rank {rank} call {c}"
+        assert by_path["switch"] + by_path["fallback"] == calls
+    for rank in (1, 2):           # they left the switch in call 1, while rank 0 was away
+        assert results[rank][2][0]["from_call"] == 1, results[rank][2]
+
+
+def test_an_absent_rank_0_is_named_at_the_agreement_limit_or_after_the_peer_wait_while_alive():
+    from p4reduce.worker.fallback import FallbackError, HostFallback
+    port = free_port()          # nobody listens: rank 0 never made its store
+    asked = []
+    for alive, peer_wait, low, high in ((lambda ranks: False, 1800.0, 1.5, 5.0),    # stopped: at the limit
+                                        (lambda ranks: asked.append(ranks) or True, 4.0, 4.0, 9.0)):  # alive
+        fb = HostFallback(7, 1, 2, {0: "127.0.0.1", 1: "127.0.0.1"}, port=port, agree_timeout_s=1.5,
+                          alive=alive, peer_wait_s=peer_wait)
+        t0 = time.monotonic()
+        with pytest.raises(FallbackError, match="rank 0's fallback store at 127.0.0.1:.* cannot be reached"):
+            fb.agree(0)
+        assert low <= time.monotonic() - t0 < high
+    assert asked and all(r == [0] for r in asked)
+
+
+def test_a_bad_peer_wait_is_refused(controller):
+    addr, _ = controller
+    for bad in (-1, float("nan"), 1e9, "60", True):
+        with pytest.raises(ValueError, match="fallback_peer_wait_s"):
+            Agent(addr, "nope", fallback_peer_wait_s=bad)
+
+
 def test_without_torch_a_worker_says_so_once_at_join(tmp_path):
     code = ("import sys, logging\nlogging.basicConfig(format='%(message)s')\n"
             "sys.modules['torch'] = None\n"

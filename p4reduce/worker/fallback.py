@@ -86,7 +86,8 @@ class HostFallback:
         self.calls = 0
 
     # ---- the store and the group, created when first needed ------------------------------------
-    def _store_client(self) -> Any:
+    def _store_client(self, started: float | None = None) -> Any:
+        """Rank 0's store (made by rank 0 itself); `started`: when this wait for the peers began."""
         if self._store is not None:
             return self._store
         why = torch_missing()
@@ -95,7 +96,7 @@ class HostFallback:
         import torch.distributed as dist
         if 0 not in self.members or self.rank not in self.members:
             raise FallbackError("the host fallback needs every member's address from the job description")
-        started = time.monotonic()
+        started = time.monotonic() if started is None else started
         while True:
             if self.rank != 0 and not self._wait_for_store_port(started):
                 raise FallbackError(f"rank 0's fallback store at {self.members[0]}:{self.port} cannot be reached "
@@ -202,11 +203,11 @@ class HostFallback:
         timeout or as soon as `gone()` gives a reason to stop waiting (the controller ended the job).
         `episode`: how many times the job left the switch before (every rank counts the same), so a
         later failure never reads an earlier one's answers."""
-        self._store_client()
+        started = time.monotonic()          # one wait for the peers: reaching the store, then their word
+        self._store_client(started)
         at = f"{self.prefix}/at/{episode}"
         self._store.set(f"{at}/{self.rank}", json.dumps({"call": call}))
-        started = time.monotonic()
-        deadline = started + self.agree_timeout_s
+        deadline = time.monotonic() + self.agree_timeout_s
         calls: dict[int, int] = {}
         while len(calls) < self.n:
             try:

@@ -41,7 +41,7 @@ class EngineFront(UdpStandIn):
         self.server = server
         self.members: dict[int, tuple[str, str, int]] = {}
         self.errors: list[str] = []
-        super().__init__(name="engine-front")
+        super().__init__(rcvbuf=4 << 20, name="engine-front")   # a burst of 4 windows fits: no drops here
 
     def _serve(self):
         while not self._stop.is_set():

@@ -12,7 +12,7 @@ from p4reduce.p4src.build import ProgramBuildError, compile_program
 
 from .live_job import LiveJob
 
-ROUNDS, SIZE = 150, 16384    # about 10 s of aggregation here: several 2 s leases
+ROUNDS, SIZE = 600, 16384    # about 10 s of aggregation here: several 2 s leases
 
 
 @pytest.fixture(scope="module")

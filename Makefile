@@ -22,7 +22,7 @@ ARGS  ?=
 
 P4C := $(shell command -v p4c-bm2-ss 2>/dev/null)
 ifeq ($(P4C),)
-P4C := $(PY) -m p4reduce.p4sim.compile
+P4C := $(PY) -m p4sim.compile
 endif
 
 P4_SOURCES := $(wildcard $(P4SRC)/*.p4)

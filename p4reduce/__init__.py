@@ -4,11 +4,9 @@ The Python API is `p4reduce.worker` (README "User guide", step 4; runnable scrip
 `worker.create_job`, `worker.init`, `worker.allreduce(tensor)`, `worker.Agent`,
 `worker.init_process_group` and `worker.ddp_hook` for PyTorch DDP, `worker.register_compressor`.
 
-One installable package; the repository's top-level folders are its subpackages
-(`p4reduce/<name>` links to `<name>/`), so the source tree keeps its layout while nothing is
-installed under a generic top-level name:
+The distribution installs this package and `p4sim` (the embedded compiler, p4sim-compile, and
+switch, p4sim-switch), which is its own top-level package and imports nothing from p4reduce:
 
-    p4reduce.p4sim          the embedded compiler (p4sim-compile) and switch (p4sim-switch)
     p4reduce.protocol       the wire format, codecs and a reference model of the switch
     p4reduce.controller     P4Runtime controller, job/slot manager, job API, shell
     p4reduce.worker         worker agents: quantization, compressors, streaming, allreduce, DDP hook

@@ -10,7 +10,7 @@ in CI, where `make setup` installs gcc and a missing one is a failure.
 import needs
 import pytest
 
-from p4reduce.p4sim.engine.native import backend, toolchain
+from p4sim.engine.native import backend, toolchain
 
 BACKENDS = ("python", "native")
 

@@ -177,7 +177,7 @@ def _check_command(cmd):
     if words[0] in scripts:
         return _check_python_module(scripts[words[0]], words[1:])
     if words[0] == "p4sim-switch":
-        assert importlib.util.find_spec("p4reduce.p4sim.simple_switch")
+        assert importlib.util.find_spec("p4sim.simple_switch")
         return
     # other tools (tshark, wireshark, curl, git, cat): their files at least exist in the repo
     if words[0] not in ("tshark", "wireshark", "curl", "git", "cd", "p4sim-compile"):

@@ -41,8 +41,8 @@ def parse_layouts(text: str) -> list[Layout]:
 
 
 def measure(layout: Layout, seconds: float, backend: str) -> dict:
-    from p4reduce.p4sim.engine.native import Switch
-    from p4reduce.p4sim.engine.native.switch import NativeSwitch
+    from p4sim.engine.native import Switch
+    from p4sim.engine.native.switch import NativeSwitch
 
     def process_batch(frames: list[tuple[int, bytes]]) -> list[list[tuple[int, bytes]]]:
         # the native backend takes a batch in one call; the Python engine (--backend python, or a

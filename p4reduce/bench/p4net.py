@@ -90,7 +90,7 @@ class P4Net:
         info = sw.describe()
         target = info.get("target")
         if target == "p4sim-switch":   # which packet path it runs (the default unless told)
-            from p4reduce.p4sim.engine.native.backend import default_backend
+            from p4sim.engine.native.backend import default_backend
             target = f"{target} ({default_backend()} backend)"
         if len(switches) > 1:
             names = ", ".join(s.name for s in switches)

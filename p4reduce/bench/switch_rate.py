@@ -62,7 +62,7 @@ L2_ETHERTYPE = 0x88B5  # local experimental: hosts on a veth do not process it
 @functools.lru_cache(maxsize=1)
 def l2_build() -> tuple[dict[str, Any], Any]:
     """(BMv2 JSON dict, P4Info message) of L2_P4."""
-    from p4reduce.p4sim.compiler import compile_file
+    from p4sim.compiler import compile_file
     path = tempfile.mkdtemp(prefix="p4sim-bench-l2-") + "/l2.p4"
     with open(path, "w") as fh:
         fh.write(L2_P4)
@@ -131,7 +131,7 @@ def measure(sw: Any, packets: list[tuple[int, bytes]], seconds: float, outputs_p
 
 
 def bench_l2(backend: str, seconds: float, calls: int = 4096) -> float:
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     program, _ = l2_build()
     sw = Switch(program, backend=backend)
     for mac, port in l2_entries():
@@ -165,8 +165,8 @@ def aggregation_frames(layout: Any, workers: int, slots: int) -> tuple[list[tupl
 def bench_aggregation(backend: str, path: pathlib.Path, seconds: float, layout: Any, workers: int = 4) -> float:
     from p4reduce.controller.engine_writer import EngineJobWriter
     from p4reduce.controller.job_entries import JobSpec, MemberSpec
-    from p4reduce.p4sim.engine import Switch
     from p4reduce.protocol import constants as C
+    from p4sim.engine import Switch
     slots = 256 if backend == "native" else 16
     sw = Switch(str(path), backend=backend)
     packets, hosts = aggregation_frames(layout, workers, slots)

@@ -217,7 +217,7 @@ def measure_target(target: str, workers: int, duration_s: float, window: int = 1
 # ---- the C traffic generator ----------------------------------------------------------------------
 def vethgen() -> str | None:
     """Path of the compiled generator (built once into p4sim's cache), None without a C compiler."""
-    from p4reduce.p4sim.engine.native import NativeBuildError, toolchain
+    from p4sim.engine.native import NativeBuildError, toolchain
     try:
         return toolchain.build_executable(str(pathlib.Path(__file__).with_name("vethgen.c")), "vethgen")
     except NativeBuildError:

@@ -1,6 +1,6 @@
 """Jobs written into p4sim's in-process engine, as the controller writes them over P4Runtime.
 
-For tests, stand-ins and benchmarks that run the program in-process (p4reduce.p4sim.engine.Switch):
+For tests, stand-ins and benchmarks that run the program in-process (p4sim.engine.Switch):
 the entries come from the same builder as the controller's (controller/job_entries.py), in the
 same order, so what they exercise is what the controller installs.
 """
@@ -24,7 +24,7 @@ from p4reduce.controller.job_entries import (
 
 
 class EngineControl(Protocol):
-    """The part of the engine's control API the writer uses (p4reduce.p4sim.engine.Switch)."""
+    """The part of the engine's control API the writer uses (p4sim.engine.Switch)."""
 
     def table_add(self, table: str, match: dict[str, Any], action: str, params: Any = None,
                   priority: int | None = None) -> Any: ...

@@ -39,7 +39,7 @@ def find_target(choice: str = "auto") -> list[str]:
         found = shutil.which(EMBEDDED_TARGET)
         if found:
             return [found]
-        return [sys.executable, "-m", "p4reduce.p4sim.simple_switch"]
+        return [sys.executable, "-m", "p4sim.simple_switch"]
     found = shutil.which(choice)
     if not found:
         raise TargetError(f"switch target {choice!r}: not found (give 'auto', 'bmv2', 'p4sim' or a path)")
@@ -48,7 +48,7 @@ def find_target(choice: str = "auto") -> list[str]:
 
 def target_name(argv0: Sequence[str]) -> str:
     """Short name of a target argv prefix ('simple_switch_grpc' or 'p4sim-switch')."""
-    if list(argv0[-2:]) == ["-m", "p4reduce.p4sim.simple_switch"]:
+    if list(argv0[-2:]) == ["-m", "p4sim.simple_switch"]:
         return EMBEDDED_TARGET
     return os.path.basename(argv0[0])
 

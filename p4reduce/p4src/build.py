@@ -36,7 +36,7 @@ class BuiltProgram(NamedTuple):
 def compiler_command(prefer_real: bool = False) -> list[str]:
     """The compiler's argv prefix: p4c-bm2-ss if asked for and on PATH, else p4sim-compile."""
     real = shutil.which(REAL_COMPILER) if prefer_real else None
-    return [real] if real else [sys.executable, "-m", "p4reduce.p4sim.compile"]
+    return [real] if real else [sys.executable, "-m", "p4sim.compile"]
 
 
 def compile_program(out_dir: str | pathlib.Path, defines: Iterable[str] = (), prefer_real: bool = False,

@@ -7,7 +7,7 @@ from p4reduce.p4src.build import ProgramBuildError, compile_program
 @pytest.fixture
 def p4rt_server():
     """A fresh p4sim P4Runtime server on 127.0.0.1 (ephemeral port); yields (server, 'host:port')."""
-    from p4reduce.p4sim.runtime import P4RuntimeServer
+    from p4sim.runtime import P4RuntimeServer
     server = P4RuntimeServer("127.0.0.1:0")
     port = server.start()
     yield server, f"127.0.0.1:{port}"

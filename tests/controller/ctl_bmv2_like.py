@@ -15,8 +15,8 @@ from thrift.server import TServer
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
-from p4reduce.p4sim.runtime import P4RuntimeServer
-from p4reduce.p4sim.runtime.p4runtime_service import P4RuntimeService
+from p4sim.runtime import P4RuntimeServer
+from p4sim.runtime.p4runtime_service import P4RuntimeService
 
 
 class _NoRegistersService(P4RuntimeService):

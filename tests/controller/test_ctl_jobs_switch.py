@@ -397,7 +397,7 @@ def test_source_guard_from_topology(controller_factory, p4rt_server):
 def test_switch_restart_is_recovered(controller_factory, p4rt_server):
     """The switch process dies and comes back empty on the same address: the controller reconnects,
     pushes the program, reinstalls forwarding and the running job, and aggregation works again."""
-    from p4reduce.p4sim.runtime import P4RuntimeServer
+    from p4sim.runtime import P4RuntimeServer
     start, addr = controller_factory
     server, _ = p4rt_server
     ctl = start()

@@ -1,4 +1,4 @@
-"""`python -m p4reduce.controller serve` as a user runs it, against `python -m p4reduce.p4sim.simple_switch` subprocesses on
+"""`python -m p4reduce.controller serve` as a user runs it, against `python -m p4sim.simple_switch` subprocesses on
 loopback: pipeline push, job API, SIGTERM, restart resuming the job, a second controller refused."""
 import json
 import os
@@ -25,7 +25,7 @@ def wait_for(pred, timeout, what):
 @pytest.fixture
 def switch_proc():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.simple_switch", "--no-p4", "--",
+    proc = subprocess.Popen([sys.executable, "-m", "p4sim.simple_switch", "--no-p4", "--",
                              "--grpc-server-addr", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     yield f"127.0.0.1:{port}"

@@ -62,7 +62,7 @@ def test_tree_entries_encode_for_p4runtime_and_install_in_the_engine(p4reduce_bu
     """What a P4Runtime writer sends (the P4Info's ids and widths) and what EngineJobWriter writes."""
     from p4reduce.controller.entities import decode_table_entry, table_entry
     from p4reduce.controller.p4info import P4InfoIndex
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     p4info, bmv2 = p4reduce_build
     index = P4InfoIndex(str(p4info))
     for entry, want in ((tree_entry(4, 3, None), {"children": 3}),
@@ -89,7 +89,7 @@ def _engine_state(engine):
 def test_p4runtime_and_engine_writers_leave_the_same_switch_state(p4rt_server, p4reduce_build):
     """The controller's writer over gRPC into a p4sim server, the engine writer into a fresh
     engine: same entries, same multicast group (0x100 + job), stale slot registers cleared."""
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     server, addr = p4rt_server
     p4info, bmv2 = p4reduce_build
     conn = SwitchConnection(addr, election_id=1).connect(timeout=5)

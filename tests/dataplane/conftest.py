@@ -2,7 +2,7 @@
 p4sim's in-process engine, once per packet layout. Every data-plane test runs at each layout of
 LAYOUTS: the default, SwitchML's 256 lanes (16 sub-blocks, the most a bitmap names), a single
 sub-block, and one-lane sub-blocks. test_p4_program.py adds the widest packets a 1500-byte MTU
-carries, and tests/compiler/test_p4src.py compiles every supported SUBBLOCK and NUM_SUBBLOCKS."""
+carries, and tests/p4sim/compiler/test_p4src.py compiles every supported SUBBLOCK and NUM_SUBBLOCKS."""
 import json
 
 import pytest
@@ -36,5 +36,5 @@ def program(compiled):
 
 @pytest.fixture
 def fabric(program, layout):
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     return Fabric(Switch(program), layout=layout)

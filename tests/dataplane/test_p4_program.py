@@ -98,7 +98,7 @@ def test_lane_layout_refuses_a_broken_grid():
 def test_widest_packets_and_other_sizes_aggregate(tmp_path, layout, slots, max_workers):
     """Layouts beyond the data-plane suite's, and SLOTS and MAX_WORKERS (build settings too):
     register sizes and the seen width follow, and jobs aggregate exactly in lockstep with the model."""
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     json_path, stderr = compile_program(tmp_path, (f"LANES={layout.lanes}", f"SUBBLOCK={layout.subblock}",
                                                    f"SLOTS={slots}", f"MAX_WORKERS={max_workers}"))
     assert stderr.strip() == ""

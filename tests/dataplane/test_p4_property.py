@@ -25,7 +25,7 @@ def tensor(rng, length, density, magnitude, subblock):
        spurious=st.floats(0, 0.05), second_job=st.booleans(), seed=st.integers(0, 2**31))
 def test_p4_matches_model_under_any_interleaving(program, layout, n, slots, length, density, mode, magnitude,
                                                  loss, dup, spurious, second_job, seed):
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     fabric = Fabric(Switch(program), layout=layout)
     length = max(1, length * layout.lanes // 32)            # up to ~9 blocks at any layout
     rng = np.random.default_rng(seed)

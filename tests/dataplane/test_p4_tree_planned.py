@@ -31,7 +31,7 @@ class TreeNet:
     planned, every node's entries from the entry builder, each switch its own slot base."""
 
     def __init__(self, program, parents, hosts, uplink_loss=0.0, uplink_dup=0.0, seed=0):
-        from p4reduce.p4sim.engine import Switch as Engine
+        from p4sim.engine import Switch as Engine
         self.parents = parents
         self.sw = {name: Engine(program) for name in parents}
         root = next(n for n, p in parents.items() if p is None)

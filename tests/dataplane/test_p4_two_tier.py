@@ -25,7 +25,7 @@ class TwoTier:
     """Workers 0..n-1 alternate between leaf1 and leaf2 (leaf port = rank // 2 + 1)."""
 
     def __init__(self, program, n, job_id=1, slot_count=3, mode=Mode.SPARSE, guard=False):
-        from p4reduce.p4sim.engine import Switch
+        from p4sim.engine import Switch
         self.sw = {name: Switch(program) for name in ("leaf1", "leaf2", "spine")}
         self.hosts = {}
         for r in range(n):

@@ -133,7 +133,7 @@ def test_deploy_recipe_two_workers_on_namespaces(deployment, tmp_path):
     built = compile_program(tmp_path / "build")
     # 1. the switch on the hosts' interfaces (P4Runtime on loopback: the controller runs here)
     grpc_port, thrift_port, api_port = free_port(), free_port(), free_port()
-    command = [PYTHON, "-m", "p4reduce.p4sim.simple_switch"]
+    command = [PYTHON, "-m", "p4sim.simple_switch"]
     for host, iface in zip(d.hosts, d.switch_ifaces):
         command += ["-i", f"{host['port']}@{iface}"]
     command += ["--thrift-port", str(thrift_port), "--no-p4", "--",

@@ -81,7 +81,7 @@ class LiveJob:
     returns each worker's check (True: every allreduce exact)."""
 
     def __init__(self, build, lease_s: float = 2.0, election_id: int = 10):
-        from p4reduce.p4sim.runtime import P4RuntimeServer
+        from p4sim.runtime import P4RuntimeServer
         self.server = P4RuntimeServer("127.0.0.1:0")
         port = self.server.start()
         self.grpc_addr = f"127.0.0.1:{port}"

@@ -11,11 +11,11 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4reduce.p4sim.runtime import P4RuntimeServer
-from p4reduce.p4sim.runtime.roles import Role, Roles
 from p4reduce.p4src.build import compile_program
 from p4reduce.protocol import p4names
-from tests.runtime.p4rt_client import RawClient, update, write_errors
+from p4sim.runtime import P4RuntimeServer
+from p4sim.runtime.roles import Role, Roles
+from tests.p4sim.runtime.p4rt_client import RawClient, update, write_errors
 
 DEVICE = 1
 OPS_TABLE = p4names.L2_FORWARD
@@ -237,7 +237,7 @@ def test_a_large_failed_batch_is_reported_within_what_a_default_client_reads(swi
 @pytest.mark.parametrize("role, words", [("ops", "NAME=OBJECT"), ("=t", "NAME=OBJECT"), ("ops=", "names no object"),
                                          ("ops=a b", "not a P4Info object name")])
 def test_p4sim_switch_refuses_a_bad_role_by_name(role, words):
-    from p4reduce.p4sim.simple_switch import UsageError, parse_args
+    from p4sim.simple_switch import UsageError, parse_args
     with pytest.raises(UsageError, match=words):
         parse_args(["--no-p4", "--", "--role", role])
     _, target = parse_args(["--no-p4", "--", "--role", f"ops={OPS_TABLE},multicast"])

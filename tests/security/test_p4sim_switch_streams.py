@@ -14,8 +14,8 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2_grpc
 
 from p4reduce.mininet_topos.ports import free_port
-from p4reduce.p4sim.runtime import P4RuntimeServer
-from tests.runtime.p4rt_client import RawClient, load_p4info
+from p4sim.runtime import P4RuntimeServer
+from tests.p4sim.runtime.p4rt_client import RawClient, load_p4info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEVICE = 1
@@ -142,12 +142,12 @@ def test_the_default_arbitration_timeout_is_a_few_seconds(make_server):
 def test_p4sim_switch_listens_on_loopback_unless_told(tmp_path):
     """gRPC's default address is 127.0.0.1:9559 (simple_switch_grpc: 0.0.0.0:9559), and Thrift binds
     127.0.0.1 unless --thrift-ip says otherwise (BMv2: every interface)."""
-    from p4reduce.p4sim.simple_switch import parse_args
+    from p4sim.simple_switch import parse_args
     options, target = parse_args(["--no-p4"])
     assert target.grpc_server_addr == "127.0.0.1:9559" and options.thrift_ip == "127.0.0.1"
     assert P4RuntimeServer().address == "127.0.0.1:9559"
     thrift_port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.simple_switch", "--no-p4", "--backend", "python",
+    proc = subprocess.Popen([sys.executable, "-m", "p4sim.simple_switch", "--no-p4", "--backend", "python",
                              "--thrift-port", str(thrift_port), "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}",
                              "--arbitration-timeout", "2"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -13,9 +13,9 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4reduce.mininet_topos.ports import free_port
-from p4reduce.p4sim.runtime import P4RuntimeServer
-from p4reduce.p4sim.runtime.tls import TlsConfigError, tls_options
-from tests.runtime.p4rt_client import load_p4info
+from p4sim.runtime import P4RuntimeServer
+from p4sim.runtime.tls import TlsConfigError, tls_options
+from tests.p4sim.runtime.p4rt_client import load_p4info
 from tests.security.certs import make_certificates
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -164,7 +164,7 @@ def test_tls_options_are_checked_as_simple_switch_grpc_does(certs, tmp_path):
 
 
 def _switch(*target_args: str, timeout: float = 20.0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "p4reduce.p4sim.simple_switch", "--no-p4", "--backend", "python",
+    return subprocess.Popen([sys.executable, "-m", "p4sim.simple_switch", "--no-p4", "--backend", "python",
                              "--thrift-port", str(free_port()), "--", *target_args],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

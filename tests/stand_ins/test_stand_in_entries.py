@@ -31,7 +31,7 @@ def test_p4sim_udp_switch_installs_the_controllers_entries(p4reduce_json):
 
 
 def test_fabric_installs_the_controllers_entries(p4reduce_json):
-    from p4reduce.p4sim.engine import Switch
+    from p4sim.engine import Switch
     fabric = Fabric(Switch(p4reduce_json), DEFAULT_LAYOUT)   # p4reduce_json: the default build
     _dirty(fabric.sw, 20, 28)
     fabric.add_job(9, 3, slot_base=10, slot_count=4, ports=[4, 2, 6])

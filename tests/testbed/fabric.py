@@ -17,7 +17,7 @@ from p4reduce.protocol.wire import Layout
 from testbed.switch_model import SwitchModel
 
 if TYPE_CHECKING:
-    from p4reduce.p4sim.engine import Engine
+    from p4sim.engine import Engine
 
 
 @dataclasses.dataclass

@@ -31,8 +31,8 @@ class P4SimUdpSwitch(UdpStandIn):
     """
 
     def __init__(self, bmv2_json: dict | str | bytes | os.PathLike, drop_every: int = 0) -> None:
-        from p4reduce.p4sim.engine import Switch
-        from p4reduce.p4sim.engine.program_loader import load_json
+        from p4sim.engine import Switch
+        from p4sim.engine.program_loader import load_json
         program = load_json(bmv2_json)
         num_subblocks, subblock = lane_layout([r["name"] for r in program["register_arrays"]])
         self.layout = Layout(num_subblocks * subblock, subblock)   # what the program was built for

@@ -54,7 +54,7 @@ class TreeFabric:
     """Switches `parents` (name -> parent name, None for the root), wired parent to child."""
 
     def __init__(self, program: Any, layout: Layout, parents: Mapping[str, str | None]):
-        from p4reduce.p4sim.engine import Switch
+        from p4sim.engine import Switch
         self.layout = layout
         self.nodes: dict[str, Node] = {}
         for i, (name, parent) in enumerate(parents.items()):

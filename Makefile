@@ -74,7 +74,7 @@ run: build
 	$(PY) -m p4reduce.mininet_topos run $(TOPO_ARGS) --program $(BUILD)/$(PROG).json $(LINK_ARGS) $(PCAP_ARGS) $(ARGS)
 
 demo: build
-	$(PY) -m p4reduce.mininet_topos demo $(TOPO_ARGS) --program $(BUILD)/$(PROG).json \
+	$(PY) -m lab.demo $(TOPO_ARGS) --program $(BUILD)/$(PROG).json \
 		$(LINK_ARGS) $(ARGS)
 
 # make shell [SWITCH=leaf1]: a switch of the running topology (default: the aggregating one).
@@ -95,10 +95,10 @@ lint: setup
 	$(VENV)/bin/mypy
 
 bench: build
-	$(PY) -m p4reduce.bench $(ARGS)
+	$(PY) -m lab.bench $(ARGS)
 
 bench-quick: build
-	$(PY) -m p4reduce.bench --quick $(ARGS)
+	$(PY) -m lab.bench --quick $(ARGS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m p4reduce.mininet_topos stop

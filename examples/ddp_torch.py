@@ -32,7 +32,7 @@ def main() -> int:
     import torch.distributed as dist
 
     import p4reduce.distributed  # noqa: F401  (registers the backend "p4reduce")
-    from p4reduce.worker.training.data import load_digits_split
+    from lab.training.data import load_digits_split
 
     missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
     if missing:

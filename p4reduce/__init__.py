@@ -11,7 +11,7 @@ switch, p4sim-switch), which is its own top-level package and imports nothing fr
     p4reduce.controller     P4Runtime controller, job/slot manager, job API, shell
     p4reduce.worker         worker agents: quantization, compressors, streaming, allreduce, DDP hook
     p4reduce.mininet_topos  Mininet topologies and the make run / demo / stop entry points
-    p4reduce.bench          benchmarks
+    lab.bench          benchmarks
     p4reduce/p4src          the aggregation program's P4 source (data, not a module)
 """
 import pathlib

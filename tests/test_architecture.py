@@ -176,7 +176,7 @@ PRODUCT = [name for name, r in RULES.items() if not {"testbed", "tests"} & {name
 def test_the_table_covers_the_packages_of_the_tree():
     expected = {"p4reduce", "p4sim", "p4sim.compiler", "p4sim.engine", "p4sim.engine.__init__",
                 "p4sim.engine.native", "p4sim.runtime",
-                "p4sim.ports", "protocol", "controller", "worker", "mininet_topos", "bench", "testbed", "tests",
+                "p4sim.ports", "protocol", "controller", "worker", "mininet_topos", "lab.bench", "lab.demo", "lab.training", "testbed", "tests",
                 "p4src"}
     assert expected <= set(RULES), f"rows missing from the table: {sorted(expected - set(RULES))}"
     for r in RULES.values():

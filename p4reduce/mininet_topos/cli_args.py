@@ -2,6 +2,9 @@
 check (`resolve`): a bad value is a ValueError naming the option, which the entry point prints as
 one line (exit status 1)."""
 import argparse
+import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from p4reduce.mininet_topos import links
@@ -94,3 +97,24 @@ def describe_topology(args: argparse.Namespace) -> str:
     """'tree topology (depth 3, fanout 2)' for banners."""
     shape = ", ".join(f"{k} {v}" for k, v in getattr(args, "topo_shape", {}).items())
     return f"{args.topo} topology" + (f" ({shape})" if shape else "")
+
+
+def run_network_command(command: str, args: argparse.Namespace, body: Callable[[argparse.Namespace], int]) -> int:
+    """Run a command that starts a network (`run`, the lab's `demo`): bad options are one line
+    naming the option before anything starts; Mininet needs root; our errors are one line."""
+    try:
+        resolve(args)
+    except ValueError as err:
+        print(f"{command}: error: {err}", file=sys.stderr)
+        return 1
+    if os.geteuid() != 0:
+        print(f"{command}: Mininet needs root (run as root or with sudo)", file=sys.stderr)
+        return 2
+    try:
+        return body(args)
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
+    except (RuntimeError, ValueError, OSError) as err:   # our errors carry clear messages
+        print(f"{command}: error: {err}", file=sys.stderr)
+        return 1

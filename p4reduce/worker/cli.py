@@ -2,7 +2,6 @@
 
     python -m p4reduce.worker allreduce --controller 127.0.0.1:8090 --job default --count 10 --size 100000 --check
     python -m p4reduce.worker allreduce ... --density 0.05            # sparse data: 5% of the blocks non-zero
-    python -m p4reduce.worker train     --controller 127.0.0.1:8090 --job default --model mlp --compressor topk
     python -m p4reduce.worker compressors                                        # list the compressors
 
 Without a command (``python -m p4reduce.worker --controller C --job J ...``) it runs ``allreduce``.
@@ -34,8 +33,6 @@ from .job import CREDENTIAL_ENV, JobJoinError
 from .quantize import QuantizationError
 from .reducer import AggregationError
 from .streaming import RetryPolicy
-from .training.data import load_digits_split
-from .training.loop import TrainConfig, train_worker
 
 PROGRESS_AFTER_S = 3.0      # runs shorter than this show no progress at all
 STATUS_EVERY_S = 5.0        # the one-line status period when stderr is not a terminal
@@ -363,34 +360,6 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    cfg = TrainConfig(model=args.model, epochs=args.epochs, lr=args.lr, batch=args.batch)
-    split = load_digits_split()
-    with _agent(args) as agent:
-        _joined(args, agent)
-        _warn_mode(args, agent)
-        n = agent.n_workers
-        steps = min(len(range(k, split.x_train.shape[0], n)) for k in range(n)) // cfg.batch
-        progress = Progress(max(1, steps * cfg.epochs), "step", f"worker rank {agent.rank}", quiet=args.quiet)
-        calls = [0]
-
-        def allreduce(g, key):
-            mean = agent.allreduce(g, average=True, key=key)
-            calls[0] += 1
-            progress.advance_to(calls[0])
-            return mean
-
-        try:
-            hist = train_worker(agent.rank, n, split, cfg, allreduce)
-        finally:
-            progress.close()
-        print(json.dumps({"rank": agent.rank, "workers": n, "model": args.model, "compressor": args.compressor,
-                          "final_test_acc": round(hist.final_acc, 4), "seconds": round(hist.seconds, 2),
-                          "bytes_sent": agent.reducer.bytes_sent, "test_acc": [round(a, 4) for a in hist.test_acc]}),
-              flush=True)
-    return 0
-
-
 def cmd_compressors(args: argparse.Namespace) -> int:
     for name in COMPRESSORS:
         comp, ef = make_compressor(name)
@@ -424,18 +393,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "tensors (int32 exact; float32 per compressor, docs/compressors.md), outside the timed "
                         "calls: the report gives both times (default off)")
     a.set_defaults(fn=cmd_allreduce)
-    t = sub.add_parser("train", help="join a job and train on the digits data set through the switch",
-                       description="Data-parallel SGD on scikit-learn's digits, gradients averaged through the "
-                                   "switch; print one JSON report line.")
-    _join_args(t)
-    m = t.add_argument_group("training")
-    m.add_argument("--model", choices=["logreg", "mlp"], default="logreg", help="model (default %(default)s)")
-    m.add_argument("--epochs", type=_number(int, 1), default=30, metavar="N", help="epochs (default %(default)s)")
-    m.add_argument("--lr", type=_number(float, 0, low_open=True), default=0.03, metavar="LR",
-                   help="learning rate (default %(default)s)")
-    m.add_argument("--batch", type=_number(int, 1), default=16, metavar="N",
-                   help="batch size per worker (default %(default)s)")
-    t.set_defaults(fn=cmd_train)
     c = sub.add_parser("compressors", help="list the compressors")
     c.set_defaults(fn=cmd_compressors)
     return p

@@ -13,5 +13,5 @@ def p4reduce_program(tmp_path_factory):
 @pytest.fixture(scope="session")
 def jumbo_program(tmp_path_factory):
     """The jumbo section's build (bench/grid.py JUMBO_DEFINES) in a temporary directory."""
-    from p4reduce.bench.grid import JUMBO_DEFINES
+    from lab.bench.grid import JUMBO_DEFINES
     return compile_program(tmp_path_factory.mktemp("jumbo-build"), JUMBO_DEFINES).json_path

@@ -1,7 +1,7 @@
 """Result aggregation: slowest-worker completion time, per-worker bytes, consistency checks."""
 import pytest
 
-from p4reduce.bench import aggregate
+from lab.bench import aggregate
 
 
 def rec(rank, times, tx, rx, reps=None, verified=True):
@@ -56,7 +56,7 @@ def test_speedup():
 
 
 def test_link_rate_bound_counts_what_must_cross_the_busiest_link():
-    from p4reduce.bench import bounds
+    from lab.bench import bounds
     mib = 1 << 20
     # p4reduce dense: each block once, in frames of 42 + 24 + 4 x lanes bytes
     assert bounds.busiest_link_bytes("p4reduce", 8, mib, lanes=256) == 4096 * (42 + 24 + 1024)
@@ -72,7 +72,7 @@ def test_link_rate_bound_counts_what_must_cross_the_busiest_link():
 
 
 def test_cells_on_shaped_links_get_the_bound_and_the_ratio():
-    from p4reduce.bench.cells import add_link_bound
+    from lab.bench.cells import add_link_bound
     summary = {"workers": 4, "time_s": {"median": 0.9}}
     add_link_bound(summary, "p4reduce", 100, 1 << 20, 1.0, lanes=256)
     assert summary["link_bound_s"] == pytest.approx(4096 * 1090 * 8 / 100e6)

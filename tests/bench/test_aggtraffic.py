@@ -1,7 +1,7 @@
 """The packet-rate traffic generator's frames follow docs/protocol.md and results are recognised."""
 import numpy as np
 
-from p4reduce.bench import aggtraffic
+from lab.bench import aggtraffic
 from p4reduce.protocol import constants as C
 from p4reduce.protocol import frames, wire
 

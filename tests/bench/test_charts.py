@@ -3,7 +3,7 @@ every title, label and note lies inside the figure (nothing cut off), long label
 import matplotlib.pyplot as plt
 import pytest
 
-from p4reduce.bench import charts
+from lab.bench import charts
 
 
 def _cell(system, size, status="ok", workers=4, link="unshaped", error=None, t=1.0):

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from p4reduce.bench import interface_counters as counters
+from lab.bench import interface_counters as counters
 
 SAMPLE = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed

@@ -2,8 +2,8 @@
 time, and the demo worker's --pause (the step's compute between the killed job's calls)."""
 import pytest
 
-from p4reduce.bench import faults
-from p4reduce.mininet_topos import demo_worker
+from lab.bench import faults
+from lab.demo import worker as demo_worker
 
 
 def _steps(calls, back_at, done_range):
@@ -45,7 +45,7 @@ def test_quick_run_is_bound_by_wall_time_not_by_fallback_speed():
 
 
 def test_markdown_says_where_the_switch_was_killed_and_the_pause():
-    from p4reduce.bench.markdown import faults_lines
+    from lab.bench.markdown import faults_lines
     kill = {"detect_first_s": 1.5, "detect_last_s": 1.5, "restore_s": 2.4, "redo_call_s": 2.6,
             "gloo_call_s": 0.03, "back_after_restore_s": 0.9, "back_after_restore_calls": 1}
     line = faults_lines({"workers": 4, "calls": 40, "elements": 262144, "pause_s": 0.4, "target": "t",
@@ -117,7 +117,7 @@ def test_demo_worker_pause_is_outside_the_timed_calls(monkeypatch):
 
 @pytest.mark.parametrize("value", ["-1", "61", "nan", "soon"])
 def test_the_faults_bench_checks_its_pause_as_the_demo_worker_does(value, capsys):
-    from p4reduce.bench import faults
+    from lab.bench import faults
     with pytest.raises(SystemExit) as exc:
         faults.main([f"--pause={value}"])
     assert exc.value.code == 2

@@ -6,7 +6,7 @@ import sys
 
 
 def test_float_path_measures_both_paths():
-    res = subprocess.run([sys.executable, "-m", "p4reduce.bench.float_path", "--quick", "--sparse", "--json"],
+    res = subprocess.run([sys.executable, "-m", "lab.bench.float_path", "--quick", "--sparse", "--json"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout.strip().splitlines()[-1])

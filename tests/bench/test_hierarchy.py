@@ -3,7 +3,7 @@ link bound, the comparisons and issue #23's targets judged from synthetic cells,
 table, target lines and chart in the bench's report."""
 import pytest
 
-from p4reduce.bench import charts, hierarchy, markdown, report, results
+from lab.bench import charts, hierarchy, markdown, report, results
 
 MI = 1 << 20
 MACHINE = {"cpu_model": "Test CPU", "cores": 2, "kernel": "6.1", "python": "3.11.7"}
@@ -92,7 +92,7 @@ def _doc(cells):
                              "link": "uplinks-100mbit", "switch_detail": "3 P4 switches",
                              "link_applied": {"hosts": "unshaped veth", "uplinks": "100 Mbit/s"}}]}
     return {"schema": "p4reduce-bench/1", "created": "2026-01-01T00:00:00+00:00", "mode": "full",
-            "command": "python -m p4reduce.bench --sections hierarchy", "machine": MACHINE,
+            "command": "python -m lab.bench --sections hierarchy", "machine": MACHINE,
             "sections": {"hierarchy": section}}
 
 

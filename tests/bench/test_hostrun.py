@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from p4reduce.bench import hostrun
+from lab.bench import hostrun
 
 
 class LocalHost:

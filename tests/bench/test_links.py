@@ -1,7 +1,7 @@
 """Link settings: what TCLink gets, and honest reporting of what the kernel could apply."""
 import pytest
 
-from p4reduce.bench import links
+from lab.bench import links
 from p4reduce.mininet_topos.links import DEFAULT_QUEUE_MS, netem_available
 
 

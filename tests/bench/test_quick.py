@@ -1,11 +1,11 @@
-"""`python -m p4reduce.bench --quick` end to end in Mininet: the harness runs and its numbers are plausible."""
+"""`python -m lab.bench --quick` end to end in Mininet: the harness runs and its numbers are plausible."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from p4reduce.bench import results
+from lab.bench import results
 
 pytestmark = pytest.mark.root
 
@@ -16,7 +16,7 @@ TENSOR_BYTES = 64 * 1024 * 4
 def quick_run(tmp_path_factory, p4reduce_program, jumbo_program):
     """The quick mode on the real P4 path: Mininet, p4sim-switch, controller, worker agents."""
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", "--quick", "--no-progress", "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "lab.bench", "--quick", "--no-progress", "--out", str(out),
                            "--name", "quick", "--switch", "p4", "--program", str(p4reduce_program),
                            "--jumbo-program", str(jumbo_program)],
                           capture_output=True, text=True, timeout=900)

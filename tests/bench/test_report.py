@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from p4reduce.bench import charts, markdown, report, results
+from lab.bench import charts, markdown, report, results
 
 MACHINE = {"cpu_model": "Test CPU", "cores": 2, "kernel": "6.1", "python": "3.11.7"}
 LINK = {"name": "unshaped", "applied": "unshaped veth"}
@@ -26,7 +26,7 @@ def doc():
     net = {"switch": "p4", "switch_detail": "P4 switch bs1", "link": LINK}
     return {
         "schema": "p4reduce-bench/1", "created": "2026-01-01T00:00:00+00:00", "mode": "quick",
-        "command": "python -m p4reduce.bench --quick", "machine": MACHINE,
+        "command": "python -m lab.bench --quick", "machine": MACHINE,
         "sections": {
             "allreduce": {"status": "ok", "networks": [net], "cells": [
                 cell("gloo", 0.2, 400000), cell("p4reduce", 0.1, 390000),
@@ -68,7 +68,7 @@ def test_text_report_shows_speedups_statuses_and_reasons(doc):
 
 def test_markdown_summary_quotes_command_machine_and_tables(doc):
     md = markdown.render(doc)
-    assert "`python -m p4reduce.bench --quick`" in md and "Test CPU (2 cores)" in md
+    assert "`python -m lab.bench --quick`" in md and "Test CPU (2 cores)" in md
     assert "| p4reduce | 4 | unshaped | 256K | 400.0 ms | 1.56 MB | 1.49 | 0.50x | - | - | - | ok |" in md
     assert "| loss-1pct | 64K | 600.0 ms | 1.20x | 2.10% | ok |" in md        # against the loss-free cell
     assert ("| gloo | mlp | 4 | unshaped | 1,126,410 | 80 | 50.0 ms | 10.0 ms | 40.0 ms | - | 7.00 MB | 97.00 % "

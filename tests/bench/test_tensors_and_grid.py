@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from p4reduce.bench import cli, grid, tensors
-from p4reduce.bench.links import LINKS
+from lab.bench import cli, grid, tensors
+from lab.bench.links import LINKS
 
 
 @pytest.mark.parametrize("world,size,density", [(4, 1000, 1.0), (8, 4096, 0.25), (3, 777, 0.01)])
@@ -78,6 +78,6 @@ def test_cli_links_go_to_the_section_of_their_mtu():
     (["--systems", "mpi"], "unknown system 'mpi'"),
 ])
 def test_cli_rejects_bad_arguments_clearly(args, msg):
-    proc = subprocess.run([sys.executable, "-m", "p4reduce.bench", *args], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "lab.bench", *args], capture_output=True, text=True)
     assert proc.returncode == 2
     assert msg in proc.stderr and "Traceback" not in proc.stderr

@@ -4,7 +4,7 @@ import needs
 import numpy as np
 import pytest
 
-from p4reduce.bench import charts, cli, grid, markdown, report, train_models, training
+from lab.bench import charts, cli, grid, markdown, report, train_models, training
 
 
 def record(rank, system="gloo", model="mlp", it=0.1, comp=0.02, curve=None, tx=4_000_000, final=None):
@@ -142,7 +142,7 @@ def test_report_rows_and_markdown_state_ratios_and_targets():
     cells = grid_cells(p4_mlp4=0.09)
     cells.append({"section": "training", "system": "p4reduce-hook", "model": "mlp", "workers": 4,
                   "link": "unshaped", "status": "failed", "error": "switch gone"})
-    doc = {"created": "2026-01-01T00:00:00+00:00", "command": "python -m p4reduce.bench", "mode": "full",
+    doc = {"created": "2026-01-01T00:00:00+00:00", "command": "python -m lab.bench", "mode": "full",
            "machine": {"cpu_model": "Test CPU", "cores": 2, "kernel": "6.1", "python": "3.11.7"},
            "sections": {"training": {"status": "ok", "cells": cells, "targets": training.targets(cells),
                                      "iterations": {"mlp": 3, "wide-mlp": 3, "embedding": 2}}}}

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from p4reduce.bench import veth_rate
+from lab.bench import veth_rate
 
 pytestmark = pytest.mark.root
 
@@ -32,6 +32,6 @@ def test_p4sim_switch_on_veth_aggregates_correctly_and_cleans_up(p4reduce_progra
 
 
 def test_missing_program_is_a_clear_error(tmp_path):
-    from p4reduce.bench import switch_compare
+    from lab.bench import switch_compare
     reason = switch_compare.unavailable_reason(tmp_path / "nope.json")
     assert "nope.json not built" in reason

@@ -6,7 +6,7 @@ import sys
 
 
 def test_worker_rate_measures_both_loops_and_every_case():
-    res = subprocess.run([sys.executable, "-m", "p4reduce.bench.worker_rate", "--quick", "--json"],
+    res = subprocess.run([sys.executable, "-m", "lab.bench.worker_rate", "--quick", "--json"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout.strip().splitlines()[-1])
@@ -20,6 +20,6 @@ def test_worker_rate_measures_both_loops_and_every_case():
 
 
 def test_worker_rate_refuses_a_bad_loop():
-    res = subprocess.run([sys.executable, "-m", "p4reduce.bench.worker_rate", "--loop", "fast"],
+    res = subprocess.run([sys.executable, "-m", "lab.bench.worker_rate", "--loop", "fast"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "--loop: invalid choice: 'fast'" in res.stderr

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from p4reduce.mininet_topos import demo_worker
+from lab.demo import worker as demo_worker
 from p4reduce.worker.agent import Agent
 
 

@@ -25,7 +25,7 @@ def run_job(session, hosts, job, kind="dense", elements=4096, tensors=2, density
         if held is not None and host is held[0]:
             start = [sys.executable, str(HELD_WORKER), str(held[1])]
         else:
-            start = [sys.executable, "-m", "p4reduce.mininet_topos.demo_worker"]
+            start = [sys.executable, "-m", "lab.demo.worker"]
         return start + [kind, "--controller", session.api_addr,
                         "--job", job, "--workers", str(len(hosts)), "--advertise-ip", host.IP(),
                         "--elements", str(elements), "--tensors", str(tensors), "--density", str(density),

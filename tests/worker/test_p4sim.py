@@ -84,8 +84,8 @@ def test_training_through_the_p4_program_matches_the_simulation(p4reduce_json):
     """Digits logreg, 2 workers, 1 epoch through the P4 program: bit-identical to the simulated switch."""
     from testbed.training.simulate import run_simulated
 
-    from p4reduce.worker.training.data import load_digits_split
-    from p4reduce.worker.training.loop import TrainConfig, train_worker
+    from lab.training.data import load_digits_split
+    from lab.training.loop import TrainConfig, train_worker
     split = load_digits_split(limit=600)
     cfg = TrainConfig(model="logreg", epochs=1)
     sim = run_simulated("fixedpoint", cfg, 2, split, sparse=False)["history"].params

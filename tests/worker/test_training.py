@@ -8,12 +8,12 @@ from testbed.fakeswitch import FakeSwitch
 from testbed.loopback import loopback_reducers
 from testbed.training.simulate import run_simulated
 
+from lab.training.data import load_digits_split
+from lab.training.loop import TrainConfig, train_worker
+from lab.training.models import MLP, LogisticRegression
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS
 from p4reduce.worker.streaming import RetryPolicy
-from p4reduce.worker.training.data import load_digits_split
-from p4reduce.worker.training.loop import TrainConfig, train_worker
-from p4reduce.worker.training.models import MLP, LogisticRegression
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ of the closed loop emitted exactly one result per worker per round (measure() re
 so a program, layout or job-install change that breaks the loop fails here, not in the README."""
 import json
 
-from p4reduce.bench import switch_rate
+from lab.bench import switch_rate
 
 
 def test_every_case_runs_on_both_backends_and_checks_its_outputs(capsys):

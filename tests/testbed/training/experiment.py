@@ -15,9 +15,9 @@ import pathlib
 import sys
 from typing import Any
 
+from lab.training.data import load_digits_split
+from lab.training.loop import TrainConfig
 from p4reduce.worker.compressors import COMPRESSORS
-from p4reduce.worker.training.data import load_digits_split
-from p4reduce.worker.training.loop import TrainConfig
 from testbed.training.networked import run_networked
 from testbed.training.simulate import DEFAULT_OPTIONS, run_simulated
 

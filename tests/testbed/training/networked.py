@@ -10,13 +10,13 @@ import time
 
 import numpy as np
 
+from lab.training.data import Split, load_digits_split
+from lab.training.loop import History, TrainConfig, train_worker
 from p4reduce.p4src.build import compile_program
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
 from p4reduce.worker.streaming import RetryPolicy
-from p4reduce.worker.training.data import Split, load_digits_split
-from p4reduce.worker.training.loop import History, TrainConfig, train_worker
 from testbed.fakeswitch import FakeSwitch
 from testbed.loopback import loopback_reducers
 from testbed.p4sim_udp import P4SimUdpSwitch

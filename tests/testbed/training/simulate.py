@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 
+from lab.training.data import Split, load_digits_split
+from lab.training.loop import History, TrainConfig, train_worker
 from p4reduce.protocol import constants as C
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.compressors import COMPRESSORS, make_compressor
 from p4reduce.worker.memory import ErrorFeedback, NoMemory
-from p4reduce.worker.training.data import Split, load_digits_split
-from p4reduce.worker.training.loop import History, TrainConfig, train_worker
 from p4reduce.worker.wirecost import WireCost
 from testbed.simswitch import FloatReference, SimulatedReducer, run_workers
 

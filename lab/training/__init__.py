@@ -1,0 +1,1 @@
+"""The demo's training: scikit-learn's digits data set, numpy models and a data-parallel SGD loop."""

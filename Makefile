@@ -85,8 +85,11 @@ shell: setup
 wireshark: setup
 	$(PY) tools/wireshark/dissector.py $(ARGS)
 
+# Two test processes (pytest-xdist) by default; the root tests all run in one of them, one network at
+# a time (tests/conftest.py). TEST_PROCESSES=0 runs everything in one process.
+TEST_PROCESSES ?= 2
 test: setup
-	$(PY) -m pytest -q -ra --durations=15 tests $(ARGS)
+	$(PY) -m pytest -q -ra --durations=15 $(if $(filter-out 0,$(TEST_PROCESSES)),-n $(TEST_PROCESSES) --dist loadgroup) tests $(ARGS)
 
 # ruff and mypy with the rule sets of pyproject.toml (which packages may import which is
 # tests/test_architecture.py's, from docs/architecture.md's table).

@@ -20,19 +20,31 @@ SHARED_REFERENCE = next((d / "shared" / "p4-reference" for d in (REPO.parent, RE
 _NETWORK_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "p4reduce-network-tests.lock"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    """One test session with root tests at a time on a machine: Mininet names its switches,
-    hosts and links alike in every run (s1, h1, s1-eth1), so two sessions would tear down each
-    other's networks. The lock is held until the session's process ends."""
-    if config.option.collectonly or os.geteuid() != 0 or not any(item.get_closest_marker("root") for item in items):
+    """Under pytest-xdist (`make test` runs two processes), every root test goes to one process
+    (`--dist loadgroup`): the networks are built one at a time, as in a one-process run."""
+    for item in items:
+        if item.get_closest_marker("root"):
+            item.add_marker(pytest.mark.xdist_group("network"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """One process with root tests at a time on a machine: Mininet names its switches, hosts and
+    links alike in every run (s1, h1, s1-eth1), so two would tear down each other's networks. The
+    lock is taken before the first root test's fixtures and held until the process ends."""
+    config = item.config
+    if getattr(config, "_p4reduce_network_lock", None) is not None or os.geteuid() != 0 \
+            or not item.get_closest_marker("root"):
         return
     fd = os.open(_NETWORK_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        print(f"\nwaiting for {_NETWORK_LOCK}: another test session runs network tests", file=sys.stderr)
+        print(f"\nwaiting for {_NETWORK_LOCK}: another test process runs network tests", file=sys.stderr)
         fcntl.flock(fd, fcntl.LOCK_EX)
-    config._p4reduce_network_lock = fd  # kept open (and locked) for the whole session
+    config._p4reduce_network_lock = fd  # kept open (and locked) for the whole process
 
 
 @pytest.fixture(autouse=True)

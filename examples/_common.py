@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 from typing import Any
+
+# The examples run from a checkout; the demo's data set lives in its lab (lab/training), so the
+# checkout's root goes on the path for the scripts that train on it.
+_CHECKOUT = str(pathlib.Path(__file__).resolve().parent.parent)
+if _CHECKOUT not in sys.path:
+    sys.path.append(_CHECKOUT)
 
 
 def parse_args(description: str, extra: list[tuple[str, dict[str, Any]]] | None = None) -> argparse.Namespace:

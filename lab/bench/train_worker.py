@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         if args.system == "p4reduce-hook":
             from p4reduce.worker.agent import Agent
-            from p4reduce.worker.ddp_hook import p4reduce_hook
+            from p4reduce.worker.ddp_comm_hook import p4reduce_hook
             agent = Agent(args.controller, args.job, rank=args.rank, workers=args.world,
                           advertise_ip=args.ip, wait_timeout=args.timeout)
             ddp.register_comm_hook(agent, p4reduce_hook)

@@ -91,10 +91,10 @@ def __getattr__(name: str) -> Any:
         from .agent import Agent
         return Agent
     if name == "ddp_hook":
-        from .ddp_hook import p4reduce_hook
+        from .ddp_comm_hook import p4reduce_hook
         return p4reduce_hook
     if name == "init_process_group":
-        from .ddp_hook import init_process_group
+        from .ddp_comm_hook import init_process_group
         return init_process_group
     raise AttributeError(f"module 'p4reduce.worker' has no attribute {name!r}")
 

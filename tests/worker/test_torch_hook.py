@@ -20,7 +20,7 @@ rank, world, store_port, switch_port, my_port = map(int, sys.argv[1:6])
 from p4reduce.worker.communicator import Communicator
 from p4reduce.worker.job import JobParams
 from p4reduce.worker.streaming import RetryPolicy, UdpReducer
-from p4reduce.worker.ddp_hook import AsyncCommunicator, p4reduce_hook
+from p4reduce.worker.ddp_comm_hook import AsyncCommunicator, p4reduce_hook
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{store_port}", rank=rank, world_size=world)
 
 def train(state):

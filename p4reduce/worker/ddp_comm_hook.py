@@ -1,7 +1,7 @@
 """PyTorch DistributedDataParallel communication hook that averages gradients through the switch.
 
     from p4reduce.worker import Agent
-    from p4reduce.worker.ddp_hook import p4reduce_hook
+    from p4reduce.worker.ddp_comm_hook import p4reduce_hook
     agent = Agent("10.0.0.100:8090", "resnet-1", compressor="topk")
     init_process_group(agent)                                     # gloo, from the job (see below)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
